@@ -1,0 +1,44 @@
+# Two commands matter: `make run` (the Dagster UI) and `make test` (the whole suite).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+export CODEGEN_HOME ?= $(CURDIR)/.codegen
+export DAGSTER_HOME ?= $(CODEGEN_HOME)/dagster_home
+HOST ?= 127.0.0.1
+PORT ?= 3000
+
+.PHONY: run test lint venv home lock clean
+
+# The venv is rebuilt only when the lock or the project metadata changes.
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+home:
+	@mkdir -p "$(DAGSTER_HOME)"
+	@test -f "$(DAGSTER_HOME)/dagster.yaml" || cp orchestration/dagster.yaml "$(DAGSTER_HOME)/dagster.yaml"
+
+run: venv home
+	$(BIN)/dagster dev --host $(HOST) --port $(PORT)
+
+test: venv
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# Re-resolve every dependency from pyproject.toml into a fresh venv and pin the result.
+lock:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	.lock-venv/bin/pip freeze --exclude-editable | grep -v '^multiagent-codegen' > requirements.lock
+	rm -rf .lock-venv
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

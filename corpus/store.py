@@ -1,0 +1,54 @@
+"""On-disk layout of corpus stages, shared by the corpus assets and the index.
+
+Each stage is a JSON-lines file under the corpus directory, written to a temporary file and
+renamed into place so a failed or killed run never leaves a half-written stage behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from corpus.model import Chunk, Document
+
+
+def raw_path(corpus_dir: Path, source: str) -> Path:
+    return corpus_dir / "raw" / f"{source}.jsonl"
+
+
+def chunks_path(corpus_dir: Path) -> Path:
+    return corpus_dir / "chunks.jsonl"
+
+
+def write_jsonl_atomic(path: Path, records: Iterable[dict[str, Any]]) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    count = 0
+    with tmp.open("w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            count += 1
+    tmp.replace(path)
+    return count
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def read_documents(path: Path) -> Iterator[Document]:
+    for record in read_jsonl(path):
+        yield Document.from_dict(record)
+
+
+def read_chunks(path: Path) -> Iterator[Chunk]:
+    for record in read_jsonl(path):
+        yield Chunk.from_dict(record)

@@ -1,0 +1,77 @@
+"""The ``codegen`` command line.
+
+Each command group lives in its own module and is registered in COMMAND_MODULES. Every error
+reaches the user as one line on stderr with a non-zero exit; set CODEGEN_DEBUG=1 for the
+traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+
+import click
+
+# module path -> attribute holding a click command or group
+COMMAND_MODULES: list[tuple[str, str]] = [
+    ("orchestration.cli.info", "info"),
+]
+
+
+class CodegenError(click.ClickException):
+    """An expected failure with a message meant for the user."""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="multiagent-codegen", prog_name="codegen")
+def cli() -> None:
+    """Turn a natural-language programming request into tested, documented Python code.
+
+    Configuration: CODEGEN_* environment variables override the TOML file named by
+    CODEGEN_CONFIG (default $CODEGEN_HOME/codegen.toml). The LLM endpoint comes from
+    OPENAI_BASE_URL and OPENAI_API_KEY.
+    """
+
+
+for _module, _attr in COMMAND_MODULES:
+    cli.add_command(getattr(importlib.import_module(_module), _attr))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cli.main(args=argv, prog_name="codegen", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
+        return 2
+    except click.UsageError as exc:
+        path = exc.ctx.command_path if exc.ctx else "codegen"
+        hint = f" (see '{path} --help')"
+        click.echo(f"codegen: error: {_one_line(exc.format_message())}{hint}", err=True)
+        return 2
+    except click.ClickException as exc:
+        click.echo(f"codegen: error: {_one_line(exc.format_message())}", err=True)
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.Abort:
+        click.echo("codegen: aborted", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("codegen: interrupted", err=True)
+        return 130
+    except Exception as exc:  # the promise: never a traceback unless asked for
+        if os.environ.get("CODEGEN_DEBUG"):
+            traceback.print_exc()
+        click.echo(f"codegen: error: {type(exc).__name__}: {_one_line(str(exc))}", err=True)
+        return 1
+    return 0
+
+
+def run() -> None:
+    sys.exit(main())

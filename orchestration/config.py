@@ -1,0 +1,170 @@
+"""The one way to configure the platform.
+
+Precedence, highest first: environment variables (``CODEGEN_*``, nested keys joined
+with ``__``, e.g. ``CODEGEN_SANDBOX__BACKEND=bwrap``), then the TOML file named by
+``CODEGEN_CONFIG`` (default ``$CODEGEN_HOME/codegen.toml``, else ``codegen.toml`` in the
+project root), then the defaults below.
+
+The LLM endpoint and key are deliberately *not* settings of ours: the ``openai`` SDK reads
+``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` itself, so the key never lands in a config object
+that could be logged or stored. ``llm.base_url`` exists only to override the SDK's variable.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+# The checkout this package lives in (editable install) holds pyproject.toml; an installed
+# wheel has no project root, so the working directory stands in.
+_PACKAGE_PARENT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = _PACKAGE_PARENT if (_PACKAGE_PARENT / "pyproject.toml").exists() else Path.cwd()
+
+AGENT_ROLES = ("analyzer", "test_designer", "programmer", "reviewer", "documenter")
+
+
+class Environment(StrEnum):
+    LOCAL = "local"
+    TEST = "test"
+    PRODUCTION = "production"
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("CODEGEN_HOME") or PROJECT_ROOT / ".codegen").resolve()
+
+
+class AgentModel(BaseModel):
+    model: str = "gpt-4o-mini"
+    temperature: float = 0.0
+    max_tokens: int = 4096
+
+
+class LLMSettings(BaseModel):
+    base_url: str | None = None
+    request_timeout_s: float = 120.0
+    max_retries: int = 4
+    default: AgentModel = AgentModel()
+    # Per-role overrides, keyed by role name (see AGENT_ROLES).
+    agents: dict[str, AgentModel] = Field(default_factory=dict)
+    # USD per million tokens: {model: {"input": x, "output": y}}. Unknown models cost "unknown".
+    prices: dict[str, dict[str, float]] = Field(
+        default_factory=lambda: {
+            "gpt-4o": {"input": 2.50, "output": 10.00},
+            "gpt-4o-mini": {"input": 0.15, "output": 0.60},
+            "gpt-4.1": {"input": 2.00, "output": 8.00},
+            "gpt-4.1-mini": {"input": 0.40, "output": 1.60},
+        }
+    )
+    cache: bool = True
+    max_rounds: int = 3
+    budget_tokens: int | None = None
+    budget_usd: float | None = None
+
+    def for_role(self, role: str) -> AgentModel:
+        return self.agents.get(role, self.default)
+
+
+class SandboxSettings(BaseModel):
+    backend: str = "auto"  # auto | docker | bwrap
+    image: str = "multiagent-codegen-sandbox:1"
+    pool_size: int = 2
+    isolation: str = "pooled"  # pooled | strict
+    timeout_s: float = 30.0
+    memory_mb: int = 512
+    pids: int = 128
+    cpus: float = 1.0
+    workdir_mb: int = 64
+    max_output_bytes: int = 1_000_000
+
+
+class RetrievalSettings(BaseModel):
+    vector_store: str = "lancedb"  # lancedb | weaviate
+    lancedb_uri: str | None = None  # default: $CODEGEN_HOME/index
+    weaviate_url: str | None = None
+    embedder: str = "minilm"  # minilm | static | openai
+    top_k: int = 8
+    context_token_budget: int = 1500
+
+
+class CorpusSettings(BaseModel):
+    # Empty means "the running interpreter's standard library".
+    local_paths: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=lambda: ["local"])
+    reindex_cron: str = "0 3 * * *"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CODEGEN_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    home: Path = Field(default_factory=default_home)
+    env: Environment = Environment.LOCAL
+    llm: LLMSettings = LLMSettings()
+    sandbox: SandboxSettings = SandboxSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
+    corpus: CorpusSettings = CorpusSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, config_file()))
+
+    # Derived locations, all under the data directory.
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.home / "artifacts"
+
+    @property
+    def corpus_dir(self) -> Path:
+        return self.home / "corpus"
+
+    @property
+    def index_uri(self) -> str:
+        return self.retrieval.lancedb_uri or str(self.home / "index")
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
+
+    @property
+    def inbox_dir(self) -> Path:
+        return self.home / "inbox"
+
+    def public_dict(self) -> dict[str, Any]:
+        """Settings safe to show or store (they never hold a secret)."""
+        return self.model_dump(mode="json")
+
+
+def config_file() -> Path:
+    explicit = os.environ.get("CODEGEN_CONFIG")
+    if explicit:
+        return Path(explicit)
+    in_home = default_home() / "codegen.toml"
+    return in_home if in_home.exists() else PROJECT_ROOT / "codegen.toml"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def default_dagster_home(settings: Settings | None = None) -> Path:
+    return (settings or get_settings()).home / "dagster_home"

@@ -1,0 +1,23 @@
+"""Resources per environment, chosen in this one place by ``CODEGEN_ENV``.
+
+local       embedded defaults: SQLite instance, local IO manager, data under CODEGEN_HOME
+test        the same wiring, pointed at whatever CODEGEN_HOME the test set up
+production  the same resources; scale-out pieces (Postgres, GCS, Weaviate) are chosen
+            through settings and dagster.yaml rather than different code
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assets.resources import SettingsResource
+from orchestration.config import Environment, Settings
+
+
+def resources_for(settings: Settings) -> dict[str, Any]:
+    common: dict[str, Any] = {"settings": SettingsResource(home=str(settings.home))}
+    if settings.env is Environment.PRODUCTION:
+        return common
+    if settings.env is Environment.TEST:
+        return common
+    return common

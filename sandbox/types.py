@@ -1,0 +1,74 @@
+"""The sandbox's public contract: limits in, structured results out."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 30.0
+    memory_mb: int = 512  # memory and memory+swap: no swap escape
+    pids: int = 128
+    cpus: float = 1.0
+    workdir_mb: int = 64
+    max_output_bytes: int = 1_000_000  # per stream; the rest is discarded while streaming
+
+
+@dataclass
+class ExecResult:
+    exit_code: int | None
+    timed_out: bool
+    oom_killed: bool
+    stdout: str
+    stderr: str
+    truncated: bool
+    duration_s: float
+    backend: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TestCaseResult:
+    name: str  # pytest node name, e.g. "test_solution.py::test_empty"
+    outcome: str  # passed | failed | error | skipped
+    message: str = ""
+    duration_s: float = 0.0
+    details: str = ""  # trimmed traceback for failures
+
+
+@dataclass
+class TestReport:
+    tests: list[TestCaseResult] = field(default_factory=list)
+    collection_errors: list[str] = field(default_factory=list)
+    exec_result: ExecResult | None = None
+
+    @property
+    def total(self) -> int:
+        return len(self.tests)
+
+    @property
+    def passed(self) -> int:
+        return sum(t.outcome == "passed" for t in self.tests)
+
+    @property
+    def failed(self) -> int:
+        return sum(t.outcome in ("failed", "error") for t in self.tests)
+
+    @property
+    def ok(self) -> bool:
+        return self.total > 0 and self.passed == self.total and not self.collection_errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tests": [asdict(t) for t in self.tests],
+            "collection_errors": list(self.collection_errors),
+            "exec_result": self.exec_result.to_dict() if self.exec_result else None,
+            "total": self.total,
+            "passed": self.passed,
+            "failed": self.failed,
+            "ok": self.ok,
+        }

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CODEGEN = shutil.which("codegen", path=str(Path(sys.executable).parent)) or "codegen"
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CODEGEN, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+
+
+def test_help_lists_commands() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0, result.stderr
+    assert "Usage: codegen" in result.stdout
+    assert "info" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("no-such-command",), ("--no-such-option",), ("info", "--bogus"), ("info", "extra-arg")],
+)
+def test_bad_input_is_one_line_without_traceback(args: tuple[str, ...]) -> None:
+    result = run_cli(*args)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("codegen: error:"), result.stderr
+
+
+def test_malformed_config_file_is_one_line(isolated_home: Path) -> None:
+    (isolated_home / "codegen.toml").write_text("this is = = not toml\n")
+    result = run_cli("info")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("codegen: error:"), result.stderr
+
+
+def test_info_json_reflects_env_over_file(isolated_home: Path) -> None:
+    (isolated_home / "codegen.toml").write_text('[sandbox]\nbackend = "docker"\npool_size = 5\n')
+    result = run_cli("info", "--json", env={"CODEGEN_SANDBOX__BACKEND": "bwrap"})
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["settings"]["sandbox"]["backend"] == "bwrap"  # env wins
+    assert data["settings"]["sandbox"]["pool_size"] == 5  # file beats default
+    assert data["settings"]["home"] == str(isolated_home)

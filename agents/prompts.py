@@ -1,0 +1,147 @@
+"""Every prompt the crew sends, as readable module constants.
+
+The Dagster assets derive their ``code_version`` from a hash of the prompts they use
+(``prompt_version``), so editing a prompt here marks those assets stale.
+
+Templates use ``str.format`` fields; literal braces are doubled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+ANALYZER_SYSTEM = """\
+You are a senior requirements analyst. Turn a programming request into a precise, testable
+specification of a small self-contained Python module named `solution.py`.
+
+Reply with JSON matching the given schema:
+- purpose: one or two sentences on what the module does;
+- functions: every public function, with its exact Python signature (type hints included)
+  and a description of its contract;
+- behaviours: the observable rules the code must follow;
+- edge_cases: inputs at the boundaries and what must happen for each;
+- examples: worked examples, each a Python call and its exact expected result;
+- constraints: limits on the implementation (algorithm, complexity, standard library only).
+
+Use only the Python standard library. Do not write the implementation."""
+
+ANALYZER_USER = """\
+Programming request:
+<request>
+{request}
+</request>"""
+
+ANALYZER_REASK = """\
+Your previous reply was not a valid specification: {error}
+Reply again with JSON that matches the schema exactly."""
+
+TEST_DESIGNER_SYSTEM = """\
+You are a meticulous test engineer. Write a pytest module `test_solution.py` for a module
+`solution.py` that does not exist yet: you only get its specification, never its code.
+
+Rules:
+- import what you test from `solution` (for example `from solution import primes_up_to`);
+- one test function per behaviour, edge case and worked example of the specification;
+- assertions with exact expected values taken from the specification; no randomness, no
+  network, no files outside the working directory, each test well under a second;
+- reply with exactly one fenced ```python block holding the whole module, nothing else."""
+
+TEST_DESIGNER_USER = """\
+Specification (JSON):
+{spec_json}"""
+
+PROGRAMMER_SYSTEM = """\
+You are an expert Python programmer. Write the module `solution.py` that implements the
+specification exactly, with type hints and docstrings, using only the standard library.
+
+Reply with exactly one fenced ```python block holding the whole module, nothing else."""
+
+PROGRAMMER_USER = """\
+Specification (JSON):
+{spec_json}
+
+{context}"""
+
+PROGRAMMER_CONTEXT = """\
+Possibly relevant code from the corpus (cite nothing, copy only what fits):
+{chunks}"""
+
+PROGRAMMER_NO_CONTEXT = "No reference code was retrieved for this request."
+
+PROGRAMMER_REVISE = """\
+Your current `solution.py`:
+```python
+{code}
+```
+
+It is not accepted yet. {feedback}
+
+Fix the module. Reply with exactly one fenced ```python block holding the whole corrected
+module."""
+
+FEEDBACK_TESTS = """\
+Round {round}: {failed} of {total} tests failed against it.
+{details}"""
+
+FEEDBACK_REVIEW = """\
+The tests pass, but the reviewer rejected it:
+{reasons}"""
+
+REVIEWER_SYSTEM = """\
+You are a strict code reviewer. Decide whether `solution.py` implements the specification
+correctly, readably and safely (no network, no file or process access it does not need).
+
+The first word of your reply must be APPROVED or REJECTED. After REJECTED, list each
+problem on its own line, concrete enough for the programmer to fix."""
+
+REVIEWER_USER = """\
+Specification (JSON):
+{spec_json}
+
+solution.py:
+```python
+{code}
+```
+
+Test results: {passed} of {total} tests passed."""
+
+DOCUMENTER_SYSTEM = """\
+You are a technical writer. Write the README.md, in Markdown, for the accepted module
+`solution.py`: a short description, installation-free usage examples taken from the
+specification's worked examples, and an API reference with every public function's signature,
+parameters, return value and errors. Reply with the Markdown only."""
+
+DOCUMENTER_USER = """\
+Specification (JSON):
+{spec_json}
+
+solution.py:
+```python
+{code}
+```"""
+
+# Which constants each agent's output depends on (for code versions).
+ROLE_PROMPTS: dict[str, tuple[str, ...]] = {
+    "analyzer": (ANALYZER_SYSTEM, ANALYZER_USER, ANALYZER_REASK),
+    "test_designer": (TEST_DESIGNER_SYSTEM, TEST_DESIGNER_USER),
+    "programmer": (
+        PROGRAMMER_SYSTEM,
+        PROGRAMMER_USER,
+        PROGRAMMER_CONTEXT,
+        PROGRAMMER_NO_CONTEXT,
+        PROGRAMMER_REVISE,
+        FEEDBACK_TESTS,
+        FEEDBACK_REVIEW,
+    ),
+    "reviewer": (REVIEWER_SYSTEM, REVIEWER_USER),
+    "documenter": (DOCUMENTER_SYSTEM, DOCUMENTER_USER),
+}
+
+
+def prompt_version(*roles: str, extra: str = "") -> str:
+    """A short stable hash of the named roles' prompts (plus ``extra``, e.g. a schema)."""
+    digest = hashlib.sha256(extra.encode())
+    for role in roles:
+        for text in ROLE_PROMPTS[role]:
+            digest.update(text.encode())
+    return digest.hexdigest()[:12]

@@ -104,6 +104,23 @@ class CorpusSettings(BaseModel):
     reindex_cron: str = "0 3 * * *"
 
 
+class EvalSettings(BaseModel):
+    """HumanEval runs (issue 7): samples per task, scoring limits, backfill concurrency."""
+
+    samples: int = 1  # n candidates per task; pass@10 is reported when n >= 10
+    timeout_s: float = 10.0  # per hidden-test execution in the sandbox
+    memory_mb: int = 512
+    # Dagster pools (op granularity): concurrent crew ops and sandbox-scoring ops.
+    llm_pool: str = "llm"
+    llm_concurrency: int = 4
+    sandbox_pool: str = "sandbox"
+    sandbox_concurrency: int = 2
+    # Tasks scored concurrently inside one run (CLI and ranged backfill runs).
+    workers: int = 2
+    # A backfill groups this many partitions per run, so 164 tasks are not 164 processes.
+    partitions_per_run: int = 41
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="CODEGEN_", env_nested_delimiter="__", extra="ignore"
@@ -115,6 +132,7 @@ class Settings(BaseSettings):
     sandbox: SandboxSettings = SandboxSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
     corpus: CorpusSettings = CorpusSettings()
+    eval: EvalSettings = EvalSettings()
 
     @classmethod
     def settings_customise_sources(
@@ -143,6 +161,10 @@ class Settings(BaseSettings):
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
+
+    @property
+    def eval_dir(self) -> Path:
+        return self.home / "eval"
 
     @property
     def inbox_dir(self) -> Path:

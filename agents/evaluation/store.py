@@ -1,0 +1,106 @@
+"""Evaluation results on disk under ``$CODEGEN_HOME/eval/``.
+
+Layout (one directory per evaluation configuration, so runs with different models or sample
+counts never mix and a finished task is found again by its key):
+
+    eval/<config_id>/config.json          what the configuration is (never a secret)
+    eval/<config_id>/samples/<task>.json  generated candidates + crew status, tokens, cost
+    eval/<config_id>/scores/<task>.json   hidden-test verdicts for those candidates
+    eval/history.jsonl                    one line per summary, for comparing runs
+    eval/history.png                      pass@1 and cost per solved task across runs
+
+Every write is atomic (temp file + rename), so an interrupted run never leaves a half file
+and never loses the previous result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> Any | None:
+    """The stored document, or None when absent or unreadable (then it is recomputed)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+class EvalStore:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def config_dir(self, config_id: str) -> Path:
+        return self.root / config_id
+
+    def samples_path(self, config_id: str, key: str) -> Path:
+        return self.config_dir(config_id) / "samples" / f"{key}.json"
+
+    def scores_path(self, config_id: str, key: str) -> Path:
+        return self.config_dir(config_id) / "scores" / f"{key}.json"
+
+    @property
+    def history_path(self) -> Path:
+        return self.root / "history.jsonl"
+
+    @property
+    def plot_path(self) -> Path:
+        return self.root / "history.png"
+
+    def save_config(self, config_id: str, config: dict[str, Any]) -> None:
+        path = self.config_dir(config_id) / "config.json"
+        if read_json(path) != config:
+            write_json_atomic(path, config)
+
+    def load_samples(self, config_id: str, key: str) -> dict[str, Any] | None:
+        return read_json(self.samples_path(config_id, key))
+
+    def save_samples(self, config_id: str, key: str, data: dict[str, Any]) -> None:
+        write_json_atomic(self.samples_path(config_id, key), data)
+
+    def load_scores(self, config_id: str, key: str) -> dict[str, Any] | None:
+        return read_json(self.scores_path(config_id, key))
+
+    def save_scores(self, config_id: str, key: str, data: dict[str, Any]) -> None:
+        write_json_atomic(self.scores_path(config_id, key), data)
+
+    def scored_keys(self, config_id: str) -> list[str]:
+        folder = self.config_dir(config_id) / "scores"
+        return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+
+    def append_history(self, entry: dict[str, Any]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self.history_path.open("a") as fh:
+            fh.write(json.dumps(entry, sort_keys=True) + "\n")
+
+    def history(self) -> list[dict[str, Any]]:
+        if not self.history_path.exists():
+            return []
+        entries = []
+        for line in self.history_path.read_text().splitlines():
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                continue  # a torn last line from a crash must not hide the other runs
+        return entries

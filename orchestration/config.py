@@ -170,6 +170,11 @@ class Settings(BaseSettings):
     def inbox_dir(self) -> Path:
         return self.home / "inbox"
 
+    @property
+    def requests_dir(self) -> Path:
+        # Request text and options, stored apart from the opaque partition key.
+        return self.home / "requests"
+
     def public_dict(self) -> dict[str, Any]:
         """Settings safe to show or store (they never hold a secret)."""
         return self.model_dump(mode="json")

@@ -1,0 +1,150 @@
+"""Durable request store and per-request artifact folders.
+
+A request's text and options live in SQLite under ``$CODEGEN_HOME/requests/``, keyed by an
+opaque id (the Dagster partition key); the text itself is never used as a key. Artifacts go to
+``$CODEGEN_HOME/artifacts/<request_id>/``, each file replaced atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ARTIFACT_FILES = ("solution.py", "test_solution.py", "README.md", "spec.json", "report.json")
+_ID = re.compile(r"^req-[0-9a-f]{16}$")
+
+# queued: waiting for the sensor to launch it; launched: a run was started for it.
+STATES = ("queued", "launched")
+
+
+def new_request_id() -> str:
+    return f"req-{secrets.token_hex(8)}"
+
+
+def is_request_id(value: str) -> bool:
+    return bool(_ID.match(value))
+
+
+@dataclass(frozen=True)
+class StoredRequest:
+    id: str
+    text: str
+    options: dict[str, Any]
+    source: str
+    state: str
+    created_at: str
+
+
+class RequestStore:
+    """SQLite table of requests; safe for several processes (one short transaction each)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.path = self.root / "requests.sqlite"
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with closing(sqlite3.connect(self.path, timeout=30)) as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, text TEXT NOT NULL,"
+                " options TEXT NOT NULL, source TEXT NOT NULL, state TEXT NOT NULL,"
+                " created_at TEXT NOT NULL)"
+            )
+            with conn:  # commit on success, roll back on error
+                yield conn
+
+    def add(
+        self,
+        text: str,
+        options: dict[str, Any] | None = None,
+        *,
+        source: str = "cli",
+        state: str = "launched",
+    ) -> StoredRequest:
+        if state not in STATES:
+            raise ValueError(f"unknown state {state!r}")
+        req = StoredRequest(
+            id=new_request_id(),
+            text=text,
+            options=dict(options or {}),
+            source=source,
+            state=state,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        with self._db() as conn:
+            conn.execute(
+                "INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?)",
+                (req.id, req.text, json.dumps(req.options), req.source, req.state, req.created_at),
+            )
+        return req
+
+    def get(self, request_id: str) -> StoredRequest:
+        with self._db() as conn:
+            row = conn.execute(
+                "SELECT id, text, options, source, state, created_at FROM requests WHERE id = ?",
+                (request_id,),
+            ).fetchone()
+        if row is None:
+            raise KeyError(f"unknown request id {request_id!r}")
+        return _row(row)
+
+    def with_state(self, state: str) -> list[StoredRequest]:
+        with self._db() as conn:
+            rows = conn.execute(
+                "SELECT id, text, options, source, state, created_at FROM requests"
+                " WHERE state = ? ORDER BY created_at, id",
+                (state,),
+            ).fetchall()
+        return [_row(r) for r in rows]
+
+    def set_state(self, request_id: str, state: str) -> None:
+        if state not in STATES:
+            raise ValueError(f"unknown state {state!r}")
+        with self._db() as conn:
+            conn.execute("UPDATE requests SET state = ? WHERE id = ?", (state, request_id))
+
+
+def _row(row: tuple[Any, ...]) -> StoredRequest:
+    return StoredRequest(
+        id=row[0],
+        text=row[1],
+        options=json.loads(row[2]),
+        source=row[3],
+        state=row[4],
+        created_at=row[5],
+    )
+
+
+def artifact_dir(artifacts_root: Path, request_id: str) -> Path:
+    if not is_request_id(request_id):
+        # Partition keys become folder names: never let one escape the artifacts root.
+        raise ValueError(f"not a request id: {request_id!r}")
+    return Path(artifacts_root) / request_id
+
+
+def write_artifact(folder: Path, name: str, content: str | dict[str, Any]) -> Path:
+    """Replace one artifact file atomically (a crash never leaves half a file)."""
+    if name not in ARTIFACT_FILES:
+        raise ValueError(f"not an artifact name: {name}")
+    folder.mkdir(parents=True, exist_ok=True)
+    text = content if isinstance(content, str) else json.dumps(content, indent=2) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, folder / name)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return folder / name

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dagster import Definitions, load_asset_checks_from_modules, load_assets_from_modules
 
-from assets import corpus
+from assets import codegen, corpus
 from orchestration.config import get_settings
+from orchestration.jobs import codegen_request_job, submit_request_job
 from orchestration.resources import resources_for
+from orchestration.sensors import inbox_sensor
 
-ASSET_MODULES = [corpus]
+ASSET_MODULES = [corpus, codegen]
 
 
 def build_definitions() -> Definitions:
@@ -17,6 +19,8 @@ def build_definitions() -> Definitions:
         assets=load_assets_from_modules(ASSET_MODULES),
         asset_checks=load_asset_checks_from_modules(ASSET_MODULES),
         resources=resources_for(settings),
+        jobs=[codegen_request_job, submit_request_job],
+        sensors=[inbox_sensor],
     )
 
 

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from assets.resources import SettingsResource
+from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
 from orchestration.config import Environment, Settings
 
 
 def resources_for(settings: Settings) -> dict[str, Any]:
-    common: dict[str, Any] = {"settings": SettingsResource(home=str(settings.home))}
+    common: dict[str, Any] = {
+        "settings": SettingsResource(home=str(settings.home)),
+        "llm": LLMResource.from_settings(settings),
+        "sandbox": SandboxResource.from_settings(settings),
+        "retriever": RetrieverResource(),
+    }
     if settings.env is Environment.PRODUCTION:
         return common
     if settings.env is Environment.TEST:

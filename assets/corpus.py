@@ -1,22 +1,36 @@
 """Corpus assets: raw documents per source, then clean, dedupe and chunk downstream."""
 
-from collections.abc import Iterator
-from pathlib import Path
-
 from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
     AssetExecutionContext,
+    AssetKey,
+    AutomationCondition,
     MaterializeResult,
     MetadataValue,
     StaticPartitionsDefinition,
     asset,
+    asset_check,
 )
 
 from assets.resources import SettingsResource
-from corpus.connectors.local import LocalScanStats, iter_local_documents, stdlib_path
-from corpus.store import raw_path, write_jsonl_atomic
+from corpus import pipeline
+from corpus.chunk import Budget
+from corpus.dedupe import DedupeParams
+from corpus.secrets import find_secrets
+from corpus.sources import SOURCES, load_reports, refresh_source
+from corpus.store import chunks_path, clean_path, deduped_path, raw_path, read_chunks
+from orchestration.corpus_config import source_config
 
-CORPUS_SOURCES = ["local"]
+CORPUS_SOURCES = list(SOURCES)
 source_partitions = StaticPartitionsDefinition(CORPUS_SOURCES)
+# Downstream stages follow new raw partitions on their own (see orchestration/schedules).
+_eager = AutomationCondition.eager()
+
+
+def _table(rows: dict[str, int], key: str) -> MetadataValue:
+    lines = [f"| {key} | count |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows.items()]
+    return MetadataValue.md("\n".join(lines) if rows else f"no {key}s")
 
 
 @asset(
@@ -27,28 +41,166 @@ source_partitions = StaticPartitionsDefinition(CORPUS_SOURCES)
 )
 def raw_documents(context: AssetExecutionContext, settings: SettingsResource) -> MaterializeResult:
     cfg = settings.load()
-    roots = [Path(p) for p in cfg.corpus.local_paths] or [stdlib_path()]
-    target = raw_path(cfg.corpus_dir, context.partition_key)
-    stats = LocalScanStats()
-    size = 0
-
-    def records() -> Iterator[dict]:
-        nonlocal size
-        for n, doc in enumerate(iter_local_documents(roots, stats=stats), start=1):
-            size += len(doc.text)
-            if n % 500 == 0:
-                context.log.info(f"{n} documents read")
-            yield doc.to_dict()
-
-    # Atomic write: a failed run never loses the last good set.
-    count = write_jsonl_atomic(target, records())
+    source = context.partition_key
+    enabled = source in cfg.corpus.sources
+    config = source_config(cfg, source) if enabled else None
+    report = refresh_source(source, config, cfg.corpus_dir, enabled, context.log.info)
+    if report.status in ("failed", "partial"):
+        context.log.warning(f"{source}: {report.status}: {report.message}")
     return MaterializeResult(
         metadata={
-            "documents": count,
-            "characters": size,
-            "files_seen": stats.files_seen,
-            "skipped": MetadataValue.json(stats.skipped),
-            "roots": MetadataValue.json([str(r) for r in roots]),
-            "path": MetadataValue.path(str(target)),
+            **{k: v for k, v in report.as_metadata().items() if k != "skipped"},
+            "skipped": MetadataValue.json(dict(report.skipped)),
+            "characters": report.bytes,
+            "path": MetadataValue.path(str(raw_path(cfg.corpus_dir, source))),
         }
+    )
+
+
+@asset(
+    deps=[raw_documents],
+    group_name="corpus",
+    kinds={"python"},
+    automation_condition=_eager,
+    description="Every source's documents decoded, filtered, de-boilerplated and redacted.",
+)
+def clean_documents(
+    context: AssetExecutionContext, settings: SettingsResource
+) -> MaterializeResult:
+    cfg = settings.load()
+    stats = pipeline.clean_stage(cfg.corpus_dir, cfg.corpus.max_document_bytes, context.log.info)
+    return MaterializeResult(
+        metadata={
+            "documents_in": stats.documents_in,
+            "documents": stats.documents_out,
+            "dropped": MetadataValue.json(pipeline.dump_counter(stats.dropped)),
+            "dropped_table": _table(pipeline.dump_counter(stats.dropped), "reason"),
+            "secrets_redacted": sum(stats.redactions.values()),
+            "redactions": MetadataValue.json(pipeline.dump_counter(stats.redactions)),
+            "by_source": MetadataValue.json(pipeline.dump_counter(stats.by_source)),
+            "cache_hits": stats.cache_hits,
+            "path": MetadataValue.path(str(clean_path(cfg.corpus_dir))),
+        }
+    )
+
+
+@asset(
+    deps=[clean_documents],
+    group_name="corpus",
+    kinds={"python"},
+    automation_condition=_eager,
+    description="Exact and MinHash-LSH near duplicates removed across all sources.",
+)
+def deduped_documents(
+    context: AssetExecutionContext, settings: SettingsResource
+) -> MaterializeResult:
+    cfg = settings.load()
+    c = cfg.corpus
+    params = DedupeParams(c.dedupe_shingle_size, c.dedupe_num_perm, c.dedupe_threshold)
+    stats = pipeline.dedupe_stage(cfg.corpus_dir, params, context.log.info)
+    ratio = 1 - stats.documents_out / stats.documents_in if stats.documents_in else 0.0
+    return MaterializeResult(
+        metadata={
+            "documents_in": stats.documents_in,
+            "documents": stats.documents_out,
+            "exact_duplicates_removed": stats.exact_removed,
+            "near_duplicates_removed": stats.near_removed,
+            "duplicate_ratio": round(ratio, 4),
+            "clusters": len(stats.clusters),
+            "largest_clusters": MetadataValue.json(
+                sorted(stats.clusters, key=len, reverse=True)[:10]
+            ),
+            "removed_by_source": MetadataValue.json(pipeline.dump_counter(stats.removed_by_source)),
+            "params": MetadataValue.json(params.__dict__),
+            "path": MetadataValue.path(str(deduped_path(cfg.corpus_dir))),
+        }
+    )
+
+
+@asset(
+    deps=[deduped_documents],
+    group_name="corpus",
+    kinds={"python"},
+    automation_condition=_eager,
+    description="Citable chunks (syntax-tree Python, heading-split prose, Q&A, issues).",
+)
+def chunks(context: AssetExecutionContext, settings: SettingsResource) -> MaterializeResult:
+    cfg = settings.load()
+    budget = Budget(cfg.corpus.chunk_max_tokens, cfg.corpus.chunk_min_tokens)
+    stats = pipeline.chunk_stage(cfg.corpus_dir, budget, context.log.info)
+    dist = pipeline.size_distribution(stats.token_sizes)
+    return MaterializeResult(
+        metadata={
+            "documents": stats.documents,
+            "chunks": stats.chunks,
+            "new_chunks": stats.new_chunks,
+            "removed_chunks": stats.removed_chunks,
+            "duplicate_chunks_dropped": stats.duplicate_chunks,
+            "runnable_examples": stats.examples,
+            "cache_hits": stats.cache_hits,
+            "by_kind": _table(pipeline.dump_counter(stats.by_kind), "kind"),
+            "by_source": MetadataValue.json(pipeline.dump_counter(stats.by_source)),
+            "token_sizes": MetadataValue.json(dist),
+            "path": MetadataValue.path(str(chunks_path(cfg.corpus_dir))),
+        }
+    )
+
+
+@asset_check(asset=chunks, description="No chunk contains a secret pattern.", blocking=True)
+def chunks_have_no_secrets(settings: SettingsResource) -> AssetCheckResult:
+    cfg = settings.load()
+    leaks = [
+        c.uri for c in read_chunks(chunks_path(cfg.corpus_dir)) if next(find_secrets(c.text), None)
+    ]
+    return AssetCheckResult(
+        passed=not leaks,
+        metadata={"chunks_with_secrets": len(leaks), "examples": MetadataValue.json(leaks[:10])},
+    )
+
+
+@asset_check(asset=deduped_documents, description="Share removed as duplicates within bounds.")
+def dedupe_ratio_in_bounds(
+    context: AssetExecutionContext, settings: SettingsResource
+) -> AssetCheckResult:
+    cfg = settings.load()
+    event = context.instance.get_latest_materialization_event(AssetKey("deduped_documents"))
+    meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
+    ratio = float(meta["duplicate_ratio"].value) if "duplicate_ratio" in meta else 0.0
+    return AssetCheckResult(
+        passed=ratio <= cfg.corpus.dedupe_ratio_max,
+        severity=AssetCheckSeverity.WARN,
+        metadata={"duplicate_ratio": ratio, "max": cfg.corpus.dedupe_ratio_max},
+    )
+
+
+@asset_check(asset=chunks, description="Chunk sizes: none empty, median within the budget.")
+def chunk_size_distribution(settings: SettingsResource) -> AssetCheckResult:
+    cfg = settings.load()
+    dist = pipeline.size_distribution(pipeline.chunk_sizes(cfg.corpus_dir))
+    budget = cfg.corpus.chunk_max_tokens
+    ok = dist["count"] == 0 or (dist["min"] > 0 and dist["median"] <= budget)
+    return AssetCheckResult(
+        passed=bool(ok),
+        severity=AssetCheckSeverity.WARN,
+        metadata={"distribution": MetadataValue.json(dist), "max_tokens": budget},
+    )
+
+
+@asset_check(asset=chunks, description="Every enabled source contributes chunks.")
+def enabled_sources_non_empty(settings: SettingsResource) -> AssetCheckResult:
+    cfg = settings.load()
+    counts: dict[str, int] = {}
+    for c in read_chunks(chunks_path(cfg.corpus_dir)):
+        counts[c.source] = counts.get(c.source, 0) + 1
+    # Enabled = listed in corpus.sources and configured (its last raw run was not "disabled").
+    reports = load_reports(cfg.corpus_dir)
+    enabled = [s for s in cfg.corpus.sources if reports.get(s, {}).get("status") != "disabled"]
+    empty = [s for s in enabled if not counts.get(s)]
+    return AssetCheckResult(
+        passed=not empty,
+        metadata={
+            "chunks_by_source": MetadataValue.json(counts),
+            "enabled": MetadataValue.json(enabled),
+            "empty": MetadataValue.json(empty),
+        },
     )

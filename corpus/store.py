@@ -27,7 +27,8 @@ def write_jsonl_atomic(path: Path, records: Iterable[dict[str, Any]]) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     count = 0
-    with tmp.open("w", encoding="utf-8") as fh:
+    # surrogatepass: a lone surrogate from a hostile JSON API survives the round trip.
+    with tmp.open("w", encoding="utf-8", errors="surrogatepass") as fh:
         for record in records:
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             count += 1
@@ -38,7 +39,7 @@ def write_jsonl_atomic(path: Path, records: Iterable[dict[str, Any]]) -> int:
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     if not path.exists():
         return
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8", errors="surrogatepass") as fh:
         for line in fh:
             if line.strip():
                 yield json.loads(line)
@@ -52,3 +53,30 @@ def read_documents(path: Path) -> Iterator[Document]:
 def read_chunks(path: Path) -> Iterator[Chunk]:
     for record in read_jsonl(path):
         yield Chunk.from_dict(record)
+
+
+def clean_path(corpus_dir: Path) -> Path:
+    return corpus_dir / "clean.jsonl"
+
+
+def deduped_path(corpus_dir: Path) -> Path:
+    return corpus_dir / "deduped.jsonl"
+
+
+def dedupe_report_path(corpus_dir: Path) -> Path:
+    return corpus_dir / "dedupe_clusters.json"
+
+
+def state_dir(corpus_dir: Path) -> Path:
+    """Incremental cursors (since, fromdate, ETag) per source."""
+    return corpus_dir / "state"
+
+
+def cache_path(corpus_dir: Path) -> Path:
+    return corpus_dir / "cache" / "stages.sqlite"
+
+
+def raw_sources(corpus_dir: Path) -> list[str]:
+    """Sources with a stored raw stage, in name order."""
+    folder = corpus_dir / "raw"
+    return sorted(p.stem for p in folder.glob("*.jsonl")) if folder.is_dir() else []

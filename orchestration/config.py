@@ -97,11 +97,62 @@ class RetrievalSettings(BaseModel):
     context_token_budget: int = 1500
 
 
+class GitHubSourceSettings(BaseModel):
+    """github_repos / github_issues. The token comes from GITHUB_TOKEN, never from here."""
+
+    api_url: str = "https://api.github.com"
+    repos: list[str] = Field(default_factory=list)  # "owner/name" for github_repos
+    issue_repos: list[str] = Field(default_factory=list)  # "owner/name" for github_issues
+    languages: list[str] = Field(default_factory=lambda: ["python", "markdown"])
+    include_paths: list[str] = Field(default_factory=list)  # glob patterns; empty = all
+    exclude_paths: list[str] = Field(default_factory=lambda: ["*/tests/*", "*/test/*"])
+    max_file_bytes: int = 500_000
+    max_issues: int = 500
+
+
+class StackOverflowSourceSettings(BaseModel):
+    """Stack Exchange API (key from STACKEXCHANGE_KEY) and/or a data-dump Posts.xml."""
+
+    api_url: str = "https://api.stackexchange.com"
+    site: str = "stackoverflow"
+    tags: list[str] = Field(default_factory=list)
+    max_pages: int = 5
+    posts_xml: str | None = None
+
+
+class DocsSourceSettings(BaseModel):
+    # Each URL: a sitemap.xml, or a page whose links are crawled under the same prefix.
+    urls: list[str] = Field(default_factory=list)
+    max_pages: int = 500
+    delay_s: float = 1.0  # politeness delay between requests to one host
+    user_agent: str = "multiagent-codegen-corpus/0.1"
+
+
+class BlogSourceSettings(BaseModel):
+    feeds: list[str] = Field(default_factory=list)  # RSS or Atom URLs
+    fetch_articles: bool = True  # fetch the linked page when the feed has only a summary
+
+
 class CorpusSettings(BaseModel):
     # Empty means "the running interpreter's standard library".
     local_paths: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=lambda: ["local"])
     reindex_cron: str = "0 3 * * *"
+    max_document_bytes: int = 1_000_000
+    chunk_max_tokens: int = 400
+    chunk_min_tokens: int = 48
+    # Near-duplicate defaults: Lee et al. 2022 (5-gram shingles, Jaccard 0.8); see corpus/dedupe.py.
+    dedupe_shingle_size: int = 5
+    dedupe_num_perm: int = 128
+    dedupe_threshold: float = 0.8
+    # Asset check bounds on the share of documents removed as duplicates.
+    dedupe_ratio_max: float = 0.5
+    http_timeout_s: float = 30.0
+    http_retries: int = 3
+    github: GitHubSourceSettings = GitHubSourceSettings()
+    stackoverflow: StackOverflowSourceSettings = StackOverflowSourceSettings()
+    docs: DocsSourceSettings = DocsSourceSettings()
+    blogs: BlogSourceSettings = BlogSourceSettings()
 
 
 class EvalSettings(BaseModel):
@@ -110,15 +161,12 @@ class EvalSettings(BaseModel):
     samples: int = 1  # n candidates per task; pass@10 is reported when n >= 10
     timeout_s: float = 10.0  # per hidden-test execution in the sandbox
     memory_mb: int = 512
-    # Dagster pools (op granularity): concurrent crew ops and sandbox-scoring ops.
-    llm_pool: str = "llm"
-    llm_concurrency: int = 4
-    sandbox_pool: str = "sandbox"
+    # Limits of the Dagster pools "llm" (crew ops) and "sandbox" (scoring ops), set on the
+    # instance by `codegen eval` and the backfill helpers (dagster.yaml holds only a default).
+    llm_concurrency: int = 2
     sandbox_concurrency: int = 2
-    # Tasks scored concurrently inside one run (CLI and ranged backfill runs).
+    # Tasks worked on concurrently inside one op (CLI runs and ranged backfill runs).
     workers: int = 2
-    # A backfill groups this many partitions per run, so 164 tasks are not 164 processes.
-    partitions_per_run: int = 41
 
 
 class Settings(BaseSettings):

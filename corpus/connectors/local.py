@@ -7,11 +7,14 @@ always present and that nobody on this project wrote.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corpus.clean import decode_bytes
 from corpus.model import Document, content_hash
 
 LANGUAGE_BY_SUFFIX = {
@@ -55,49 +58,73 @@ class LocalScanStats:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
+def _git_files(root: Path) -> list[Path] | None:
+    """Tracked and untracked-but-not-ignored files of a git checkout (honours .gitignore)."""
+    if not (root / ".git").exists() or shutil.which("git") is None:
+        return None
+    proc = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        timeout=120,
+    )
+    if proc.returncode != 0:
+        return None
+    names = sorted(n for n in proc.stdout.decode("utf-8", "replace").split("\0") if n)
+    return [root / n for n in names]
+
+
+def _walk(root: Path) -> list[Path]:
+    files = _git_files(root)
+    if files is not None:
+        return [f for f in files if not SKIPPED_DIRS.intersection(f.relative_to(root).parts[:-1])]
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+        out.extend(Path(dirpath) / name for name in sorted(filenames))
+    return out
+
+
 def iter_local_documents(
     roots: list[Path],
     suffixes: frozenset[str] = frozenset({".py", ".md", ".rst"}),
     max_bytes: int = 1_000_000,
     stats: LocalScanStats | None = None,
 ) -> Iterator[Document]:
-    """Yield one Document per readable text file under ``roots``, in a stable order."""
+    """Yield one Document per readable text file under ``roots``, in a stable order.
+
+    Oversized files are skipped by their size on disk, before reading a byte of them.
+    """
     stats = stats if stats is not None else LocalScanStats()
+    stdlib = stdlib_path().resolve()
     for root in roots:
-        root = root.resolve()
+        root = root.expanduser().resolve()
         if not root.is_dir():
             raise FileNotFoundError(f"local source path is not a directory: {root}")
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-            for name in sorted(filenames):
-                path = Path(dirpath) / name
-                if path.suffix not in suffixes or path.is_symlink():
-                    continue
-                stats.files_seen += 1
-                try:
-                    size = path.stat().st_size
-                except OSError:
-                    stats.skip("unreadable")
-                    continue
-                if size > max_bytes:
+        for path in _walk(root):
+            if path.suffix not in suffixes or path.is_symlink():
+                continue
+            stats.files_seen += 1
+            try:
+                st = path.stat()
+                if st.st_size > max_bytes:
                     stats.skip("oversized")
                     continue
                 raw = path.read_bytes()
-                if b"\x00" in raw[:8192]:
-                    stats.skip("binary")
-                    continue
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    text = raw.decode("latin-1")
-                rel = path.relative_to(root).as_posix()
-                yield Document(
-                    id=content_hash(f"local:{root}:{rel}")[:32],
-                    source="local",
-                    uri=path.as_uri(),
-                    title=rel,
-                    text=text,
-                    language=LANGUAGE_BY_SUFFIX.get(path.suffix, "text"),
-                    licence="PSF-2.0" if root == stdlib_path().resolve() else None,
-                    metadata={"root": str(root), "path": rel, "mtime": path.stat().st_mtime},
-                )
+            except OSError:
+                stats.skip("unreadable")
+                continue
+            text, _encoding = decode_bytes(raw, python=path.suffix == ".py")
+            if text is None:
+                stats.skip("binary")
+                continue
+            rel = path.relative_to(root).as_posix()
+            yield Document(
+                id=content_hash(f"local:{root}:{rel}")[:32],
+                source="local",
+                uri=path.as_uri(),
+                title=rel,
+                text=text,
+                language=LANGUAGE_BY_SUFFIX.get(path.suffix, "text"),
+                licence="PSF-2.0" if root == stdlib else None,
+                metadata={"root": str(root), "path": rel, "mtime": st.st_mtime},
+            )

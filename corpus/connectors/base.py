@@ -1,0 +1,61 @@
+"""What every connector shares: its report, its errors, and its stored cursor."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class SourceDisabled(Exception):
+    """The source has no configuration (no repos, no tags, no URLs): reported, not failed."""
+
+
+class SourceError(Exception):
+    """A clear, user-facing reason the source could not (fully) be fetched."""
+
+
+@dataclass
+class SourceReport:
+    source: str
+    status: str = "ok"  # ok | disabled | partial | failed
+    message: str = ""
+    fetched: int = 0  # documents fetched this run
+    documents: int = 0  # documents stored after merging with the previous run
+    skipped: Counter[str] = field(default_factory=Counter)
+    requests: int = 0
+    bytes: int = 0
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        self.skipped[reason] += n
+
+    def as_metadata(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "message": self.message,
+            "fetched": self.fetched,
+            "documents": self.documents,
+            "skipped": dict(sorted(self.skipped.items())),
+            "requests": self.requests,
+        }
+
+
+def load_state(state_dir: Path, source: str) -> dict[str, Any]:
+    path = state_dir / f"{source}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_state(state_dir: Path, source: str, state: dict[str, Any]) -> None:
+    """Atomic, so a killed run leaves the previous cursor, never half of one."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / f"{source}.json"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state, indent=1, sort_keys=True), encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,146 @@
+"""Refreshing one source's raw stage: fetch, merge with what is stored, write, advance cursor.
+
+Order matters for the killed-run guarantee: the merged raw file is written atomically first,
+and only then is the cursor advanced. A run killed in between refetches the same items next
+time and stores the same documents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from corpus.connectors.base import (
+    SourceDisabled,
+    SourceError,
+    SourceReport,
+    load_state,
+    save_state,
+)
+from corpus.connectors.local import LocalScanStats, iter_local_documents, stdlib_path
+from corpus.model import Document
+from corpus.store import raw_path, read_documents, state_dir, write_jsonl_atomic
+
+SOURCES = ("local", "github_repos", "github_issues", "stackoverflow", "docs", "blogs")
+
+Progress = Callable[[str], None]
+# A connector yields documents and updates ``state`` in place with its next cursor.
+Connector = Callable[[Any, dict[str, Any], SourceReport, Progress], Iterator[Document]]
+
+
+@dataclass
+class LocalConfig:
+    paths: list[str] = field(default_factory=list)  # empty: the standard library
+    max_bytes: int = 1_000_000
+
+
+def _local(
+    cfg: LocalConfig, state: dict[str, Any], report: SourceReport, progress: Progress
+) -> Iterator[Document]:
+    roots = [Path(p) for p in cfg.paths] or [stdlib_path()]
+    for root in roots:
+        if not root.expanduser().is_dir():
+            raise SourceError(f"local path is not a directory: {root}")
+    stats = LocalScanStats()
+    for n, doc in enumerate(iter_local_documents(roots, max_bytes=cfg.max_bytes, stats=stats), 1):
+        if n % 500 == 0:
+            progress(f"local: {n} files read")
+        yield doc
+    report.skipped.update(stats.skipped)
+
+
+def _connector(source: str) -> tuple[Connector, bool]:
+    """The connector and whether it is incremental (merges into the stored set)."""
+    if source == "local":
+        return _local, False
+    if source == "github_repos":
+        from corpus.connectors.github import fetch_repos
+
+        return fetch_repos, False
+    if source == "github_issues":
+        from corpus.connectors.github import fetch_issues
+
+        return fetch_issues, True
+    if source == "stackoverflow":
+        from corpus.connectors.stackexchange import fetch_questions
+
+        return fetch_questions, True
+    if source == "docs":
+        from corpus.connectors.docs import fetch_docs
+
+        return fetch_docs, True
+    if source == "blogs":
+        from corpus.connectors.feeds import fetch_feeds
+
+        return fetch_feeds, True
+    raise SourceError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
+
+
+def _save_report(corpus_dir: Path, report: SourceReport) -> SourceReport:
+    # Checks downstream need to know which sources were really enabled and how they fared.
+    save_state(state_dir(corpus_dir), f"{report.source}.report", report.as_metadata())
+    return report
+
+
+def load_reports(corpus_dir: Path) -> dict[str, dict[str, Any]]:
+    return {s: r for s in SOURCES if (r := load_state(state_dir(corpus_dir), f"{s}.report"))}
+
+
+def refresh_source(
+    source: str,
+    config: Any,
+    corpus_dir: Path,
+    enabled: bool = True,
+    progress: Progress = lambda _: None,
+) -> SourceReport:
+    return _save_report(corpus_dir, _refresh(source, config, corpus_dir, enabled, progress))
+
+
+def _refresh(
+    source: str,
+    config: Any,
+    corpus_dir: Path,
+    enabled: bool = True,
+    progress: Progress = lambda _: None,
+) -> SourceReport:
+    """Fetch ``source`` into its raw stage; never raises for the source's own failures.
+
+    Failures (missing token, exhausted quota, an API error mid-pagination) keep every document
+    stored before and whatever was fetched before the failure, and leave the cursor alone.
+    """
+    report = SourceReport(source)
+    target = raw_path(corpus_dir, source)
+    if not enabled:
+        report.status, report.message = "disabled", f"{source} is not in corpus.sources"
+        write_jsonl_atomic(target, [])  # a disabled source contributes nothing downstream
+        return report
+    connector, incremental = _connector(source)
+    state = load_state(state_dir(corpus_dir), source)
+    new_state = dict(state)
+    fetched: dict[str, Document] = {}
+    try:
+        for doc in connector(config, new_state, report, progress):
+            fetched[doc.id] = doc
+            report.bytes += len(doc.text)
+    except SourceDisabled as exc:
+        report.status, report.message = "disabled", str(exc)
+        write_jsonl_atomic(target, [])
+        return report
+    except SourceError as exc:
+        report.status, report.message = ("partial" if fetched else "failed"), str(exc)
+        new_state = state  # do not skip past what we failed to fetch
+    report.fetched = len(fetched)
+    if report.status == "failed" and not incremental:
+        # Keep the last good snapshot whole rather than replacing it with nothing.
+        report.documents = sum(1 for _ in read_documents(target))
+        return report
+    merged: dict[str, Document] = {}
+    if incremental or report.status != "ok":
+        merged = {d.id: d for d in read_documents(target)}
+    merged.update(fetched)
+    report.documents = write_jsonl_atomic(target, (merged[k].to_dict() for k in sorted(merged)))
+    if new_state != state:
+        save_state(state_dir(corpus_dir), source, new_state)
+    return report

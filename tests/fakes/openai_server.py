@@ -89,11 +89,27 @@ def as_reply(value: Any) -> Reply:
     raise TypeError(f"unsupported scripted reply: {type(value).__name__}")
 
 
+class Headers(dict[str, str]):
+    """Request headers with case-insensitive lookup (HTTP header names are)."""
+
+    def __init__(self, items: Iterable[tuple[str, str]] = ()) -> None:
+        super().__init__((k.lower(), v) for k, v in items)
+
+    def __getitem__(self, key: str) -> str:
+        return super().__getitem__(key.lower())
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and super().__contains__(key.lower())
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(key.lower(), default)
+
+
 @dataclass
 class RecordedRequest:
     method: str
     path: str
-    headers: dict[str, str]
+    headers: Headers
     body: dict[str, Any] | None
     role: str | None
 
@@ -221,7 +237,7 @@ class ScriptedOpenAIServer:
                 rec = RecordedRequest(
                     method=self.command,
                     path=self.path,
-                    headers={k: v for k, v in self.headers.items()},
+                    headers=Headers(self.headers.items()),
                     body=body,
                     role=role,
                 )

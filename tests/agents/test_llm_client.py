@@ -1,0 +1,166 @@
+"""The LLM client against the scripted OpenAI-compatible server over real loopback HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakes.openai_server import PRIMES_SPEC, Reply, ScriptedOpenAIServer
+
+from agents.llm import ROLE_HEADER, LLMClient, LLMError, RoleModel
+from agents.roles import AgentOutputError, analyze, design_tests
+from agents.types import Budget, BudgetExceeded, Meter
+
+PRICES = {"gpt-4o-mini": {"input": 0.15, "output": 0.60}}
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer() as srv:
+        yield srv
+
+
+def client(server: ScriptedOpenAIServer, tmp_path: Path, **kw: object) -> LLMClient:
+    options: dict[str, object] = {
+        "base_url": server.base_url,
+        "api_key": "sk-test",
+        "cache_dir": tmp_path / "cache",
+        "prices": PRICES,
+        "max_retries": 2,
+        "timeout_s": 10.0,
+    }
+    options.update(kw)
+    return LLMClient(**options)  # type: ignore[arg-type]
+
+
+def test_analyzer_sends_role_header_and_strict_json_schema(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    server.enqueue("analyzer", PRIMES_SPEC)
+    spec = analyze(client(server, tmp_path), Meter(), "primes up to n")
+    assert spec["functions"][0]["name"] == "primes_up_to"
+    [req] = server.requests
+    assert req.headers[ROLE_HEADER] == "analyzer" and req.role == "analyzer"
+    fmt = req.body["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    schema = fmt["json_schema"]["schema"]
+    assert schema["additionalProperties"] is False
+    assert set(schema["required"]) == set(schema["properties"])
+
+
+def test_malformed_analyzer_output_then_valid_on_reask(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    broken = {k: v for k, v in PRIMES_SPEC.items() if k != "functions"}
+    server.enqueue("analyzer", "this is not json {", broken, "still not", PRIMES_SPEC)
+    llm = client(server, tmp_path)
+    with pytest.raises(AgentOutputError, match="after one re-ask"):
+        analyze(llm, Meter(), "first request")
+    assert len(server.requests) == 2
+    assert "not valid JSON" in server.requests[1].prompt_text
+
+    spec = analyze(llm, Meter(), "second request")
+    assert spec["purpose"] == PRIMES_SPEC["purpose"]
+    assert len(server.requests) == 4
+    assert "not a valid specification" in server.requests[3].prompt_text
+
+
+def test_429_with_retry_after_then_success(server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    server.enqueue("analyzer", Reply.error(429, "slow down", {"Retry-After": "0.2"}), PRIMES_SPEC)
+    meter = Meter()
+    analyze(client(server, tmp_path), meter, "primes")
+    assert [r.role for r in server.requests] == ["analyzer", "analyzer"]
+    # Only the successful call is accounted for.
+    assert meter.usage.calls == 1 and meter.usage.cache_misses == 1
+
+
+def test_5xx_exhausting_retries_is_an_llm_error(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    server.enqueue("analyzer", *[Reply.error(503, "overloaded", {"Retry-After": "0.05"})] * 3)
+    with pytest.raises(LLMError, match="HTTP 503"):
+        analyze(client(server, tmp_path, max_retries=2), Meter(), "primes")
+    assert len(server.requests) == 3  # first try + 2 retries, then it gives up
+
+
+def test_timeouts_exhaust_retries(server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    server.enqueue("analyzer", *[Reply.delay(3.0, PRIMES_SPEC)] * 2)
+    llm = client(server, tmp_path, timeout_s=0.3, max_retries=1)
+    with pytest.raises(LLMError, match="timed out"):
+        analyze(llm, Meter(), "primes")
+    assert len(server.requests) == 2
+
+
+def test_cost_from_price_table_and_unknown_model_is_unknown(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    server.enqueue(
+        "analyzer", Reply.json(PRIMES_SPEC, usage={"prompt_tokens": 1000, "completion_tokens": 500})
+    )
+    meter = Meter()
+    analyze(client(server, tmp_path), meter, "primes")
+    assert meter.usage.cost_usd == pytest.approx((1000 * 0.15 + 500 * 0.60) / 1e6)
+
+    server.enqueue("test_designer", "```python\ndef test_x():\n    assert True\n```")
+    unknown = client(server, tmp_path, default=RoleModel(model="my-local-model"))
+    design_tests(unknown, meter, PRIMES_SPEC)
+    assert meter.usage.cost_usd is None  # never silently 0
+    assert meter.usage.per_agent["test_designer"].cost_usd is None
+    assert meter.usage.per_agent["analyzer"].cost_usd is not None
+    assert meter.usage.unpriced_calls == 1
+    assert json.loads(json.dumps(meter.usage.to_dict()))["cost_usd"] is None
+
+
+def test_deterministic_calls_are_cached_on_disk(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    server.enqueue("analyzer", PRIMES_SPEC)
+    first, second = Meter(), Meter()
+    analyze(client(server, tmp_path), first, "primes")
+    # A new client (another process, say) over the same cache directory.
+    again = analyze(client(server, tmp_path), second, "primes")
+    assert again["functions"][0]["name"] == "primes_up_to"
+    assert len(server.requests) == 1
+    assert (first.usage.cache_hits, first.usage.cache_misses) == (0, 1)
+    assert (second.usage.cache_hits, second.usage.cache_misses) == (1, 0)
+    assert second.usage.total_tokens == 0  # nothing was sent
+
+    # Sampling calls are never cached.
+    server.enqueue("analyzer", PRIMES_SPEC)
+    warm = client(server, tmp_path, default=RoleModel(temperature=0.7))
+    analyze(warm, Meter(), "primes")
+    assert len(server.requests) == 2
+
+
+def test_budget_stops_before_the_next_call(server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    server.enqueue(
+        "analyzer", Reply.json(PRIMES_SPEC, usage={"prompt_tokens": 80, "completion_tokens": 40})
+    )
+    meter = Meter(Budget(tokens=100))
+    with pytest.raises(BudgetExceeded, match="120 tokens used, limit 100"):
+        analyze(client(server, tmp_path), meter, "primes")
+    with pytest.raises(BudgetExceeded):
+        design_tests(client(server, tmp_path), meter, PRIMES_SPEC)
+    assert len(server.requests) == 1  # the second call never left the process
+
+
+def test_dollar_budget_with_unknown_price_cannot_be_enforced(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    server.enqueue("analyzer", PRIMES_SPEC)
+    llm = client(server, tmp_path, default=RoleModel(model="mystery"))
+    with pytest.raises(BudgetExceeded, match="price is unknown"):
+        analyze(llm, Meter(Budget(usd=1.0)), "primes")
+
+
+def test_key_comes_from_the_sdk_environment(
+    server: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env-123")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    server.enqueue("analyzer", PRIMES_SPEC)
+    llm = LLMClient(cache_dir=None)
+    analyze(llm, Meter(), "primes")
+    assert server.requests[0].headers["Authorization"] == "Bearer sk-from-env-123"

@@ -127,13 +127,13 @@ def public_request(problem: Problem) -> str:
 def hidden_check_lines(problem: Problem, min_length: int = 12) -> list[str]:
     """Distinctive lines of the hidden test code, for leak detection.
 
-    Lines shorter than ``min_length`` (``pass``, ``return``, blank) or that also occur in the
-    prompt are not distinctive, so they are skipped.
+    Lines shorter than ``min_length`` (``pass``, ``return``, blank), comments, and lines whose
+    text also occurs in the public prompt (a docstring example repeated in the tests) are not
+    distinctive, so they are skipped.
     """
-    prompt_lines = {line.strip() for line in problem.prompt.splitlines()}
     lines = []
     for line in problem.test.splitlines():
         text = line.strip()
-        if len(text) >= min_length and text not in prompt_lines and not text.startswith("#"):
+        if len(text) >= min_length and text not in problem.prompt and not text.startswith("#"):
             lines.append(text)
     return lines

@@ -1,0 +1,242 @@
+"""HumanEval as partitioned assets: one static partition per task, a summary, a self-check.
+
+    humaneval_samples    (pool "llm")      the crew's candidates for a task, from the prompt only
+    humaneval_scores     (pool "sandbox")  hidden-test verdicts for those candidates
+    humaneval_canonical  (pool "sandbox")  the benchmark's own solution through the same scorer
+    humaneval_summary                      pass@k, failures by category, tokens, cost, plot
+    check canonical_verified               blocks when canonical scoring is below 164/164
+
+Generation and scoring are separate assets so the hidden tests are never loaded in the op
+that talks to the LLM, and each side gets its own concurrency pool. A backfill groups
+partitions into runs (multi-run policy) and each op works on its range with a few threads.
+"""
+
+import base64
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    BackfillPolicy,
+    MaterializeResult,
+    MetadataValue,
+    StaticPartitionsDefinition,
+    TableColumn,
+    TableRecord,
+    TableSchema,
+    asset,
+    asset_check,
+)
+
+from agents.evaluation.harness import CANONICAL, CREW, generate_task, score_task
+from agents.evaluation.humaneval import get_problem, task_keys
+from agents.evaluation.report import (
+    Summary,
+    history_entry,
+    plot_history,
+    summarize,
+    summary_markdown,
+)
+from agents.evaluation.store import EvalStore
+from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
+from orchestration.evaluation import LLM_POOL, SANDBOX_POOL, eval_config, eval_session
+
+humaneval_partitions = StaticPartitionsDefinition(task_keys())
+# 164 tasks in runs of 16: a backfill is 11 runs, each showing progress as it finishes.
+PARTITIONS_PER_RUN = 16
+_policy = BackfillPolicy.multi_run(max_partitions_per_run=PARTITIONS_PER_RUN)
+
+
+def _each(keys: Sequence[str], workers: int, fn: Callable[[str], Any]) -> list[Any]:
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(keys)))) as pool:
+        return list(pool.map(fn, keys))
+
+
+@asset(
+    partitions_def=humaneval_partitions,
+    backfill_policy=_policy,
+    pool=LLM_POOL,
+    group_name="evaluation",
+    kinds={"python"},
+    description="Crew candidates for one HumanEval task, generated from its prompt alone.",
+)
+def humaneval_samples(
+    context: AssetExecutionContext,
+    settings: SettingsResource,
+    llm: LLMResource,
+    sandbox: SandboxResource,
+    retriever: RetrieverResource,
+) -> MaterializeResult:
+    cfg = settings.load()
+    with eval_session(cfg, CREW, llm=llm, sandbox=sandbox, retriever=retriever) as s:
+
+        def one(key: str) -> tuple[str, bool, list[str]]:
+            cands, cached = generate_task(s.store, s.config, get_problem(key), s.generator)
+            context.log.info(f"{key}: {'cached' if cached else 'generated'}")
+            return key, cached, [c.status for c in cands]
+
+        done = _each(context.partition_keys, s.workers, one)
+    statuses = [st for _, _, sts in done for st in sts]
+    return MaterializeResult(
+        metadata={
+            "config_id": s.config.config_id,
+            "tasks": len(done),
+            "cached_tasks": sum(c for _, c, _ in done),
+            "crew_statuses": MetadataValue.json({st: statuses.count(st) for st in set(statuses)}),
+        }
+    )
+
+
+@asset(
+    partitions_def=humaneval_partitions,
+    backfill_policy=_policy,
+    pool=SANDBOX_POOL,
+    deps=[humaneval_samples],
+    group_name="evaluation",
+    kinds={"python"},
+    description="Hidden-test verdicts (in the sandbox) for one task's crew candidates.",
+)
+def humaneval_scores(
+    context: AssetExecutionContext,
+    settings: SettingsResource,
+    llm: LLMResource,
+    sandbox: SandboxResource,
+) -> MaterializeResult:
+    cfg = settings.load()
+    config = eval_config(cfg, CREW, None, llm)
+    store = EvalStore(cfg.eval_dir)
+    with sandbox.open() as box:
+
+        def one(key: str) -> tuple[int, int, bool]:
+            _, scores, cached = score_task(store, config, get_problem(key), box)
+            passed = sum(sc.passed for sc in scores)
+            context.log.info(f"{key}: {passed}/{len(scores)} passed")
+            return passed, len(scores), cached
+
+        done = _each(context.partition_keys, cfg.eval.workers, one)
+    return MaterializeResult(
+        metadata={
+            "config_id": config.config_id,
+            "passed_samples": sum(p for p, _, _ in done),
+            "samples": sum(n for _, n, _ in done),
+            "cached_tasks": sum(c for _, _, c in done),
+        }
+    )
+
+
+@asset(
+    partitions_def=humaneval_partitions,
+    backfill_policy=_policy,
+    pool=SANDBOX_POOL,
+    group_name="evaluation",
+    kinds={"python"},
+    description="The task's canonical solution scored through the same sandbox path.",
+)
+def humaneval_canonical(
+    context: AssetExecutionContext, settings: SettingsResource, sandbox: SandboxResource
+) -> MaterializeResult:
+    cfg = settings.load()
+    with eval_session(cfg, CANONICAL, sandbox=sandbox) as s:
+
+        def one(key: str) -> tuple[str, bool, str]:
+            problem = get_problem(key)
+            generate_task(s.store, s.config, problem, s.generator)
+            _, scores, _ = score_task(s.store, s.config, problem, s.sandbox)
+            context.log.info(f"{key}: {scores[0].category}")
+            return key, scores[0].passed, scores[0].message
+
+        done = _each(context.partition_keys, s.workers, one)
+    failed = {k: msg for k, ok, msg in done if not ok}
+    return MaterializeResult(
+        metadata={
+            "passed": len(done) - len(failed),
+            "tasks": len(done),
+            "failed": MetadataValue.json(failed),
+        }
+    )
+
+
+def _failures_table(summary: Summary) -> MetadataValue:
+    schema = TableSchema(
+        columns=[
+            TableColumn("category", "string"),
+            TableColumn("samples", "int"),
+            TableColumn("tasks", "string"),
+        ]
+    )
+    records = []
+    for category, count in summary.failures_by_category.items():
+        tasks = [r.key for r in summary.rows if r.categories.get(category)]
+        shown = ", ".join(tasks[:20]) + (" …" if len(tasks) > 20 else "")
+        records.append(TableRecord({"category": category, "samples": count, "tasks": shown}))
+    return MetadataValue.table(records=records, schema=schema)
+
+
+@asset(
+    deps=[humaneval_scores, humaneval_canonical],
+    group_name="evaluation",
+    kinds={"python"},
+    description="Unbiased pass@k over every scored task, failures by category, tokens and cost.",
+)
+def humaneval_summary(
+    context: AssetExecutionContext, settings: SettingsResource, llm: LLMResource
+) -> MaterializeResult:
+    cfg = settings.load()
+    store = EvalStore(cfg.eval_dir)
+    keys = task_keys()
+    crew_cfg = eval_config(cfg, CREW, None, llm)
+    canon_cfg = eval_config(cfg, CANONICAL, None)
+    crew = summarize(store, crew_cfg.config_id, CREW, keys)
+    canon = summarize(store, canon_cfg.config_id, CANONICAL, keys)
+    metadata: dict[str, Any] = {
+        "canonical_passed": canon.passed_samples,
+        "canonical_scored": canon.tasks_scored,
+        "crew_config_id": crew_cfg.config_id,
+        "crew_tasks_scored": crew.tasks_scored,
+        "crew_tokens": crew.prompt_tokens + crew.completion_tokens,
+        "crew_cost_usd": MetadataValue.float(crew.cost_usd)
+        if crew.cost_usd is not None
+        else MetadataValue.text("unknown"),
+        "failures_by_category": _failures_table(crew),
+        "summary": MetadataValue.json(crew.to_dict(with_rows=False)),
+    }
+    for name, value in crew.pass_at_k.items():
+        metadata[name] = value
+    text = summary_markdown(crew) + "\n\n" + summary_markdown(canon)
+    if crew.tasks_scored:
+        store.append_history(history_entry(crew, label=str(crew_cfg.identity["default"]["model"])))
+        plot = plot_history([e for e in store.history() if e["mode"] == CREW], store.plot_path)
+        encoded = base64.b64encode(plot.read_bytes()).decode()
+        text += f"\n\n![pass@1 and cost per solved task](data:image/png;base64,{encoded})"
+        metadata["plot"] = MetadataValue.path(str(plot))
+    metadata["report"] = MetadataValue.md(text)
+    context.log.info(f"crew {crew.pass_at_k or 'not run'}; canonical {canon.passed_samples}/164")
+    return MaterializeResult(metadata=metadata)
+
+
+@asset_check(asset=humaneval_summary, blocking=True, description="Canonical solutions: 164/164.")
+def canonical_verified(
+    context: AssetCheckExecutionContext, settings: SettingsResource
+) -> AssetCheckResult:
+    # Every canonical solution must pass through the scoring path; anything less means the
+    # harness (sandbox, driver, classification) is broken and no crew score can be trusted.
+    cfg = settings.load()
+    keys = task_keys()
+    canon = summarize(
+        EvalStore(cfg.eval_dir), eval_config(cfg, CANONICAL, None).config_id, CANONICAL, keys
+    )
+    failing = [r.key for r in canon.rows if r.c < r.n]
+    return AssetCheckResult(
+        passed=canon.passed_samples == len(keys) and not canon.missing,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={
+            "passed": canon.passed_samples,
+            "expected": len(keys),
+            "not_scored": len(canon.missing),
+            "failing": MetadataValue.json(failing[:50]),
+        },
+    )

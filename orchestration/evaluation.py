@@ -1,0 +1,94 @@
+"""Wiring for HumanEval runs, shared by the assets, the CLI and the benchmark scripts.
+
+Builds the evaluation configuration, generator and sandbox from the platform resources, sets
+the Dagster pool limits on an instance, and submits/drives asset backfills.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from agents.evaluation.harness import (
+    CANONICAL,
+    EvalConfig,
+    Generator,
+    canonical_generator,
+)
+from agents.evaluation.store import EvalStore
+from assets.resources import LLMResource, RetrieverResource, SandboxResource
+from orchestration.config import Settings
+from sandbox.api import Sandbox
+from sandbox.types import Limits
+
+LLM_POOL = "llm"
+SANDBOX_POOL = "sandbox"
+
+
+@dataclass
+class EvalSession:
+    store: EvalStore
+    config: EvalConfig
+    generator: Generator
+    sandbox: Sandbox
+    workers: int
+
+
+def scoring_limits(settings: Settings) -> Limits:
+    return Limits(
+        timeout_s=settings.eval.timeout_s,
+        memory_mb=settings.eval.memory_mb,
+        pids=settings.sandbox.pids,
+        cpus=settings.sandbox.cpus,
+        workdir_mb=settings.sandbox.workdir_mb,
+        max_output_bytes=settings.sandbox.max_output_bytes,
+    )
+
+
+def eval_config(
+    settings: Settings, mode: str, samples: int | None, llm: LLMResource | None = None
+) -> EvalConfig:
+    """The configuration (and so the cache key) of a run; building it calls no endpoint."""
+    limits = scoring_limits(settings)
+    if mode == CANONICAL:
+        return EvalConfig(mode=CANONICAL, samples=1, limits=limits)
+    from agents.evaluation.crew_generator import crew_identity
+
+    llm = llm or LLMResource.from_settings(settings)
+    identity = crew_identity(llm.client(), llm.crew_options())
+    return EvalConfig(
+        mode=mode, samples=samples or settings.eval.samples, limits=limits, identity=identity
+    )
+
+
+@contextmanager
+def eval_session(
+    settings: Settings,
+    mode: str,
+    samples: int | None = None,
+    *,
+    llm: LLMResource | None = None,
+    sandbox: SandboxResource | None = None,
+    retriever: RetrieverResource | None = None,
+) -> Iterator[EvalSession]:
+    """Everything a run needs; resources default to those built from ``settings``."""
+    llm = llm or LLMResource.from_settings(settings)
+    sandbox = sandbox or SandboxResource.from_settings(settings)
+    cfg = eval_config(settings, mode, samples, llm)
+    with sandbox.open() as box:
+        if mode == CANONICAL:
+            generator: Generator = canonical_generator
+        else:
+            from agents.evaluation.crew_generator import crew_generator
+
+            options = llm.crew_options({"limits": sandbox.limits()})
+            found = (retriever or RetrieverResource()).get_retriever()
+            generator = crew_generator(llm.client(), box, options, found)
+        yield EvalSession(
+            store=EvalStore(settings.eval_dir),
+            config=cfg,
+            generator=generator,
+            sandbox=box,
+            workers=max(1, settings.eval.workers),
+        )

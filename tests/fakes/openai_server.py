@@ -193,7 +193,7 @@ class ScriptedOpenAIServer:
 
     def start(self) -> ScriptedOpenAIServer:
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="scripted-openai", daemon=True
+            target=self._httpd.serve_forever, args=(0.05,), name="scripted-openai", daemon=True
         )
         self._thread.start()
         return self

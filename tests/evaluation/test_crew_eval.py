@@ -1,0 +1,162 @@
+"""HumanEval through the real crew, a scripted OpenAI-compatible server and the real sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.evaluation.humaneval import get_problem, hidden_check_lines, task_keys
+from orchestration.cli import main
+from tests.evaluation.scripted_crew import make_handler
+from tests.fakes.openai_server import Reply, ScriptedOpenAIServer
+
+pytestmark = pytest.mark.docker
+API_KEY = "sk-eval-test-0123456789-not-a-real-key"
+
+
+@pytest.fixture
+def endpoint_env(monkeypatch: pytest.MonkeyPatch) -> Any:
+    def point_at(server: ScriptedOpenAIServer) -> None:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+
+    return point_at
+
+
+def run_eval(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    capsys.readouterr()
+    code = main(["eval", "humaneval", "--json", *args])
+    out = capsys.readouterr().out
+    return code, (json.loads(out) if out.strip() else {})
+
+
+def task_args(keys: list[str]) -> list[str]:
+    return [arg for k in keys for arg in ("--task", k)]
+
+
+def test_pass_at_1_is_the_exact_fraction_solved(
+    endpoint_env: Any, capsys: pytest.CaptureFixture[str], isolated_home: Path
+) -> None:
+    keys = task_keys()[:8]
+    solve = {keys[1], keys[4], keys[6]}
+    with ScriptedOpenAIServer(handler=make_handler(solve)) as server:
+        endpoint_env(server)
+        code, result = run_eval(capsys, *task_args(keys))
+    assert code == 0, result
+    assert result["pass_at_k"] == {"pass@1": 3 / 8}
+    assert result["solved_tasks"] == 3 and result["tasks_scored"] == 8
+    assert (
+        result["failures_by_category"]["wrong_answer"]
+        + result["failures_by_category"]["runtime_error"]
+        == 5
+    )
+    assert result["crew_statuses"] == {"passed": 8}
+    assert result["prompt_tokens"] > 0 and result["completion_tokens"] > 0
+    assert result["cost_usd"] > 0  # gpt-4o-mini is in the price table
+    # The key never lands in anything the evaluation stores.
+    for path in (isolated_home / "eval").rglob("*"):
+        if path.is_file():
+            assert API_KEY.encode() not in path.read_bytes(), path
+
+
+def test_code_that_passes_its_own_tests_but_solves_nothing_scores_zero(
+    endpoint_env: Any, capsys: pytest.CaptureFixture[str], isolated_home: Path
+) -> None:
+    keys = task_keys()[10:16]
+    with ScriptedOpenAIServer(handler=make_handler(solve=())) as server:
+        endpoint_env(server)
+        code, result = run_eval(capsys, *task_args(keys))
+    assert code == 0
+    assert result["crew_statuses"] == {"passed": 6}  # the crew is satisfied with itself...
+    assert result["pass_at_k"] == {"pass@1": 0.0}  # ...the hidden tests are not
+    assert result["solved_tasks"] == 0
+    config_dir = Path(result["results_dir"])
+    for key in keys:
+        cand = json.loads((config_dir / "samples" / f"{key}.json").read_text())["candidates"][0]
+        assert cand["own_tests_total"] >= 1 and cand["own_tests_passed"] == cand["own_tests_total"]
+
+
+# Tasks whose prompts define helpers or several functions, and some plain ones.
+LEAK_KEYS = [
+    "HumanEval-0",
+    "HumanEval-10",
+    "HumanEval-32",
+    "HumanEval-38",
+    "HumanEval-50",
+    "HumanEval-87",
+    "HumanEval-129",
+    "HumanEval-163",
+]
+
+
+def leaked_lines(text: str, keys: list[str]) -> list[str]:
+    found = [line for k in keys for line in hidden_check_lines(get_problem(k)) if line in text]
+    if "def check(" in text:
+        found.append("def check(")
+    return found
+
+
+def test_no_hidden_test_code_reaches_any_agent(
+    endpoint_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ScriptedOpenAIServer(handler=make_handler(solve=LEAK_KEYS[::2])) as server:
+        endpoint_env(server)
+        code, result = run_eval(capsys, *task_args(LEAK_KEYS))
+        requests = [r for r in server.requests if r.method == "POST"]
+    assert code == 0 and result["tasks_scored"] == len(LEAK_KEYS)
+    roles = {r.role for r in requests}
+    assert roles == {"analyzer", "test_designer", "programmer", "reviewer", "documenter"}
+    for req in requests:
+        assert leaked_lines(req.prompt_text, LEAK_KEYS) == [], req.role
+    # The recording is real: each task's own prompt did reach the analyzer.
+    analyzer_text = "\n".join(r.prompt_text for r in requests if r.role == "analyzer")
+    for key in LEAK_KEYS:
+        assert get_problem(key).prompt.rstrip() in analyzer_text
+    # And the detector is not blind: a prompt carrying a hidden test is caught.
+    assert leaked_lines(get_problem("HumanEval-38").test, LEAK_KEYS)
+
+
+def test_rerun_is_a_cache_hit_and_a_failed_task_is_retried_alone(
+    endpoint_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = task_keys()[20:24]
+    flaky = keys[2]
+    solver = make_handler(solve=keys)
+    broken = {"on": True}
+    marker = f'"name": "{get_problem(flaky).entry_point}"'  # as the spec JSON names it
+
+    def handler(role: str, body: dict[str, Any]) -> Any:
+        text = "\n".join(str(m.get("content")) for m in body["messages"])
+        if broken["on"] and role == "programmer" and marker in text:
+            return Reply.error(400, "scripted outage for one task")
+        return solver(role, body)
+
+    with ScriptedOpenAIServer(handler=handler) as server:
+        endpoint_env(server)
+        code, first = run_eval(capsys, *task_args(keys))
+        assert code == 0
+        assert first["crew_statuses"] == {"passed": 3, "error": 1}
+        assert first["passed_samples"] == 3
+        assert first["failures_by_category"]["crew_status"] == 1
+        sent = len(server.requests)
+
+        broken["on"] = False
+        code, second = run_eval(capsys, *task_args(keys))
+        assert code == 0
+        assert second["pass_at_k"] == {"pass@1": 1.0}
+        assert second["cached_tasks"] == 3  # the three finished tasks: no work at all
+        retried = server.requests[sent:]
+        assert retried, "the failed task was not retried"
+        # Every request of the second run belongs to the failed task.
+        others = [get_problem(k).entry_point for k in keys if k != flaky]
+        for r in retried:
+            assert get_problem(flaky).entry_point in r.prompt_text
+            assert not any(name in r.prompt_text for name in others)
+        sent = len(server.requests)
+
+        code, third = run_eval(capsys, *task_args(keys))
+        assert code == 0 and third["cached_tasks"] == 4
+        assert len(server.requests) == sent  # a finished run re-run costs nothing

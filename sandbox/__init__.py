@@ -64,8 +64,10 @@ def open_sandbox(
     """Open a sandbox; ``auto`` picks Docker when a daemon answers, else bubblewrap on Linux.
 
     Raises ``SandboxUnavailable`` (one-line message) when no requested backend works.
-    ``allow_unsafe_host`` permits the bubblewrap backend to bind the host's /usr when no
-    debootstrapped root file system is present; nothing ever runs unconfined on the host.
+    Without the debootstrapped root file system (``codegen sandbox build --offline``)
+    bubblewrap binds the host's /usr read-only instead. Only ``allow_unsafe_host=True``
+    permits running on the bare host (rlimits, timeout and process-group kill, no isolation)
+    when nothing else works; it is never chosen silently.
     """
     if backend not in BACKENDS:
         raise SandboxUnavailable(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")
@@ -81,19 +83,25 @@ def open_sandbox(
         if backend == "docker":
             raise SandboxUnavailable(why)
         reasons.append(f"docker: {why}")
-    if not sys.platform.startswith("linux"):
-        reasons.append("bwrap: bubblewrap needs Linux")
-    elif shutil.which("bwrap") is None:
-        reasons.append("bwrap: bubblewrap is not installed")
-    else:
+    if backend in ("auto", "bwrap"):
+        if not sys.platform.startswith("linux"):
+            reasons.append("bwrap: bubblewrap needs Linux")
+        elif shutil.which("bwrap") is None:
+            reasons.append("bwrap: bubblewrap is not installed")
+        else:
+            from sandbox.bwrap_backend import BwrapSandbox
+
+            try:
+                return BwrapSandbox(
+                    rootfs=rootfs, concurrency=pool_size, default_limits=default_limits
+                )
+            except SandboxUnavailable as exc:
+                reasons.append(f"bwrap: {exc}")
+    if allow_unsafe_host:
         from sandbox.bwrap_backend import BwrapSandbox
 
-        return BwrapSandbox(
-            rootfs=rootfs,
-            concurrency=pool_size,
-            default_limits=default_limits,
-            allow_host_binds=allow_unsafe_host,
-        )
+        # Only rlimits, a timeout and a process-group kill: the caller asked for this by name.
+        return BwrapSandbox(concurrency=pool_size, default_limits=default_limits, unsafe_host=True)
     raise SandboxUnavailable("no sandbox backend works here (" + "; ".join(reasons) + ")")
 
 

@@ -116,8 +116,17 @@ def _reap():
         done[pid] = status
 
 
-def _kill_all(me, statuses):
-    """SIGKILL every process we may signal, until only PID 1 and we remain."""
+def _kill_all(me, statuses, group=None):
+    """SIGKILL every process we may signal, until only PID 1 and we remain.
+
+    ``group`` (unsafe host mode only) limits the kill to the job's process group, because
+    there ``kill(-1)`` would reach the user's other processes.
+    """
+    if group is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+        statuses.update(_reap())
+        return True, []
     for _ in range(400):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(-1, signal.SIGKILL)
@@ -199,9 +208,9 @@ def _wipe_ipc():
     return left
 
 
-def _reset(me, statuses, wipe_dirs):
+def _reset(me, statuses, wipe_dirs, group=None):
     """Kill, wipe, verify. Returns (ok, detail)."""
-    killed, left = _kill_all(me, statuses)
+    killed, left = _kill_all(me, statuses, group)
     problems = []
     if not killed:
         problems.append(f"processes survived: {left[:10]}")
@@ -309,6 +318,7 @@ def run_job(job, me, wakeup_r):
         result["setup_error"] = f"could not write the work dir: {exc}"
     timed_out = False
     status = None
+    group = None
     started = time.monotonic()
     if result["setup_error"] is None:
         out_r, out_w = os.pipe()
@@ -357,7 +367,8 @@ def run_job(job, me, wakeup_r):
             pump(min(deadline - now, 0.25))
         ended = time.monotonic()
         # Everything the job started dies now; its pipes then reach EOF promptly.
-        _kill_all(me, statuses)
+        group = pid if job.get("kill_scope") == "group" else None
+        _kill_all(me, statuses, group)
         if status is None:
             status = statuses.get(pid)
         drain_until = time.monotonic() + 2.0
@@ -370,7 +381,7 @@ def run_job(job, me, wakeup_r):
     else:
         ended = started
     result["collected"] = _collect(job.get("collect", []), int(job.get("max_collect_bytes", 0)))
-    ok, detail = _reset(me, statuses, job.get("wipe", []))
+    ok, detail = _reset(me, statuses, job.get("wipe", []), group)
     oom_after = _oom_kills()
     exit_code = None
     if status is not None and not timed_out:

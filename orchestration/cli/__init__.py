@@ -17,6 +17,7 @@ import click
 # module path -> attribute holding a click command or group
 COMMAND_MODULES: list[tuple[str, str]] = [
     ("orchestration.cli.info", "info"),
+    ("orchestration.cli.sandbox", "sandbox_group"),
     ("orchestration.cli.evaluate", "eval_group"),
     ("orchestration.cli.generate", "generate"),
 ]

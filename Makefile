@@ -8,7 +8,7 @@ export DAGSTER_HOME ?= $(CODEGEN_HOME)/dagster_home
 HOST ?= 127.0.0.1
 PORT ?= 3000
 
-.PHONY: run test lint venv home lock clean
+.PHONY: run test lint venv home lock clean sandbox-image
 
 # The venv is rebuilt only when the lock or the project metadata changes.
 $(STAMP): requirements.lock pyproject.toml
@@ -25,6 +25,11 @@ home:
 
 run: venv home
 	$(BIN)/dagster dev --host $(HOST) --port $(PORT)
+
+# Idempotent (CI calls it before `make test`): a no-op when the image tag and the cached
+# debootstrapped root file system (also bubblewrap's root) exist; else a few minutes offline.
+sandbox-image: venv
+	$(BIN)/codegen sandbox build --offline
 
 test: venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

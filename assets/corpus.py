@@ -1,25 +1,27 @@
 """Corpus assets: raw documents per source, then clean, dedupe and chunk downstream."""
 
+from collections.abc import Iterator
+
 from dagster import (
+    AssetCheckExecutionContext,
     AssetCheckResult,
     AssetCheckSeverity,
+    AssetCheckSpec,
     AssetExecutionContext,
-    AssetKey,
     AutomationCondition,
     MaterializeResult,
     MetadataValue,
     StaticPartitionsDefinition,
     asset,
-    asset_check,
+    multi_asset_check,
 )
 
 from assets.resources import SettingsResource
 from corpus import pipeline
 from corpus.chunk import Budget
 from corpus.dedupe import DedupeParams
-from corpus.secrets import find_secrets
 from corpus.sources import SOURCES, load_reports, refresh_source
-from corpus.store import chunks_path, clean_path, deduped_path, raw_path, read_chunks
+from corpus.store import chunks_path, clean_path, deduped_path, raw_path
 from orchestration.corpus_config import source_config
 
 CORPUS_SOURCES = list(SOURCES)
@@ -146,61 +148,82 @@ def chunks(context: AssetExecutionContext, settings: SettingsResource) -> Materi
     )
 
 
-@asset_check(asset=chunks, description="No chunk contains a secret pattern.", blocking=True)
-def chunks_have_no_secrets(settings: SettingsResource) -> AssetCheckResult:
+CORPUS_CHECK_SPECS = [
+    AssetCheckSpec(
+        "chunks_have_no_secrets",
+        asset="chunks",
+        description="No chunk contains a secret pattern.",
+        blocking=True,
+    ),
+    AssetCheckSpec(
+        "chunk_size_distribution",
+        asset="chunks",
+        description="Chunk sizes: none empty, median within the token budget.",
+    ),
+    AssetCheckSpec(
+        "enabled_sources_non_empty",
+        asset="chunks",
+        description="Every enabled (listed and configured) source contributes chunks.",
+    ),
+    AssetCheckSpec(
+        "dedupe_ratio_in_bounds",
+        asset="deduped_documents",
+        description="The share of documents removed as duplicates is within bounds.",
+    ),
+]
+
+
+# One step for all four checks: each is a pass over chunks.jsonl that the report shares.
+@multi_asset_check(specs=CORPUS_CHECK_SPECS, can_subset=True)
+def corpus_checks(
+    context: AssetCheckExecutionContext, settings: SettingsResource
+) -> Iterator[AssetCheckResult]:
     cfg = settings.load()
-    leaks = [
-        c.uri for c in read_chunks(chunks_path(cfg.corpus_dir)) if next(find_secrets(c.text), None)
-    ]
-    return AssetCheckResult(
-        passed=not leaks,
-        metadata={"chunks_with_secrets": len(leaks), "examples": MetadataValue.json(leaks[:10])},
-    )
-
-
-@asset_check(asset=deduped_documents, description="Share removed as duplicates within bounds.")
-def dedupe_ratio_in_bounds(
-    context: AssetExecutionContext, settings: SettingsResource
-) -> AssetCheckResult:
-    cfg = settings.load()
-    event = context.instance.get_latest_materialization_event(AssetKey("deduped_documents"))
-    meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
-    ratio = float(meta["duplicate_ratio"].value) if "duplicate_ratio" in meta else 0.0
-    return AssetCheckResult(
-        passed=ratio <= cfg.corpus.dedupe_ratio_max,
-        severity=AssetCheckSeverity.WARN,
-        metadata={"duplicate_ratio": ratio, "max": cfg.corpus.dedupe_ratio_max},
-    )
-
-
-@asset_check(asset=chunks, description="Chunk sizes: none empty, median within the budget.")
-def chunk_size_distribution(settings: SettingsResource) -> AssetCheckResult:
-    cfg = settings.load()
-    dist = pipeline.size_distribution(pipeline.chunk_sizes(cfg.corpus_dir))
+    report = pipeline.chunk_report(cfg.corpus_dir)
+    selected = {key.name for key in context.selected_asset_check_keys}
+    dist = report["sizes"]
     budget = cfg.corpus.chunk_max_tokens
-    ok = dist["count"] == 0 or (dist["min"] > 0 and dist["median"] <= budget)
-    return AssetCheckResult(
-        passed=bool(ok),
-        severity=AssetCheckSeverity.WARN,
-        metadata={"distribution": MetadataValue.json(dist), "max_tokens": budget},
-    )
-
-
-@asset_check(asset=chunks, description="Every enabled source contributes chunks.")
-def enabled_sources_non_empty(settings: SettingsResource) -> AssetCheckResult:
-    cfg = settings.load()
-    counts: dict[str, int] = {}
-    for c in read_chunks(chunks_path(cfg.corpus_dir)):
-        counts[c.source] = counts.get(c.source, 0) + 1
     # Enabled = listed in corpus.sources and configured (its last raw run was not "disabled").
     reports = load_reports(cfg.corpus_dir)
     enabled = [s for s in cfg.corpus.sources if reports.get(s, {}).get("status") != "disabled"]
-    empty = [s for s in enabled if not counts.get(s)]
-    return AssetCheckResult(
-        passed=not empty,
-        metadata={
-            "chunks_by_source": MetadataValue.json(counts),
-            "enabled": MetadataValue.json(enabled),
-            "empty": MetadataValue.json(empty),
-        },
-    )
+    empty = [s for s in enabled if not report["by_source"].get(s)]
+    stats = pipeline.last_dedupe_stats(cfg.corpus_dir)
+    ratio = 1 - stats.documents_out / stats.documents_in if stats and stats.documents_in else 0.0
+    results = {
+        "chunks_have_no_secrets": AssetCheckResult(
+            check_name="chunks_have_no_secrets",
+            asset_key="chunks",
+            passed=not report["leaks"],
+            metadata={
+                "chunks_with_secrets": len(report["leaks"]),
+                "examples": MetadataValue.json(report["leaks"][:10]),
+            },
+        ),
+        "chunk_size_distribution": AssetCheckResult(
+            check_name="chunk_size_distribution",
+            asset_key="chunks",
+            passed=dist["count"] == 0 or (dist["min"] > 0 and dist["median"] <= budget),
+            severity=AssetCheckSeverity.WARN,
+            metadata={"distribution": MetadataValue.json(dist), "max_tokens": budget},
+        ),
+        "enabled_sources_non_empty": AssetCheckResult(
+            check_name="enabled_sources_non_empty",
+            asset_key="chunks",
+            passed=not empty,
+            metadata={
+                "chunks_by_source": MetadataValue.json(report["by_source"]),
+                "enabled": MetadataValue.json(enabled),
+                "empty": MetadataValue.json(empty),
+            },
+        ),
+        "dedupe_ratio_in_bounds": AssetCheckResult(
+            check_name="dedupe_ratio_in_bounds",
+            asset_key="deduped_documents",
+            passed=ratio <= cfg.corpus.dedupe_ratio_max,
+            severity=AssetCheckSeverity.WARN,
+            metadata={"duplicate_ratio": round(ratio, 4), "max": cfg.corpus.dedupe_ratio_max},
+        ),
+    }
+    for name, result in results.items():
+        if name in selected:
+            yield result

@@ -293,34 +293,40 @@ def chunk_spans(text: str, language: str, title: str, budget: Budget) -> list[Sp
     return _prose_spans(text, budget, "text")
 
 
+_CITED_METADATA = ("repo", "path", "stars", "score", "tags", "example", "accepted")
+
+
+def chunk_metadata(doc: Document) -> dict[str, object]:
+    """The document metadata every chunk carries (what a citation or a filter needs)."""
+    meta: dict[str, object] = {k: doc.metadata[k] for k in _CITED_METADATA if k in doc.metadata}
+    if doc.licence:
+        meta["licence"] = doc.licence
+    return meta
+
+
 def make_chunks(doc: Document, text: str, language: str, spans: list[Span]) -> list[Chunk]:
     lines = text.split("\n")
+    base = chunk_metadata(doc)
     chunks = []
     for span in spans:
         body = _text(lines, span).strip("\n")
         if not body.strip():
             continue
-        title = (
-            doc.title if span.title in ("module", "introduction") else f"{doc.title}: {span.title}"
-        )
+        plain = span.title in ("module", "introduction")
         chunks.append(
             Chunk(
                 id=chunk_id(body),
                 document_id=doc.id,
                 source=doc.source,
                 uri=doc.uri,
-                title=title,
+                title=doc.title if plain else f"{doc.title}: {span.title}",
                 text=body,
                 language=language,
                 start_line=span.start,
                 end_line=span.end,
                 kind=span.kind,
-                metadata={
-                    k: v
-                    for k, v in doc.metadata.items()
-                    if k in ("repo", "path", "stars", "score", "tags", "licence", "example")
-                }
-                | ({"licence": doc.licence} if doc.licence else {}),
+                # tokens: the size the budget was measured in, for context packing downstream.
+                metadata={**base, "tokens": count_tokens(body)},
             )
         )
     return chunks

@@ -133,9 +133,7 @@ def dedupe(
     sigs: dict[str, MinHash] = {}
     uf = _UnionFind()
     for c in survivors:
-        mh = MinHash(
-            num_perm=params.num_perm, seed=params.seed, hashvalues=sig(c), scheme=SCHEME
-        )
+        mh = MinHash(num_perm=params.num_perm, seed=params.seed, hashvalues=sig(c), scheme=SCHEME)
         for other in lsh.query(mh):
             # LSH only proposes; the signature estimate confirms (keeps precision high).
             if mh.jaccard(sigs[other]) >= params.threshold:

@@ -13,26 +13,34 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from corpus.cache import StageCache
-from corpus.chunk import CHUNKER_VERSION, Budget, Span, chunk_spans, count_tokens, make_chunks
+from corpus.chunk import (
+    CHUNKER_VERSION,
+    Budget,
+    chunk_metadata,
+    chunk_spans,
+    count_tokens,
+    make_chunks,
+)
 from corpus.clean import CLEAN_VERSION, DEFAULT_MAX_BYTES, clean_document, is_vendored
 from corpus.dedupe import Candidate, DedupeParams, dedupe, exact_key, rank_of, signature
 from corpus.model import Chunk, Document
+from corpus.secrets import SECRETS_VERSION, has_secret
 from corpus.store import (
     cache_path,
     chunks_path,
     clean_path,
     dedupe_report_path,
     deduped_path,
+    fingerprint,
     raw_path,
     raw_sources,
-    read_chunks,
     read_documents,
     read_jsonl,
     write_jsonl_atomic,
@@ -49,8 +57,54 @@ def _noop(_: str) -> None:
     return None
 
 
+# Stage memo: a stage whose inputs (by fingerprint), code version and parameters are unchanged
+# and whose outputs are still the files it wrote is not run again; its stats are replayed.
+def _manifest(corpus_dir: Path, stage: str) -> Path:
+    return corpus_dir / "manifests" / f"{stage}.json"
+
+
+def _memo_get(corpus_dir: Path, stage: str, key: str, outputs: list[Path]) -> dict[str, Any] | None:
+    try:
+        m = json.loads(_manifest(corpus_dir, stage).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if m.get("key") != key or m.get("outputs") != [fingerprint(p) for p in outputs]:
+        return None
+    return m.get("stats")
+
+
+def _memo_put(
+    corpus_dir: Path, stage: str, key: str, outputs: list[Path], stats: dict[str, Any]
+) -> None:
+    path = _manifest(corpus_dir, stage)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    data = {"key": key, "outputs": [fingerprint(p) for p in outputs], "stats": stats}
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _as_dict(stats: Any) -> dict[str, Any]:
+    # Not dataclasses.asdict: it rebuilds a Counter from (key, value) pairs and miscounts.
+    return {
+        f.name: dict(v) if isinstance(v := getattr(stats, f.name), Counter) else v
+        for f in fields(stats)
+    }
+
+
+def _restore(cls: type[Any], data: dict[str, Any]) -> Any:
+    obj = cls()
+    for f in fields(cls):
+        if f.name in data:
+            value = data[f.name]
+            setattr(obj, f.name, Counter(value) if "Counter" in str(f.type) else value)
+    obj.memoized = True
+    return obj
+
+
 @dataclass
 class CleanStats:
+    memoized: bool = False  # True when replayed from the stage manifest
     documents_in: int = 0
     documents_out: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
@@ -66,6 +120,13 @@ def clean_stage(
     progress: Progress = _noop,
 ) -> CleanStats:
     """Clean every stored raw source into ``clean.jsonl``."""
+    inputs = [raw_path(corpus_dir, s) for s in raw_sources(corpus_dir)]
+    memo_key = _key(
+        CLEAN_VERSION, SECRETS_VERSION, max_bytes, *(f"{p.name}={fingerprint(p)}" for p in inputs)
+    )
+    outputs = [clean_path(corpus_dir)]
+    if (memo := _memo_get(corpus_dir, "clean", memo_key, outputs)) is not None:
+        return _restore(CleanStats, memo)
     stats = CleanStats()
     with StageCache(cache_path(corpus_dir)) as cache:
 
@@ -108,11 +169,13 @@ def clean_stage(
                     ).to_dict()
 
         write_jsonl_atomic(clean_path(corpus_dir), records())
+    _memo_put(corpus_dir, "clean", memo_key, outputs, _as_dict(stats))
     return stats
 
 
 @dataclass
 class DedupeStats:
+    memoized: bool = False  # True when replayed from the stage manifest
     documents_in: int = 0
     documents_out: int = 0
     exact_removed: int = 0
@@ -123,6 +186,10 @@ class DedupeStats:
 
 def dedupe_stage(corpus_dir: Path, params: DedupeParams, progress: Progress = _noop) -> DedupeStats:
     """Remove exact and near duplicates across all sources into ``deduped.jsonl``."""
+    memo_key = _key(params, fingerprint(clean_path(corpus_dir)))
+    outputs = [deduped_path(corpus_dir), dedupe_report_path(corpus_dir)]
+    if (memo := _memo_get(corpus_dir, "dedupe", memo_key, outputs)) is not None:
+        return _restore(DedupeStats, memo)
     docs = {d.id: d for d in read_documents(clean_path(corpus_dir))}
     candidates = [Candidate(d.id, d.text, rank_of(d.metadata)) for d in docs.values()]
     with StageCache(cache_path(corpus_dir)) as cache:
@@ -156,11 +223,13 @@ def dedupe_stage(corpus_dir: Path, params: DedupeParams, progress: Progress = _n
         for r, k in sorted(result.exact_removed.items())
     ]
     write_jsonl_atomic(dedupe_report_path(corpus_dir), [*exact, *report])
+    _memo_put(corpus_dir, "dedupe", memo_key, outputs, _as_dict(stats))
     return stats
 
 
 @dataclass
 class ChunkStats:
+    memoized: bool = False  # True when replayed from the stage manifest
     documents: int = 0
     chunks: int = 0
     new_chunks: int = 0
@@ -194,41 +263,99 @@ def _tag_examples(doc: Document, chunks: list[Chunk]) -> list[Chunk]:
 def chunk_stage(corpus_dir: Path, budget: Budget, progress: Progress = _noop) -> ChunkStats:
     """Chunk every kept document into ``chunks.jsonl`` (the contract the index reads)."""
     target = chunks_path(corpus_dir)
+    memo_key = _key(CHUNKER_VERSION, budget, fingerprint(deduped_path(corpus_dir)))
+    if (memo := _memo_get(corpus_dir, "chunk", memo_key, [target])) is not None:
+        # Nothing upstream changed: the stored chunks stand, and none of them is new.
+        return _restore(ChunkStats, {**memo, "new_chunks": 0, "removed_chunks": 0})
     previous = {r["id"] for r in read_jsonl(target)}
     stats = ChunkStats()
     seen: set[str] = set()
     with StageCache(cache_path(corpus_dir)) as cache:
 
+        def doc_chunks(doc: Document) -> list[dict[str, Any]]:
+            # Everything a document's chunks depend on, and nothing else (not mtime).
+            key = _key(
+                CHUNKER_VERSION,
+                budget,
+                doc.hash,
+                doc.id,
+                doc.uri,
+                doc.title,
+                doc.language,
+                doc.source,
+                json.dumps(chunk_metadata(doc), sort_keys=True, default=str),
+                _EXAMPLE_DIRS.search(str(doc.metadata.get("path") or "")) is not None,
+            )
+            cached = cache.get_json("chunks", key)
+            if cached is not None:
+                stats.cache_hits += 1
+                return cached
+            spans = chunk_spans(doc.text, doc.language, doc.title, budget)
+            made = _tag_examples(doc, make_chunks(doc, doc.text, doc.language, spans))
+            records = [c.to_dict() for c in made]
+            cache.put_json("chunks", key, records)
+            return records
+
         def records() -> Iterator[dict[str, Any]]:
             for doc in read_documents(deduped_path(corpus_dir)):
                 stats.documents += 1
-                key = _key(CHUNKER_VERSION, doc.hash, doc.language, doc.title, budget)
-                cached = cache.get_json("spans", key)
-                if cached is None:
-                    spans = chunk_spans(doc.text, doc.language, doc.title, budget)
-                    cache.put_json("spans", key, [list(s.__dict__.values()) for s in spans])
-                else:
-                    stats.cache_hits += 1
-                    spans = [Span(*s) for s in cached]
-                for c in _tag_examples(doc, make_chunks(doc, doc.text, doc.language, spans)):
+                for c in doc_chunks(doc):
                     # Identical text = identical id: keep the first, so ids stay unique.
-                    if c.id in seen:
+                    if c["id"] in seen:
                         stats.duplicate_chunks += 1
                         continue
-                    seen.add(c.id)
+                    seen.add(c["id"])
                     stats.chunks += 1
-                    stats.by_kind[c.kind] += 1
-                    stats.by_source[c.source] += 1
-                    stats.token_sizes.append(count_tokens(c.text))
-                    stats.examples += "example" in c.metadata
-                    yield c.to_dict()
+                    stats.by_kind[c["kind"]] += 1
+                    stats.by_source[c["source"]] += 1
+                    stats.token_sizes.append(c["metadata"]["tokens"])
+                    stats.examples += "example" in c["metadata"]
+                    yield c
                 if stats.documents % 500 == 0:
                     progress(f"chunk: {stats.documents} documents, {stats.chunks} chunks")
 
         write_jsonl_atomic(target, records())
     stats.new_chunks = len(seen - previous)
     stats.removed_chunks = len(previous - seen)
+    _memo_put(corpus_dir, "chunk", memo_key, [target], _as_dict(stats))
     return stats
+
+
+def chunk_report(corpus_dir: Path) -> dict[str, Any]:
+    """One pass over ``chunks.jsonl`` for the checks: secret leaks, sizes, chunks per source.
+
+    Memoized by the file's fingerprint, and secret scans cached by chunk id, so an unchanged
+    corpus is not rescanned.
+    """
+    target = chunks_path(corpus_dir)
+    memo_key = _key(SECRETS_VERSION, "report")
+    if (memo := _memo_get(corpus_dir, "chunk_report", memo_key, [target])) is not None:
+        return memo
+    leaks: list[str] = []
+    sizes: list[int] = []
+    by_source: Counter[str] = Counter()
+    with StageCache(cache_path(corpus_dir)) as cache:
+        for record in read_jsonl(target):
+            key = _key(SECRETS_VERSION, record["id"])
+            found = cache.get_json("secretscan", key)
+            if found is None:
+                found = has_secret(record["text"])
+                cache.put_json("secretscan", key, found)
+            if found:
+                leaks.append(record["id"])
+            sizes.append(record["metadata"].get("tokens") or count_tokens(record["text"]))
+            by_source[record["source"]] += 1
+    report = {"leaks": leaks, "sizes": size_distribution(sizes), "by_source": dict(by_source)}
+    _memo_put(corpus_dir, "chunk_report", memo_key, [target], report)
+    return report
+
+
+def last_dedupe_stats(corpus_dir: Path) -> DedupeStats | None:
+    try:
+        m = json.loads(_manifest(corpus_dir, "dedupe").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return _restore(DedupeStats, m.get("stats") or {})
 
 
 def size_distribution(sizes: list[int]) -> dict[str, float]:
@@ -244,10 +371,6 @@ def size_distribution(sizes: list[int]) -> dict[str, float]:
         "max": int(arr.max()),
         "mean": round(float(arr.mean()), 1),
     }
-
-
-def chunk_sizes(corpus_dir: Path) -> list[int]:
-    return [count_tokens(c.text) for c in read_chunks(chunks_path(corpus_dir))]
 
 
 def dump_counter(counter: Counter[str]) -> dict[str, int]:

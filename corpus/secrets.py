@@ -28,6 +28,8 @@ from detect_secrets.plugins.high_entropy_strings import (
 )
 
 REDACTED = "<REDACTED:{kind}>"
+# Bump when patterns change: cached scan results are keyed by it.
+SECRETS_VERSION = "secrets-1"
 # Public IPs are not secrets (docs and the stdlib are full of example addresses).
 _SKIPPED_DETECTORS = {"IPPublicDetector", "PrivateKeyDetector"}
 

@@ -19,9 +19,14 @@ from corpus.connectors.base import (
     load_state,
     save_state,
 )
-from corpus.connectors.local import LocalScanStats, iter_local_documents, stdlib_path
+from corpus.connectors.local import (
+    LocalScanStats,
+    iter_local_documents,
+    stdlib_path,
+    tree_fingerprint,
+)
 from corpus.model import Document
-from corpus.store import raw_path, read_documents, state_dir, write_jsonl_atomic
+from corpus.store import fingerprint, raw_path, read_documents, state_dir, write_jsonl_atomic
 
 SOURCES = ("local", "github_repos", "github_issues", "stackoverflow", "docs", "blogs")
 
@@ -118,6 +123,16 @@ def _refresh(
         return report
     connector, incremental = _connector(source)
     state = load_state(state_dir(corpus_dir), source)
+    if source == "local":
+        # The local "cursor": a fingerprint of the tree. Unchanged tree, unchanged raw file.
+        roots = [Path(p) for p in config.paths] or [stdlib_path()]
+        tree = tree_fingerprint([r for r in roots if r.expanduser().is_dir()])
+        tree_key = f"{tree}:{config.max_bytes}"
+        if state.get("tree") == tree_key and state.get("raw") == fingerprint(target):
+            report.message = "unchanged since the last run"
+            report.documents = int(state.get("documents", 0))
+            report.skipped.update(state.get("skipped", {}))
+            return report
     new_state = dict(state)
     fetched: dict[str, Document] = {}
     try:
@@ -141,6 +156,13 @@ def _refresh(
         merged = {d.id: d for d in read_documents(target)}
     merged.update(fetched)
     report.documents = write_jsonl_atomic(target, (merged[k].to_dict() for k in sorted(merged)))
+    if source == "local" and report.status == "ok":
+        new_state = {
+            "tree": tree_key,
+            "raw": fingerprint(target),
+            "documents": report.documents,
+            "skipped": dict(report.skipped),
+        }
     if new_state != state:
         save_state(state_dir(corpus_dir), source, new_state)
     return report

@@ -6,6 +6,7 @@ renamed into place so a failed or killed run never leaves a half-written stage b
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -23,17 +24,48 @@ def chunks_path(corpus_dir: Path) -> Path:
     return corpus_dir / "chunks.jsonl"
 
 
+def _sha256_file(path: Path) -> str | None:
+    if not path.exists():
+        return None
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def write_jsonl_atomic(path: Path, records: Iterable[dict[str, Any]]) -> int:
+    """Write to a temporary file, then rename over ``path``.
+
+    When the new content is byte-identical to the old file, the old file is kept untouched
+    (same mtime), so stages downstream can tell that nothing changed.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     count = 0
+    digest = hashlib.sha256()
     # surrogatepass: a lone surrogate from a hostile JSON API survives the round trip.
     with tmp.open("w", encoding="utf-8", errors="surrogatepass") as fh:
         for record in records:
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            line = json.dumps(record, ensure_ascii=False) + "\n"
+            digest.update(line.encode("utf-8", "surrogatepass"))
+            fh.write(line)
             count += 1
-    tmp.replace(path)
+    if _sha256_file(path) == digest.hexdigest():
+        tmp.unlink()
+    else:
+        tmp.replace(path)
     return count
+
+
+def fingerprint(path: Path) -> str:
+    """Cheap identity of a stage file: size and modification time (files are only ever
+    replaced whole, so a changed file always gets a new mtime)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return "missing"
+    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:

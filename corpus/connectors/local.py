@@ -6,6 +6,7 @@ always present and that nobody on this project wrote.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -128,3 +129,22 @@ def iter_local_documents(
                 licence="PSF-2.0" if root == stdlib else None,
                 metadata={"root": str(root), "path": rel, "mtime": st.st_mtime},
             )
+
+
+def tree_fingerprint(
+    roots: list[Path], suffixes: frozenset[str] = frozenset({".py", ".md", ".rst"})
+) -> str:
+    """Hash of every candidate file's path, size and mtime: unchanged trees are not reread."""
+    digest = hashlib.sha256()
+    for root in roots:
+        root = root.expanduser().resolve()
+        digest.update(f"root:{root}\0".encode())
+        for path in _walk(root):
+            if path.suffix not in suffixes:
+                continue
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode("utf-8", "replace"))
+    return digest.hexdigest()

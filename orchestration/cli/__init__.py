@@ -18,6 +18,7 @@ import click
 COMMAND_MODULES: list[tuple[str, str]] = [
     ("orchestration.cli.info", "info"),
     ("orchestration.cli.sandbox", "sandbox_group"),
+    ("orchestration.cli.corpus", "corpus_group"),
     ("orchestration.cli.evaluate", "eval_group"),
     ("orchestration.cli.generate", "generate"),
 ]

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.base import BaseSandbox
+from sandbox.docker_backend import owner_tag
 from sandbox.errors import SandboxUnavailable
 from sandbox.files import FileContent
 from sandbox.image import rootfs_path, rootfs_ready
@@ -45,6 +46,10 @@ from sandbox.protocol import (
 from sandbox.types import ExecResult, Limits
 
 FIRST_SLOT_UID = 20001  # distinct from the Docker sandbox uid (10001) and real users
+# Each process gets its own block of uids, so concurrent processes' sandboxes (and their
+# leftovers, if any) are never confused with each other.
+UID_BLOCK = 16
+UID_BLOCKS = 2048
 DEADLINE_GRACE_S = 10.0
 _HOST_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 
@@ -82,8 +87,9 @@ class BwrapSandbox(BaseSandbox):
         if unsafe_host:
             self.backend = "unsafe-host"
         self._privileged = os.geteuid() == 0
+        self._concurrency = min(max(concurrency, 1), UID_BLOCK)
         self._slots: queue.Queue[int] = queue.Queue()
-        for slot in range(max(concurrency, 1)):
+        for slot in range(self._concurrency):
             self._slots.put(slot)
         self._bwrap = shutil.which("bwrap") or "bwrap"
         if rootfs is None:
@@ -108,7 +114,14 @@ class BwrapSandbox(BaseSandbox):
             raise SandboxUnavailable(f"bubblewrap cannot create a sandbox here: {why}")
 
     def slot_uid(self, slot: int) -> int | None:
-        return FIRST_SLOT_UID + slot if self._privileged else None
+        if not self._privileged:
+            return None
+        block = os.getpid() % UID_BLOCKS
+        return FIRST_SLOT_UID + block * UID_BLOCK + slot % UID_BLOCK
+
+    def slot_uids(self) -> list[int]:
+        uids = [self.slot_uid(slot) for slot in range(self._concurrency)]
+        return [u for u in uids if u is not None]
 
     def _argv(self, command: list[str], limits: Limits, slot: int) -> list[str]:
         if self.unsafe_host:
@@ -189,7 +202,9 @@ class BwrapSandbox(BaseSandbox):
         started = time.perf_counter()
         deadline = time.monotonic() + limits.timeout_s + DEADLINE_GRACE_S
         proc = self._popen(
-            self._argv(supervisor_command("once"), limits, slot), slot, stdin=subprocess.PIPE
+            self._argv([*supervisor_command("once"), owner_tag()], limits, slot),
+            slot,
+            stdin=subprocess.PIPE,
         )
         out = bytearray()
         err = bytearray()

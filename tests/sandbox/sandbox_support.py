@@ -1,0 +1,61 @@
+"""Shared by the sandbox tests: small limits, timings, and what 'nothing is left behind'
+means, checked against the real daemon and /proc."""
+
+from __future__ import annotations
+
+import os
+
+from sandbox import Limits
+from sandbox.api import Sandbox
+from sandbox.bwrap_backend import processes_of_uid
+from sandbox.docker_backend import LABEL, OWNER_LABEL, owner_tag
+
+# Small limits keep the hostile suite quick on a 2-core machine.
+SMALL = Limits(
+    timeout_s=2.0, memory_mb=128, pids=64, cpus=1.0, workdir_mb=16, max_output_bytes=200_000
+)
+TIMINGS: list[tuple[str, str, float, float]] = []
+
+
+def record_timing(backend: str, case: str, seconds: float, limit: float) -> None:
+    TIMINGS.append((backend, case, seconds, limit))
+
+
+def supervisors_on_host(owner: str) -> list[int]:
+    """Host pids running a sandbox supervisor started by ``owner`` (this test process)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if b"The in-sandbox supervisor" in cmdline and owner.encode() in cmdline:
+            found.append(int(name))
+    return found
+
+
+def assert_clean(sb: Sandbox) -> None:
+    """Nothing of *this* sandbox is left; other engineers' sandboxes may be running."""
+    if sb.backend == "docker":
+        api = sb.client.api  # type: ignore[attr-defined]
+        mine = {"label": [LABEL, f"{OWNER_LABEL}={owner_tag()}"]}
+        stopped = [c for c in api.containers(all=True, filters=mine) if c["State"] != "running"]
+        assert not stopped, f"stopped sandbox containers left: {[c['Id'][:12] for c in stopped]}"
+        for info in api.containers(filters=mine):
+            procs = api.top(info["Id"])["Processes"] or []
+            assert len(procs) == 1, f"container {info['Id'][:12]} still runs {procs}"
+    else:
+        for uid in sb.slot_uids():  # type: ignore[attr-defined]
+            left = processes_of_uid(uid)
+            assert not left, f"bwrap uid {uid} left processes {left}"
+        strays = supervisors_on_host(owner_tag())
+        assert not strays, f"supervisor processes left on the host: {strays}"
+
+
+def assert_still_works(sb: Sandbox) -> None:
+    result = sb.run({"ok.py": "print('still ok')\n"}, ["python3", "ok.py"])
+    assert result.exit_code == 0, result
+    assert result.stdout == "still ok\n"

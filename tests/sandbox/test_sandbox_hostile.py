@@ -1,0 +1,289 @@
+"""Hostile code against both backends. Each case asserts that the attack failed, that a normal
+execution still works afterwards and that no container or process is left. Timings are
+measured and printed in the terminal summary, never asserted."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sandbox_support import SMALL, assert_clean, assert_still_works, record_timing
+
+from sandbox import Symlink, UnsafePathError
+from sandbox.api import Sandbox
+from sandbox.types import ExecResult
+
+
+def attack(sb: Sandbox, case: str, code: str, files: dict | None = None) -> ExecResult:
+    started = time.perf_counter()
+    result = sb.run({"attack.py": code, **(files or {})}, ["python3", "attack.py"], SMALL)
+    record_timing(sb.backend, case, time.perf_counter() - started, SMALL.timeout_s)
+    return result
+
+
+@pytest.fixture
+def sb(sb: Sandbox) -> Iterator[Sandbox]:
+    """The conftest's sandbox, checked after every case: still works, nothing left."""
+    yield sb
+    assert_still_works(sb)
+    assert_clean(sb)
+
+
+def test_fork_bomb(sb: Sandbox) -> None:
+    code = (
+        "import os, time\n"
+        "while True:\n"
+        "    try:\n        os.fork()\n"
+        "    except OSError:\n        time.sleep(0.01)\n"
+    )
+    result = attack(sb, "fork bomb", code)
+    assert result.timed_out or result.exit_code != 0
+
+
+def test_memory_bomb(sb: Sandbox) -> None:
+    code = "blocks = []\nwhile True:\n    blocks.append(bytearray(8 * 1024 * 1024))\n"
+    result = attack(sb, "memory bomb", code)
+    assert result.exit_code != 0 and not result.timed_out
+    # Docker: the cgroup OOM killer; bubblewrap: RLIMIT_AS makes the allocation fail.
+    assert result.oom_killed or "MemoryError" in result.stderr, result
+
+
+def test_cpu_spin_past_the_timeout(sb: Sandbox) -> None:
+    result = attack(sb, "cpu spin", "while True:\n    pass\n")
+    assert result.timed_out or result.exit_code in (-9, -24)  # SIGKILL, or SIGXCPU (rlimit)
+    assert result.exit_code != 0
+
+
+def test_sleep_past_the_timeout(sb: Sandbox) -> None:
+    result = attack(sb, "sleep", "import time\ntime.sleep(60)\n")
+    assert result.timed_out and result.exit_code is None
+
+
+def test_double_forked_setsid_child_is_gone_when_run_returns(sb: Sandbox) -> None:
+    code = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        while True:\n"
+        "            time.sleep(0.05)\n"
+        "    os._exit(0)\n"
+        "print('parent exits')\n"
+    )
+    result = attack(sb, "setsid daemon", code)
+    assert result.exit_code == 0 and result.stdout == "parent exits\n"
+    assert_clean(sb)  # right now, not eventually
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[str]]]:
+    """A real TCP server on all host interfaces; the sandbox must never reach it."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("0.0.0.0", 0))
+    server.listen(8)
+    accepted: list[str] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, addr = server.accept()
+            except OSError:
+                return
+            accepted.append(addr[0])
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], accepted
+    server.close()
+
+
+def _host_addresses() -> list[str]:
+    addrs = {"127.0.0.1"}
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("203.0.113.1", 9))  # UDP connect sends nothing; it picks a route
+        addrs.add(probe.getsockname()[0])
+    except OSError:
+        pass
+    finally:
+        probe.close()
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+        gateway = client.api.inspect_network("bridge")["IPAM"]["Config"][0]["Gateway"]
+        addrs.add(gateway)
+        client.close()
+    except Exception:
+        addrs.add("172.17.0.1")
+    return sorted(addrs)
+
+
+def test_network_host_bridge_internet_and_dns_are_unreachable(
+    sb: Sandbox, listener: tuple[int, list[str]]
+) -> None:
+    port, accepted = listener
+    targets = [(a, port) for a in _host_addresses()] + [("1.1.1.1", 53), ("8.8.8.8", 443)]
+    # The control: from the host the listener answers on every one of its addresses.
+    for addr, p in targets[:-2]:
+        with socket.create_connection((addr, p), timeout=2):
+            pass
+    control = len(targets) - 2
+    for _ in range(100):
+        if len(accepted) >= control:
+            break
+        time.sleep(0.02)
+    assert len(accepted) == control
+    code = (
+        "import json, socket\n"
+        f"targets = {targets!r}\n"
+        "out = {}\n"
+        "for host, port in targets:\n"
+        "    try:\n"
+        "        socket.create_connection((host, port), timeout=1).close()\n"
+        "        out[f'{host}:{port}'] = 'CONNECTED'\n"
+        "    except OSError as exc:\n"
+        "        out[f'{host}:{port}'] = type(exc).__name__\n"
+        "try:\n"
+        "    out['dns'] = str(socket.getaddrinfo('deb.debian.org', 80)[0][4])\n"
+        "except OSError as exc:\n"
+        "    out['dns'] = type(exc).__name__\n"
+        "print(json.dumps(out))\n"
+    )
+    result = attack(sb, "network + dns", code)
+    seen = json.loads(result.stdout)
+    assert "CONNECTED" not in seen.values(), seen
+    assert seen["dns"] in ("gaierror", "OSError"), seen
+    time.sleep(0.2)
+    assert len(accepted) == control, "the sandbox reached the host listener"
+
+
+def test_host_secrets_are_absent(sb: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    canary = f"sk-canary-{uuid.uuid4().hex}"
+    monkeypatch.setenv("OPENAI_API_KEY", canary)
+    monkeypatch.setenv("GITHUB_TOKEN", canary)
+    code = (
+        "import os\n"
+        "print(dict(os.environ))\n"
+        "for pid in os.listdir('/proc'):\n"
+        "    if pid.isdigit():\n"
+        "        try:\n"
+        "            print(open(f'/proc/{pid}/environ', 'rb').read())\n"
+        "        except OSError as exc:\n"
+        "            print(pid, type(exc).__name__)\n"
+    )
+    target = sb
+    if sb.backend == "docker":
+        # Pooled containers predate the variable; a fresh one proves creation copies nothing.
+        from sandbox.docker_backend import DockerSandbox
+
+        target = DockerSandbox(sb.image, isolation="strict", default_limits=SMALL)  # type: ignore[attr-defined]
+    try:
+        result = attack(target, "secrets in env", code)
+    finally:
+        if target is not sb:
+            target.close()
+    assert result.exit_code == 0, result
+    assert canary not in result.stdout + result.stderr
+    assert "OPENAI_API_KEY" not in result.stdout and "GITHUB_TOKEN" not in result.stdout
+
+
+@pytest.fixture
+def host_canary() -> Iterator[Path]:
+    path = Path("/tmp") / f"codegen-canary-{uuid.uuid4().hex}"
+    path.write_text("HOST-SECRET-CONTENT\n")
+    os.chmod(path, 0o644)  # readable by anyone on the host: only isolation protects it
+    yield path
+    path.unlink()
+
+
+def test_host_file_by_absolute_path_and_through_links(sb: Sandbox, host_canary: Path) -> None:
+    code = (
+        "import os\n"
+        f"paths = [{str(host_canary)!r}, 'runtime-link']\n"
+        f"os.symlink({str(host_canary)!r}, 'runtime-link')\n"
+        "for p in paths:\n"
+        "    try:\n"
+        "        print(p, open(p).read().strip())\n"
+        "    except OSError as exc:\n"
+        "        print(p, type(exc).__name__)\n"
+    )
+    result = attack(sb, "host file read", code)
+    assert "HOST-SECRET-CONTENT" not in result.stdout, result.stdout
+    assert f"{host_canary} FileNotFoundError" in result.stdout
+    assert "runtime-link FileNotFoundError" in result.stdout
+    # A link placed in the copied-in directory is refused before anything runs.
+    for target in (str(host_canary), "../../../../" + str(host_canary).lstrip("/")):
+        with pytest.raises(UnsafePathError):
+            sb.run({"leak": Symlink(target)}, ["cat", "leak"], SMALL)
+
+
+def test_writing_outside_the_work_dir(sb: Sandbox) -> None:
+    name = f"codegen-escape-{uuid.uuid4().hex}"
+    targets = [f"/{name}", f"/etc/{name}", f"/usr/{name}", f"/var/{name}", f"/root/{name}"]
+    code = (
+        f"targets = {targets!r}\n"
+        "for t in targets:\n"
+        "    try:\n"
+        "        open(t, 'w').write('x')\n"
+        "        print(t, 'WROTE')\n"
+        "    except OSError as exc:\n"
+        "        print(t, type(exc).__name__)\n"
+    )
+    result = attack(sb, "write outside", code)
+    assert "WROTE" not in result.stdout, result.stdout
+    assert len(result.stdout.splitlines()) == len(targets)
+    for target in targets:
+        assert not os.path.exists(target)  # and nothing landed on the host either
+
+
+def test_filling_the_disk(sb: Sandbox) -> None:
+    code = (
+        "import errno\n"
+        "written = 0\n"
+        "try:\n"
+        "    with open('fill.bin', 'wb') as fh:\n"
+        "        while True:\n"
+        "            fh.write(b'\\0' * (1 << 20))\n"
+        "            written += 1\n"
+        "except OSError as exc:\n"
+        "    print('stopped', errno.errorcode.get(exc.errno), written)\n"
+    )
+    result = attack(sb, "fill disk", code)
+    assert result.stdout.startswith("stopped"), result
+    reason, written = result.stdout.split()[1:]
+    assert reason in ("ENOSPC", "EFBIG") and int(written) <= SMALL.workdir_mb
+
+
+def test_stdout_flood_is_capped_while_streaming(sb: Sandbox) -> None:
+    code = (
+        "import sys\n"
+        "chunk = b'x' * (1 << 20)\n"
+        "for _ in range(100):\n"
+        "    sys.stdout.buffer.write(chunk)\n"
+        "sys.stdout.flush()\n"
+        "print('done', file=sys.stderr)\n"
+    )
+    result = attack(sb, "100 MB stdout flood", code)
+    assert result.exit_code == 0, result.stderr
+    assert result.truncated
+    assert len(result.stdout) == SMALL.max_output_bytes
+    assert result.stderr == "done\n"  # the flood was drained to the end, not cut short
+
+
+@pytest.mark.parametrize("target", ["1", "-1"])
+def test_kill_pid_1_and_everything(sb: Sandbox, target: str) -> None:
+    code = f"import os, signal, time\nos.kill({target}, signal.SIGKILL)\ntime.sleep(0.5)\n"
+    result = attack(sb, f"kill -9 {target}", code)
+    # kill -9 1 is ignored (init); kill -9 -1 may take the runner down: either way the host
+    # gets an answer, and the fixture proves the sandbox is clean and still works.
+    assert result.exit_code is not None or result.stderr.startswith("sandbox:")

@@ -7,6 +7,7 @@ from dagster import (
     OpExecutionContext,
     define_asset_job,
     job,
+    multiprocess_executor,
     op,
 )
 
@@ -24,6 +25,12 @@ codegen_request_job = define_asset_job(
     selection=AssetSelection.groups(GROUP),
     partitions_def=requests_partitions,
     description="Run the crew on one request (a partition of `requests`).",
+    # forkserver with the code location preloaded: each step's process starts in well under
+    # a second instead of re-importing Dagster and the platform (measured: ~10 s per step
+    # on the 2-core CI machine with spawn).
+    executor_def=multiprocess_executor.configured(
+        {"start_method": {"forkserver": {"preload_modules": ["orchestration.definitions"]}}}
+    ),
 )
 
 

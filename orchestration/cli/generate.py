@@ -92,7 +92,13 @@ def run_request(settings: Settings, text: str, options: dict[str, Any]) -> dict[
     click.echo(f"request {stored.id}: running the crew through Dagster", err=True)
     job = build_reconstructable_job("orchestration.jobs", "codegen_job_for_cli")
     with _Progress(instance, stored.id):
-        result = execute_job(job, instance=instance, tags={"dagster/partition": stored.id})
+        result = execute_job(
+            job,
+            instance=instance,
+            tags={"dagster/partition": stored.id},
+            # Step events go to the instance (and our progress lines); the console gets warnings.
+            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        )
     folder = artifact_dir(settings.artifacts_dir, stored.id)
     report_path = folder / "report.json"
     if not report_path.exists():

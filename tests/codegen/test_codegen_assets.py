@@ -25,7 +25,6 @@ from fakes.openai_server import (
     primes_handler,
 )
 
-from agents import prompts
 from agents.requests import ARTIFACT_FILES, RequestStore
 from assets import codegen
 from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
@@ -219,18 +218,3 @@ def test_failures_end_with_their_status_and_leave_earlier_requests_alone(
     assert metadata(broken, "solution_code")["status"] == "error"
 
     assert digest(isolated_home / "artifacts" / first_id) == before
-
-
-def test_prompt_changes_change_code_versions(monkeypatch: pytest.MonkeyPatch) -> None:
-    versions = {
-        key.path[-1]: v
-        for key, v in codegen.request_spec.code_versions_by_key.items()
-        if v is not None
-    }
-    assert versions["request_spec"] == codegen.SPEC_VERSION
-    before = prompts.prompt_version("test_designer")
-    monkeypatch.setitem(
-        prompts.ROLE_PROMPTS, "test_designer", (prompts.TEST_DESIGNER_SYSTEM + " Be terse.",)
-    )
-    assert prompts.prompt_version("test_designer") != before
-    assert codegen.test_suite.code_versions_by_key[AssetKey("test_suite")] == codegen.TESTS_VERSION

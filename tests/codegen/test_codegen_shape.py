@@ -1,0 +1,50 @@
+"""The shape of the request assets: partitions, parallel branches, code versions from prompts."""
+
+from __future__ import annotations
+
+import pytest
+from dagster import AssetKey, Definitions
+
+from agents import prompts
+from assets import codegen
+from orchestration.definitions import build_definitions
+
+
+def test_request_assets_are_partitioned_by_opaque_request_ids() -> None:
+    defs = build_definitions()
+    Definitions.validate_loadable(defs)
+    graph = defs.resolve_asset_graph()
+    names = ["request_spec", "test_suite", "retrieved_context", "solution_code", "documentation"]
+    for name in names:
+        node = graph.get(AssetKey(name))
+        assert node.partitions_def == codegen.requests_partitions, name
+    assert codegen.requests_partitions.name == "requests"
+    checks = {k.name: k for k in graph.asset_check_keys}
+    assert {"solution_passes_tests", "solution_bandit"} <= set(checks)
+    job = defs.resolve_job_def("codegen_request")
+    assert job.partitions_def == codegen.requests_partitions
+    assert defs.resolve_sensor_def("inbox_sensor").job_name == "codegen_request"
+
+
+def test_programmer_draft_does_not_wait_for_the_test_designer() -> None:
+    # The draft needs only the spec and the context, so the multiprocess executor runs it
+    # side by side with test_suite; only the refinement op needs the tests.
+    assert set(codegen.programmer_draft.ins) == {"request_spec", "retrieved_context"}
+    assert "test_suite" in codegen.refine_solution.ins
+    upstream = codegen.solution_code.keys_by_input_name
+    assert upstream["test_suite"] == AssetKey("test_suite")
+
+
+def test_prompt_changes_change_code_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert codegen.request_spec.code_versions_by_key[AssetKey("request_spec")] == (
+        codegen.SPEC_VERSION
+    )
+    assert codegen.test_suite.code_versions_by_key[AssetKey("test_suite")] == (
+        codegen.TESTS_VERSION
+    )
+    before = prompts.prompt_version("test_designer")
+    monkeypatch.setitem(
+        prompts.ROLE_PROMPTS, "test_designer", (prompts.TEST_DESIGNER_SYSTEM + " Be terse.",)
+    )
+    assert prompts.prompt_version("test_designer") != before
+    assert prompts.prompt_version("programmer", "reviewer") == codegen.CODE_VERSION

@@ -1,0 +1,137 @@
+"""The inbox sensor and the launchpad's submit job, against a real Dagster instance."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dagster import DagsterInstance, SensorResult, build_sensor_context, instance_for_test
+
+from agents.inbox import parse_request_file
+from agents.requests import RequestStore, is_request_id
+from agents.roles import BadRequest
+from assets.resources import SettingsResource
+from orchestration.jobs import submit_request_job
+from orchestration.sensors import inbox_sensor
+
+
+@pytest.fixture
+def instance() -> Iterator[DagsterInstance]:
+    with instance_for_test() as inst:
+        yield inst
+
+
+def tick(instance: DagsterInstance) -> SensorResult:
+    context = build_sensor_context(instance=instance, resources={"settings": SettingsResource()})
+    result = inbox_sensor(context)
+    assert isinstance(result, SensorResult)
+    return result
+
+
+def test_one_run_per_new_file_and_malformed_files_moved_aside(
+    instance: DagsterInstance, isolated_home: Path
+) -> None:
+    inbox = isolated_home / "inbox"
+    inbox.mkdir()
+    (inbox / "primes.txt").write_text("Write primes_up_to(n) using a sieve.\n")
+    (inbox / "fib.json").write_text(
+        json.dumps({"request": "Write fib(n).", "options": {"max_rounds": 2}})
+    )
+    (inbox / "broken.json").write_text('{"request": ')
+    (inbox / "wrong.json").write_text(json.dumps({"text": "no request key"}))
+    (inbox / "badopt.json").write_text(json.dumps({"request": "x", "options": {"rm": "-rf"}}))
+    (inbox / "empty.txt").write_text("   \n")
+    (inbox / "blob.bin").write_bytes(b"\x00\xff\xfe" * 100)
+    (inbox / "writing.txt.part").write_text("half a req")
+
+    result = tick(instance)
+    assert len(result.run_requests) == 2
+    keys = [r.partition_key for r in result.run_requests]
+    assert all(is_request_id(k) for k in keys)
+    assert [r.run_key for r in result.run_requests] == keys
+    [add] = result.dynamic_partitions_requests
+    assert add.partitions_def_name == "requests" and sorted(add.partition_keys) == sorted(keys)
+
+    store = RequestStore(isolated_home / "requests")
+    stored = {store.get(k).text: store.get(k) for k in keys}
+    assert stored["Write fib(n)."].options == {"max_rounds": 2}
+    assert stored["Write primes_up_to(n) using a sieve."].source == "inbox:primes.txt"
+
+    rejected = inbox / "rejected"
+    reasons = {
+        p.name.removesuffix(".reason.txt"): p.read_text().strip()
+        for p in rejected.glob("*.reason.txt")
+    }
+    assert set(reasons) == {"broken.json", "wrong.json", "badopt.json", "empty.txt", "blob.bin"}
+    assert "invalid JSON" in reasons["broken.json"]
+    assert '"request"' in reasons["wrong.json"]
+    assert "unknown options: rm" in reasons["badopt.json"]
+    assert "empty" in reasons["empty.txt"]
+    assert "UTF-8" in reasons["blob.bin"]
+    # Nothing is lost: every rejected file is kept as it was, next to its reason.
+    assert (rejected / "blob.bin").read_bytes() == b"\x00\xff\xfe" * 100
+    assert len(list((inbox / "processed").iterdir())) == 2
+    assert (inbox / "writing.txt.part").exists()  # still being written: left alone
+
+    # The next tick finds nothing new: one run per file, never two.
+    again = tick(instance)
+    assert not again.run_requests
+
+
+def test_a_second_file_with_the_same_name_keeps_both(
+    instance: DagsterInstance, isolated_home: Path
+) -> None:
+    inbox = isolated_home / "inbox"
+    inbox.mkdir()
+    for _ in range(2):
+        (inbox / "bad.json").write_text("nope")
+        tick(instance)
+    assert sorted(p.name for p in (inbox / "rejected").iterdir()) == [
+        "bad.json",
+        "bad.json.1",
+        "bad.json.1.reason.txt",
+        "bad.json.reason.txt",
+    ]
+
+
+def test_launchpad_submit_job_queues_a_request_the_sensor_launches(
+    instance: DagsterInstance, isolated_home: Path
+) -> None:
+    result = submit_request_job.execute_in_process(
+        run_config={
+            "ops": {
+                "submit_request": {
+                    "config": {"request": "Write is_palindrome(s).", "max_rounds": 4}
+                }
+            }
+        },
+        resources={"settings": SettingsResource()},
+        instance=instance,
+    )
+    request_id = result.output_for_node("submit_request")
+    stored = RequestStore(isolated_home / "requests").get(request_id)
+    assert stored.state == "queued" and stored.options == {"max_rounds": 4}
+
+    launched = tick(instance)
+    assert [r.partition_key for r in launched.run_requests] == [request_id]
+    assert RequestStore(isolated_home / "requests").get(request_id).state == "launched"
+    assert not tick(instance).run_requests
+
+
+def test_submit_job_refuses_an_empty_request(instance: DagsterInstance) -> None:
+    result = submit_request_job.execute_in_process(
+        run_config={"ops": {"submit_request": {"config": {"request": "  "}}}},
+        resources={"settings": SettingsResource()},
+        instance=instance,
+        raise_on_error=False,
+    )
+    assert not result.success
+
+
+def test_huge_file_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    big.write_text("a" * 2_000_000)
+    with pytest.raises(BadRequest, match="limit"):
+        parse_request_file(big)

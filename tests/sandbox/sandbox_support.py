@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from sandbox import Limits
 from sandbox.api import Sandbox
 from sandbox.bwrap_backend import processes_of_uid
@@ -59,3 +61,29 @@ def assert_still_works(sb: Sandbox) -> None:
     result = sb.run({"ok.py": "print('still ok')\n"}, ["python3", "ok.py"])
     assert result.exit_code == 0, result
     assert result.stdout == "still ok\n"
+
+
+def ensure_docker_image() -> str:
+    from sandbox import DEFAULT_IMAGE
+    from sandbox.docker_backend import docker_client
+    from sandbox.image import build_image, image_exists
+
+    client = docker_client()
+    try:
+        present = image_exists(client, DEFAULT_IMAGE)
+    finally:
+        client.close()
+    if not present:
+        # A fresh machine: build it (debootstrap, a few minutes) rather than skip.
+        build_image(DEFAULT_IMAGE, offline=True)
+    return DEFAULT_IMAGE
+
+
+def ensure_rootfs_or_skip() -> None:
+    from sandbox.image import ensure_rootfs, rootfs_path, rootfs_ready
+
+    if rootfs_ready(rootfs_path()):
+        return
+    if os.geteuid() != 0:
+        pytest.skip("no debootstrapped root file system and not root to build one")
+    ensure_rootfs()

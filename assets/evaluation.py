@@ -218,7 +218,9 @@ def humaneval_summary(
     return MaterializeResult(metadata=metadata)
 
 
-@asset_check(asset=humaneval_summary, blocking=True, description="Canonical solutions: 164/164.")
+# Not blocking: a crew backfill run before the canonical one must still record its summary;
+# the failed check (severity ERROR) is what marks the harness as untrusted in the UI.
+@asset_check(asset=humaneval_summary, description="Canonical solutions: 164/164.")
 def canonical_verified(
     context: AssetCheckExecutionContext, settings: SettingsResource
 ) -> AssetCheckResult:

@@ -93,7 +93,10 @@ def open_sandbox(
 
             try:
                 return BwrapSandbox(
-                    rootfs=rootfs, concurrency=pool_size, default_limits=default_limits
+                    rootfs=rootfs,
+                    concurrency=pool_size,
+                    isolation=isolation,
+                    default_limits=default_limits,
                 )
             except SandboxUnavailable as exc:
                 reasons.append(f"bwrap: {exc}")

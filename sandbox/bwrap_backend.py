@@ -1,13 +1,15 @@
 """bubblewrap backend, for Linux machines without a Docker daemon.
 
-Each execution is a fresh ``bwrap`` with every namespace unshared (no network at all), the
+Each sandbox is a ``bwrap`` with every namespace unshared (no network at all), the
 debootstrapped root file system (or, without one, the host's /usr) bound read-only, private
 size-capped tmpfs work and tmp dirs, an empty environment, no capabilities, no further user
 namespaces, ``--die-with-parent`` and ``--new-session``. The supervisor inside applies rlimits
-to the job (address space for memory, CPU seconds, processes, file size), enforces the
-timeout, caps output while streaming and kills every process of the job; when the sandbox's
-PID namespace ends the kernel kills anything left. Run as root, bwrap itself is started under
-an unprivileged uid per concurrency slot, so the job never holds a host uid that owns anything.
+to each job (address space for memory, CPU seconds, processes, file size), enforces the
+timeout, caps output while streaming, and kills every process of the job and wipes the dirs
+after it (the same reset guarantee as the Docker pool, see ``sandbox/pool.py``); when a
+sandbox's PID namespace ends the kernel kills anything left. Pooled sandboxes are reused,
+``strict`` starts one per execution. Run as root, bwrap is started under an unprivileged uid
+per slot (a block of uids per host process), so the job never holds a uid that owns anything.
 
 The kernel offers no memory+swap cgroup here without privileges: the memory limit is
 RLIMIT_AS, so a memory bomb sees MemoryError rather than the OOM killer.
@@ -15,42 +17,57 @@ RLIMIT_AS, so a memory bomb sees MemoryError rather than the OOM killer.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import math
 import os
 import queue
-import selectors
+import select
 import shutil
 import signal
 import subprocess
+import tempfile
+import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sandbox.base import BaseSandbox
 from sandbox.docker_backend import owner_tag
-from sandbox.errors import SandboxUnavailable
-from sandbox.files import FileContent
+from sandbox.errors import SandboxError, SandboxUnavailable
 from sandbox.image import rootfs_path, rootfs_ready
-from sandbox.protocol import (
-    SANDBOX_ENV,
-    WORKDIR,
-    decode_result,
-    encode_job,
-    lost_result,
-    max_result_bytes,
-    split_result,
-    supervisor_command,
-)
-from sandbox.types import ExecResult, Limits
+from sandbox.pool import Deadline, PooledSandbox
+from sandbox.protocol import SANDBOX_ENV, WORKDIR, split_result, supervisor_command
+from sandbox.types import Limits
 
 FIRST_SLOT_UID = 20001  # distinct from the Docker sandbox uid (10001) and real users
-# Each process gets its own block of uids, so concurrent processes' sandboxes (and their
-# leftovers, if any) are never confused with each other.
-UID_BLOCK = 16
-UID_BLOCKS = 2048
-DEADLINE_GRACE_S = 10.0
+# Each host process gets its own block of uids and each live sandbox one uid of it, so no
+# two sandboxes (of this process or another) ever share a uid, and "kill every process of
+# this uid" after a sandbox ends can only hit that sandbox's leftovers.
+UID_BLOCK = 64
+UID_BLOCKS = 1024
+
+
+class _SlotPool:
+    """This process's uid slots, shared by all its bwrap sandboxes."""
+
+    def __init__(self, size: int) -> None:
+        self._free = list(range(size))
+        self._cond = threading.Condition()
+
+    def acquire(self) -> int:
+        with self._cond:
+            while not self._free:
+                self._cond.wait()
+            return self._free.pop(0)
+
+    def release(self, slot: int) -> None:
+        with self._cond:
+            self._free.append(slot)
+            self._cond.notify()
+
+
+_SLOTS = _SlotPool(UID_BLOCK)
+START_TIMEOUT_S = 30.0
 _HOST_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 
 
@@ -70,28 +87,140 @@ def _root_args(rootfs: Path | None) -> list[str]:
     return args
 
 
-class BwrapSandbox(BaseSandbox):
+class _PipeBox:
+    """One bwrap (or, unsafe, bare) process running the supervisor; jobs over its pipes."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], shape: int, slot: int, err: Any) -> None:
+        self.proc = proc
+        self.shape = shape
+        self.slot = slot
+        self.err = err  # an unlinked temp file: the supervisor's own diagnostics, if any
+        self.pending = bytearray()
+        assert proc.stdout is not None and proc.stdin is not None
+        self._out = proc.stdout.fileno()
+        os.set_blocking(self._out, False)
+
+    def send(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def _read_until(self, done: Any, deadline: float, cap: int) -> bytes:
+        while True:
+            value = done(self.pending)
+            if value is not None:
+                return value
+            if len(self.pending) > cap:
+                raise ValueError("the supervisor's answer exceeds its size cap")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Deadline()
+            ready, _, _ = select.select([self._out], [], [], left)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self._out, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                raise ConnectionError(f"the sandbox exited: {self.diagnostics()}")
+            self.pending += chunk
+
+    def wait_ready(self, deadline: float) -> None:
+        def ready(buf: bytearray) -> bytes | None:
+            if buf.startswith(b"READY\n"):
+                del buf[:6]
+                return b"ok"
+            return None
+
+        self._read_until(ready, deadline, 64)
+
+    def read_result(self, deadline: float, cap: int) -> bytes:
+        need = 0
+
+        def done(buf: bytearray) -> bytes | None:
+            nonlocal need
+            if len(buf) < need:
+                return None
+            payload, end = split_result(buf)
+            if payload is None:
+                need = end
+                return None
+            del buf[:end]
+            return payload
+
+        return self._read_until(done, deadline, cap)
+
+    def diagnostics(self) -> str:
+        try:
+            self.err.seek(0)
+            text = self.err.read()[-2000:].decode(errors="replace")
+        except (OSError, ValueError):
+            return ""
+        return " ".join(text.split())[-500:]
+
+
+class _Spawner:
+    """Starts every bwrap from one long-lived thread.
+
+    ``--die-with-parent`` is PR_SET_PDEATHSIG, which fires when the parent *thread* exits:
+    a sandbox started from a short-lived worker thread would be killed with that thread.
+    This thread lives exactly as long as the sandbox object, so its boxes do too.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="sandbox-bwrap", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            fn, future = item
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def call(self, fn: Any) -> Any:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._queue.put((fn, future))
+        return future.result()
+
+    def stop(self) -> None:
+        self._queue.put(None)
+
+
+class BwrapSandbox(PooledSandbox):
     backend = "bwrap"
+    wipe_dirs = (WORKDIR, "/tmp", "/dev/shm", "/dev/mqueue")
 
     def __init__(
         self,
         *,
         rootfs: str | Path | None = None,
         concurrency: int = 2,
+        isolation: str = "pooled",
         default_limits: Limits | None = None,
         allow_host_binds: bool = True,
         unsafe_host: bool = False,
+        prestart: bool = True,
     ) -> None:
-        super().__init__(default_limits)
         self.unsafe_host = unsafe_host
         if unsafe_host:
+            # A fresh supervisor per execution, killing only its process group: on the bare
+            # host kill(-1) would reach the user's other processes.
             self.backend = "unsafe-host"
+            self.wipe_dirs = ()
+            isolation = "strict"
+        concurrency = min(max(concurrency, 1), UID_BLOCK // 2)
+        super().__init__(pool_size=concurrency, isolation=isolation, default_limits=default_limits)
         self._privileged = os.geteuid() == 0
-        self._concurrency = min(max(concurrency, 1), UID_BLOCK)
-        self._slots: queue.Queue[int] = queue.Queue()
-        for slot in range(self._concurrency):
-            self._slots.put(slot)
+        self._used_slots: set[int] = set()
         self._bwrap = shutil.which("bwrap") or "bwrap"
+        self._spawner = _Spawner()
         if rootfs is None:
             candidate = rootfs_path()
             self.rootfs = candidate if rootfs_ready(candidate) else None
@@ -105,10 +234,16 @@ class BwrapSandbox(BaseSandbox):
             )
         if not unsafe_host:
             self._probe()
+            if prestart:
+                self.warm_up()
 
     def _probe(self) -> None:
-        probe = self._popen(self._argv(["true"], Limits(), 0), 0, stdin=subprocess.DEVNULL)
-        _, err = probe.communicate(timeout=30)
+        slot = _SLOTS.acquire()
+        try:
+            probe = self._popen(self._argv(["true"], 1, slot), slot, stdin=subprocess.DEVNULL)
+            _, err = probe.communicate(timeout=30)
+        finally:
+            _SLOTS.release(slot)
         if probe.returncode != 0:
             why = " ".join(err.decode(errors="replace").split()) or f"exit {probe.returncode}"
             raise SandboxUnavailable(f"bubblewrap cannot create a sandbox here: {why}")
@@ -120,13 +255,14 @@ class BwrapSandbox(BaseSandbox):
         return FIRST_SLOT_UID + block * UID_BLOCK + slot % UID_BLOCK
 
     def slot_uids(self) -> list[int]:
-        uids = [self.slot_uid(slot) for slot in range(self._concurrency)]
+        """The uids this sandbox has run under (for leak checks)."""
+        uids = [self.slot_uid(slot) for slot in sorted(self._used_slots)]
         return [u for u in uids if u is not None]
 
-    def _argv(self, command: list[str], limits: Limits, slot: int) -> list[str]:
+    def _argv(self, command: list[str], workdir_mb: int, slot: int) -> list[str]:
         if self.unsafe_host:
             return command
-        size = str(limits.workdir_mb * 1024 * 1024)
+        size = str(workdir_mb * 1024 * 1024)
         argv = [
             self._bwrap,
             "--unshare-all",
@@ -153,116 +289,95 @@ class BwrapSandbox(BaseSandbox):
         ids: dict[str, Any] = {}
         if uid is not None:
             ids = {"user": uid, "group": uid, "extra_groups": []}
+        kwargs.setdefault("stdout", subprocess.PIPE)
+        kwargs.setdefault("stderr", subprocess.PIPE)
+        kwargs.setdefault("cwd", "/")
         return subprocess.Popen(
             argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
             env={"PATH": SANDBOX_ENV["PATH"]},  # bwrap clears it again; nothing else leaks
-            cwd="/",
-            start_new_session=True,  # one process group to kill on the host deadline
+            start_new_session=True,  # one process group to kill on the host side
             close_fds=True,
             **ids,
             **kwargs,
         )
 
-    def _execute(
-        self,
-        files: Mapping[str, FileContent],
-        command: list[str],
-        limits: Limits,
-        extra: Mapping[str, Any] | None = None,
-    ) -> tuple[ExecResult, dict[str, bytes]]:
-        rlimits = {
+    # -- pool hooks ----------------------------------------------------------------------------
+
+    def _shape(self, limits: Limits) -> int:  # type: ignore[override]
+        # Memory, processes and CPU are per-job rlimits; only the tmpfs size is fixed at start.
+        return limits.workdir_mb
+
+    def _job_extra(self, limits: Limits) -> dict[str, Any]:
+        extra: dict[str, Any] = {
             "as_bytes": limits.memory_mb * 1024 * 1024,
             "nproc": limits.pids,
             "cpu_s": math.ceil(limits.timeout_s * limits.cpus) + 1,
         }
         if self.unsafe_host:
-            rlimits["kill_scope"] = "group"
-            rlimits["workdir"] = None  # set below, per execution
-        job_extra = {**rlimits, **(extra or {})}
-        slot = self._slots.get()
-        workdir: Path | None = None
+            # The supervisor's cwd is the box's own temp dir (there is no /work on the host).
+            extra.update(kill_scope="group", workdir=".")
+        return extra
+
+    def _start(self, shape: int) -> _PipeBox:
+        slot = _SLOTS.acquire()
+        self._used_slots.add(slot)
+        err = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the box
         try:
+            workdir = None
+            argv = [*supervisor_command("serve"), owner_tag()]
             if self.unsafe_host:
-                import tempfile
+                workdir = tempfile.mkdtemp(prefix="codegen-unsafe-")
+                uid = self.slot_uid(slot)
+                if uid is not None:
+                    os.chown(workdir, uid, uid)
+            else:
+                argv = self._argv(argv, shape, slot)
+            proc = self._spawner.call(
+                lambda: self._popen(
+                    argv, slot, stdin=subprocess.PIPE, stderr=err, cwd=workdir or "/"
+                )
+            )
+            box = _PipeBox(proc, shape, slot, err)
+            box.workdir = workdir  # type: ignore[attr-defined]
+            box.wait_ready(time.monotonic() + START_TIMEOUT_S)
+            return box
+        except Exception as exc:
+            why = ""
+            with contextlib.suppress(Exception):
+                err.seek(0)
+                why = " ".join(err.read()[-1000:].decode(errors="replace").split())
+            self._release(slot, locals().get("proc"))
+            err.close()
+            raise SandboxError(f"could not start a bubblewrap sandbox: {exc} {why}") from exc
 
-                workdir = Path(tempfile.mkdtemp(prefix="codegen-unsafe-"))
-                job_extra["workdir"] = str(workdir)
-            job = encode_job(files, command, limits, wipe=[], extra=job_extra)
-            return self._round_trip(job, limits, slot)
-        finally:
-            if workdir is not None:
-                shutil.rmtree(workdir, ignore_errors=True)
-            self._slots.put(slot)
-
-    def _round_trip(
-        self, job: bytes, limits: Limits, slot: int
-    ) -> tuple[ExecResult, dict[str, bytes]]:
-        started = time.perf_counter()
-        deadline = time.monotonic() + limits.timeout_s + DEADLINE_GRACE_S
-        proc = self._popen(
-            self._argv([*supervisor_command("once"), owner_tag()], limits, slot),
-            slot,
-            stdin=subprocess.PIPE,
-        )
-        out = bytearray()
-        err = bytearray()
-        cap = max_result_bytes(limits)
-        timed_out = False
-        try:
-            try:
-                assert proc.stdin is not None
-                proc.stdin.write(job)  # the supervisor reads the whole job before it runs it
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass
-            sel = selectors.DefaultSelector()
-            sel.register(proc.stdout, selectors.EVENT_READ, out)  # type: ignore[arg-type]
-            sel.register(proc.stderr, selectors.EVENT_READ, err)  # type: ignore[arg-type]
-            while sel.get_map():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    timed_out = True
-                    break
-                for key, _ in sel.select(min(left, 1.0)):
-                    chunk = os.read(key.fd, 65536)
-                    if not chunk:
-                        sel.unregister(key.fileobj)
-                        continue
-                    key.data.extend(chunk)
-                if len(out) > cap:
-                    break
-                if len(err) > 8192:
-                    del err[:-4096]
-            sel.close()
-        finally:
-            if not timed_out:
-                # The supervisor answered or died: bwrap tears its namespace down by itself.
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=2.0)
+    def _release(self, slot: int, proc: subprocess.Popen[bytes] | None) -> None:
+        if proc is not None:
+            for stream in (proc.stdin, proc.stdout):
+                with contextlib.suppress(OSError):
+                    if stream is not None:
+                        stream.close()
+            # stdin closed: the supervisor exits and bwrap tears its namespaces down.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=2.0)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            for stream in (proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
-            self._kill_strays(slot)
-        elapsed = time.perf_counter() - started
-        try:
-            payload, _ = split_result(out)
-        except ValueError:
-            payload = None
-        if payload is None:
-            why = "the supervisor did not answer in time" if timed_out else "no result"
-            tail = " ".join(err.decode(errors="replace").split())[-500:]
-            result = lost_result(self.backend, elapsed, f"{why}: {tail}", timed_out=timed_out)
-            return result, {}
-        result, _, collected = decode_result(payload, self.backend, elapsed)
-        return result, collected
+        self._kill_strays(slot)
+        _SLOTS.release(slot)
+
+    def _discard(self, box: _PipeBox) -> None:
+        self._release(box.slot, box.proc)
+        box.err.close()
+        workdir = getattr(box, "workdir", None)
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _shutdown(self) -> None:
+        super()._shutdown()
+        self._spawner.stop()
 
     def _kill_strays(self, slot: int) -> None:
-        """Belt and braces: no process of this slot's uid may outlive the execution."""
+        """Belt and braces: no process of this slot's uid may outlive its sandbox."""
         uid = self.slot_uid(slot)
         if uid is None:
             return

@@ -19,35 +19,20 @@ import atexit
 import contextlib
 import os
 import socket
-import threading
 import time
 import weakref
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.base import BaseSandbox
 from sandbox.errors import SandboxError, SandboxUnavailable
-from sandbox.files import FileContent
-from sandbox.protocol import (
-    SANDBOX_ENV,
-    SANDBOX_UID,
-    WORKDIR,
-    decode_result,
-    encode_job,
-    lost_result,
-    max_result_bytes,
-    split_result,
-    supervisor_command,
-)
+from sandbox.pool import DEADLINE_GRACE_S, Deadline, PooledSandbox
+from sandbox.protocol import SANDBOX_ENV, SANDBOX_UID, WORKDIR, split_result, supervisor_command
 from sandbox.types import ExecResult, Limits
 
 LABEL = "multiagent-codegen.sandbox"
 OWNER_LABEL = "multiagent-codegen.sandbox.owner"
 WIPE_DIRS = [WORKDIR, "/tmp", "/dev/shm", "/dev/mqueue"]
 START_TIMEOUT_S = 60.0
-# Beyond the job's own timeout: time to ship files in, kill, wipe and answer.
-DEADLINE_GRACE_S = 10.0
 
 _live: weakref.WeakSet[DockerSandbox] = weakref.WeakSet()
 
@@ -118,10 +103,6 @@ def _remove(client: Any, cid: str) -> None:
         time.sleep(0.05)
 
 
-class _Deadline(Exception):
-    pass
-
-
 @dataclass
 class _Box:
     cid: str
@@ -131,17 +112,21 @@ class _Box:
     pending: bytearray = field(default_factory=bytearray)
     diag: bytearray = field(default_factory=bytearray)
 
+    def send(self, data: bytes) -> None:
+        self.sock.settimeout(DEADLINE_GRACE_S)
+        self.sock.sendall(data)
+
     def _recv_exact(self, n: int, deadline: float) -> bytes:
         buf = bytearray()
         while len(buf) < n:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise _Deadline()
+                raise Deadline()
             self.sock.settimeout(left)
             try:
                 chunk = self.sock.recv(min(n - len(buf), 1 << 20))
             except TimeoutError as exc:
-                raise _Deadline() from exc
+                raise Deadline() from exc
             if not chunk:
                 raise ConnectionError("the container closed its output (it stopped)")
             buf += chunk
@@ -181,8 +166,9 @@ class _Box:
         return self.read_stdout_until(done, deadline, cap)
 
 
-class DockerSandbox(BaseSandbox):
+class DockerSandbox(PooledSandbox):
     backend = "docker"
+    wipe_dirs = tuple(WIPE_DIRS)
 
     def __init__(
         self,
@@ -194,17 +180,11 @@ class DockerSandbox(BaseSandbox):
         prestart: bool = True,
         client: Any = None,
     ) -> None:
-        super().__init__(default_limits)
-        if isolation not in ("pooled", "strict"):
-            raise ValueError(f"isolation must be 'pooled' or 'strict', not {isolation!r}")
-        if pool_size < 1:
-            raise ValueError("pool_size must be at least 1")
+        super().__init__(pool_size=pool_size, isolation=isolation, default_limits=default_limits)
         import docker.errors
 
         self.client = client or docker_client()
         self.image = image
-        self.pool_size = pool_size
-        self.isolation = isolation
         try:
             self.client.api.inspect_image(image)
         except docker.errors.ImageNotFound as exc:
@@ -214,9 +194,6 @@ class DockerSandbox(BaseSandbox):
             ) from exc
         reap_leftovers(self.client)
         self._owner = owner_tag()
-        self._cond = threading.Condition()
-        self._idle: list[_Box] = []
-        self._live_count = 0  # containers alive, idle or busy (pooled mode)
         self._all: set[str] = set()
         _live.add(self)
         if prestart and isolation == "pooled":
@@ -225,7 +202,7 @@ class DockerSandbox(BaseSandbox):
     # -- containers ------------------------------------------------------------------------
 
     @staticmethod
-    def _shape(limits: Limits) -> tuple[int, int, float, int]:
+    def _shape(limits: Limits) -> tuple[int, int, float, int]:  # type: ignore[override]
         return (limits.memory_mb, limits.pids, limits.cpus, limits.workdir_mb)
 
     def _start(self, shape: tuple[int, int, float, int], mode: str = "serve") -> _Box:
@@ -302,133 +279,15 @@ class DockerSandbox(BaseSandbox):
             box.sockio.close()
         self._discard_cid(box.cid)
 
-    def warm_up(self, limits: Limits | None = None) -> None:
-        """Start idle containers until the pool is full (concurrently)."""
-        shape = self._shape(limits or self.default_limits)
-        with self._cond:
-            missing = self.pool_size - self._live_count
-            self._live_count += max(missing, 0)
-        errors: list[Exception] = []
-
-        def one() -> None:
-            try:
-                box = self._start(shape)
-            except Exception as exc:
-                errors.append(exc)
-                with self._cond:
-                    self._live_count -= 1
-                    self._cond.notify_all()
-                return
-            with self._cond:
-                self._idle.append(box)
-                self._cond.notify_all()
-
-        threads = [threading.Thread(target=one, daemon=True) for _ in range(max(missing, 0))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
-
-    def _checkout(self, shape: tuple[int, int, float, int]) -> _Box:
-        if self.isolation == "strict":
-            return self._start(shape)
-        evict: _Box | None = None
-        with self._cond:
-            while True:
-                if self._closed:
-                    raise SandboxError("the sandbox is closed")
-                for i, box in enumerate(self._idle):
-                    if box.shape == shape:
-                        return self._idle.pop(i)
-                if self._live_count < self.pool_size:
-                    self._live_count += 1
-                    break
-                if self._idle:  # a container of another shape: replace it
-                    evict = self._idle.pop(0)
-                    break
-                self._cond.wait()
-        if evict is not None:
-            self._discard(evict)
+    def _after_loss(self, box: _Box, result: ExecResult) -> None:
         try:
-            return self._start(shape)
+            state = self.client.api.inspect_container(box.cid)["State"]
+            result.oom_killed = bool(state.get("OOMKilled"))
         except Exception:
-            with self._cond:
-                self._live_count -= 1
-                self._cond.notify_all()
-            raise
-
-    def _checkin(self, box: _Box, reusable: bool) -> None:
-        if self.isolation == "strict":
-            self._discard(box)
-            return
-        with self._cond:
-            if reusable and not self._closed:
-                self._idle.append(box)
-                self._cond.notify_all()
-                return
-        self._discard(box)
-        with self._cond:
-            self._live_count -= 1
-            self._cond.notify_all()
-
-    # -- jobs --------------------------------------------------------------------------------
-
-    def _execute(
-        self,
-        files: Mapping[str, FileContent],
-        command: list[str],
-        limits: Limits,
-        extra: Mapping[str, Any] | None = None,
-    ) -> tuple[ExecResult, dict[str, bytes]]:
-        job = encode_job(files, command, limits, wipe=WIPE_DIRS, extra=extra)
-        started = time.perf_counter()
-        box = self._checkout(self._shape(limits))
-        reusable = False
-        collected: dict[str, bytes] = {}
-        try:
-            deadline = time.monotonic() + limits.timeout_s + DEADLINE_GRACE_S
-            box.sock.settimeout(DEADLINE_GRACE_S)
-            box.sock.sendall(job)
-            payload = box.read_result(deadline, max_result_bytes(limits))
-            result, reusable, collected = decode_result(
-                payload, self.backend, time.perf_counter() - started
-            )
-            if not reusable:
-                result.stderr += "sandbox: reset not verified; container discarded\n"
-        except _Deadline:
-            result = lost_result(
-                self.backend,
-                time.perf_counter() - started,
-                "the supervisor did not answer in time; container discarded",
-                timed_out=True,
-            )
-        except (OSError, ConnectionError, ValueError) as exc:
-            result = lost_result(
-                self.backend,
-                time.perf_counter() - started,
-                f"the container failed: {exc}",
-                timed_out=False,
-            )
-            result.oom_killed = self._was_oom_killed(box.cid)
-        finally:
-            self._checkin(box, reusable)
-        return result, collected
-
-    def _was_oom_killed(self, cid: str) -> bool:
-        try:
-            return bool(self.client.api.inspect_container(cid)["State"].get("OOMKilled"))
-        except Exception:
-            return False
+            pass
 
     def _shutdown(self) -> None:
-        with self._cond:
-            idle, self._idle = self._idle, []
-            self._live_count -= len(idle)
-            self._cond.notify_all()
-        for box in idle:
-            self._discard(box)
+        super()._shutdown()
         for cid in list(self._all):
             self._discard_cid(cid)
         with contextlib.suppress(Exception):

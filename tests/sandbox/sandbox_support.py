@@ -50,11 +50,40 @@ def assert_clean(sb: Sandbox) -> None:
             procs = api.top(info["Id"])["Processes"] or []
             assert len(procs) == 1, f"container {info['Id'][:12]} still runs {procs}"
     else:
+        # An idle pooled bwrap sandbox is exactly: bwrap, its PID-namespace init, the
+        # supervisor. Anything else of ours (by uid or by supervisor marker) is a leak.
+        allowed: set[int] = set()
+        for box in list(sb._idle):  # type: ignore[attr-defined]
+            tree = descendants(box.proc.pid)
+            assert len(tree) == 2, f"bwrap sandbox {box.proc.pid} runs extra processes {tree}"
+            allowed |= tree | {box.proc.pid}
         for uid in sb.slot_uids():  # type: ignore[attr-defined]
-            left = processes_of_uid(uid)
+            left = set(processes_of_uid(uid)) - allowed
             assert not left, f"bwrap uid {uid} left processes {left}"
-        strays = supervisors_on_host(owner_tag())
+        strays = set(supervisors_on_host(owner_tag())) - allowed
         assert not strays, f"supervisor processes left on the host: {strays}"
+
+
+def descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] not in ("Z", "X"):
+            children.setdefault(int(fields[1]), []).append(int(name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
 
 
 def assert_still_works(sb: Sandbox) -> None:

@@ -129,22 +129,17 @@ def test_nothing_survives_from_one_execution_to_the_next(sb: Sandbox) -> None:
     assert_clean(sb)
 
 
-@pytest.mark.docker
-def test_strict_isolation_uses_a_fresh_container(docker_sandbox: Sandbox) -> None:
-    from sandbox.docker_backend import DockerSandbox
+def test_strict_isolation_uses_a_fresh_sandbox(sb: Sandbox) -> None:
+    from sandbox import open_sandbox
 
-    strict = DockerSandbox(docker_sandbox.image, isolation="strict")  # type: ignore[attr-defined]
+    strict = open_sandbox(sb.backend, isolation="strict")
+    probe = ["python3", "-c", "import os; print(os.stat('/proc/1').st_ctime_ns)"]
     try:
-        pid1_start_times = {
-            strict.run(
-                {}, ["python3", "-c", "import os; print(os.stat('/proc/1').st_ctime)"]
-            ).stdout.strip()
-            for _ in range(2)
-        }
-        assert len(pid1_start_times) == 2
+        pid1_start_times = {strict.run({}, probe).stdout.strip() for _ in range(2)}
     finally:
         strict.close()
-    assert_clean(docker_sandbox)
+    assert len(pid1_start_times) == 2
+    assert_clean(sb)
 
 
 @pytest.mark.docker

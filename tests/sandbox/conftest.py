@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sandbox_support import SMALL, TIMINGS, ensure_docker_image, ensure_rootfs_or_skip
+from sandbox_support import ROOMY, TIMINGS, ensure_docker_image, ensure_rootfs_or_skip
 
 from sandbox import open_sandbox
 from sandbox.api import Sandbox
@@ -16,7 +16,7 @@ def _open(backend: str) -> Sandbox:
         ensure_docker_image()
     else:
         ensure_rootfs_or_skip()
-    return open_sandbox(backend, pool_size=2, default_limits=SMALL)
+    return open_sandbox(backend, pool_size=2, default_limits=ROOMY)
 
 
 @pytest.fixture(scope="session")

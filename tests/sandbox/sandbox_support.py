@@ -3,6 +3,7 @@ means, checked against the real daemon and /proc."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -16,6 +17,8 @@ from sandbox.docker_backend import LABEL, OWNER_LABEL, owner_tag
 SMALL = Limits(
     timeout_s=2.0, memory_mb=128, pids=64, cpus=1.0, workdir_mb=16, max_output_bytes=200_000
 )
+# The same sandbox shape with room for a loaded machine, for tests that are not about limits.
+ROOMY = dataclasses.replace(SMALL, timeout_s=60.0)
 TIMINGS: list[tuple[str, str, float, float]] = []
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 
 import pytest
-from sandbox_support import assert_clean
+from sandbox_support import ROOMY, assert_clean
 
-from sandbox import Limits, Symlink, UnsafePathError
+from sandbox import Symlink, UnsafePathError
 from sandbox.api import Sandbox
 
 SOLUTION = "def add(a, b):\n    return a + b\n"
@@ -57,7 +58,7 @@ def test_run_pytest_reports_each_test_from_junit(sb: Sandbox) -> None:
         "@pytest.fixture\ndef broken():\n    raise RuntimeError('fixture boom')\n\n"
         "def test_error(broken):\n    pass\n"
     )
-    report = sb.run_pytest(SOLUTION, tests)
+    report = sb.run_pytest(SOLUTION, tests, ROOMY)
     outcomes = {t.name: t.outcome for t in report.tests}
     assert outcomes == {
         "test_solution.py::test_ok": "passed",
@@ -75,16 +76,16 @@ def test_run_pytest_reports_each_test_from_junit(sb: Sandbox) -> None:
 
 
 def test_run_pytest_all_pass_and_collection_errors(sb: Sandbox) -> None:
-    report = sb.run_pytest(SOLUTION, TESTS_10)
+    report = sb.run_pytest(SOLUTION, TESTS_10, ROOMY)
     assert report.ok and report.passed == 10
-    broken = sb.run_pytest("def add(a, b) return a\n", TESTS_10)
+    broken = sb.run_pytest("def add(a, b) return a\n", TESTS_10, ROOMY)
     assert not broken.ok and broken.total == 0
     assert broken.collection_errors and "SyntaxError" in broken.collection_errors[0]
 
 
 def test_run_pytest_timeout_gives_no_report_but_a_reason(sb: Sandbox) -> None:
     slow = "import time\ndef add(a, b):\n    time.sleep(30)\n"
-    report = sb.run_pytest(slow, TESTS_10, Limits(timeout_s=1.5, memory_mb=128, workdir_mb=16))
+    report = sb.run_pytest(slow, TESTS_10, dataclasses.replace(ROOMY, timeout_s=1.5))
     assert report.exec_result is not None and report.exec_result.timed_out
     assert not report.ok and "timed out" in report.collection_errors[0]
 

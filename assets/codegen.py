@@ -289,29 +289,33 @@ def refine_solution(
         value.update(status=failed["status"], reason=failed["reason"])
     else:
         crew = llm.crew_options(request_spec["options"])
-        with sandbox.open() as box:
-            result = refine(
-                llm.client(),
-                meter,
-                box,
-                request_spec["spec"],
-                test_suite["tests"],
-                retrieved_context["chunks"],
-                draft["code"],
-                draft["problem"],
-                max_rounds=crew.max_rounds,
-                limits=crew.limits or sandbox.limits(),
-                on_event=context.log.info,
+        try:
+            with sandbox.open() as box:
+                result = refine(
+                    llm.client(),
+                    meter,
+                    box,
+                    request_spec["spec"],
+                    test_suite["tests"],
+                    retrieved_context["chunks"],
+                    draft["code"],
+                    draft["problem"],
+                    max_rounds=crew.max_rounds,
+                    limits=crew.limits or sandbox.limits(),
+                    on_event=context.log.info,
+                )
+            value.update(
+                status=result.status.value,
+                reason=result.reason,
+                code=result.code,
+                rounds=result.rounds,
+                report=result.report.to_dict() if result.report else None,
+                review=result.review,
+                history=result.history,
             )
-        value.update(
-            status=result.status.value,
-            reason=result.reason,
-            code=result.code,
-            rounds=result.rounds,
-            report=result.report.to_dict() if result.report else None,
-            review=result.review,
-            history=result.history,
-        )
+        except Exception as exc:  # e.g. no sandbox backend: still a status and a report
+            status, reason = classify(exc)
+            value.update(status=status.value, reason=f"sandbox: {reason}", code=draft["code"])
     folder = _folder(cfg, request_id)
     if value["code"]:
         write_artifact(folder, "solution.py", value["code"])

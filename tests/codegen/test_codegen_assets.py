@@ -68,7 +68,9 @@ def instance() -> Iterator[DagsterInstance]:
         yield inst
 
 
-def resources(server: ScriptedOpenAIServer, home: Path, *, cache: bool) -> dict[str, Any]:
+def resources(
+    server: ScriptedOpenAIServer, home: Path, *, cache: bool, backend: str = "docker"
+) -> dict[str, Any]:
     return {
         "settings": SettingsResource(),
         "llm": LLMResource(
@@ -77,7 +79,7 @@ def resources(server: ScriptedOpenAIServer, home: Path, *, cache: bool) -> dict[
             prices={"gpt-4o-mini": {"input": 0.15, "output": 0.60}},
             max_retries=1,
         ),
-        "sandbox": SandboxResource(backend="docker", pool_size=1, timeout_s=20),
+        "sandbox": SandboxResource(backend=backend, pool_size=1, timeout_s=20),
         "retriever": RetrieverResource(),
     }
 
@@ -90,6 +92,7 @@ def run_request(
     options: dict[str, Any] | None = None,
     *,
     cache: bool = True,
+    backend: str = "docker",
 ) -> tuple[str, ExecuteInProcessResult]:
     req = RequestStore(home / "requests").add(text, options)
     instance.add_dynamic_partitions("requests", [req.id])
@@ -97,7 +100,7 @@ def run_request(
         SELECTION,
         partition_key=req.id,
         instance=instance,
-        resources=resources(server, home, cache=cache),
+        resources=resources(server, home, cache=cache, backend=backend),
         raise_on_error=False,
     )
     return req.id, result
@@ -216,5 +219,12 @@ def test_failures_end_with_their_status_and_leave_earlier_requests_alone(
     spec = metadata(broken, "request_spec")
     assert spec["status"] == "error" and "HTTP 500" in spec["reason"]
     assert metadata(broken, "solution_code")["status"] == "error"
+
+    # No sandbox backend: the code asset still ends with a status, a reason and a report.
+    nobox_id, nobox = run("Primes without a sandbox.", backend="no-such-backend")
+    code = metadata(nobox, "solution_code")
+    assert code["status"] == "error" and "unknown sandbox backend" in code["reason"]
+    report = json.loads((isolated_home / "artifacts" / nobox_id / "report.json").read_text())
+    assert report["status"] == "error"
 
     assert digest(isolated_home / "artifacts" / first_id) == before

@@ -347,6 +347,7 @@ def refine_solution(
     partitions_def=requests_partitions,
     group_name=GROUP,
     kinds={"python"},
+    code_version=CODE_VERSION,
     ins={
         "request_spec": AssetIn("request_spec"),
         "test_suite": AssetIn("test_suite"),

@@ -42,6 +42,12 @@ def test_prompt_changes_change_code_versions(monkeypatch: pytest.MonkeyPatch) ->
     assert codegen.test_suite.code_versions_by_key[AssetKey("test_suite")] == (
         codegen.TESTS_VERSION
     )
+    assert codegen.solution_code.code_versions_by_key[AssetKey("solution_code")] == (
+        codegen.CODE_VERSION
+    )
+    assert codegen.documentation.code_versions_by_key[AssetKey("documentation")] == (
+        codegen.DOCS_VERSION
+    )
     before = prompts.prompt_version("test_designer")
     monkeypatch.setitem(
         prompts.ROLE_PROMPTS, "test_designer", (prompts.TEST_DESIGNER_SYSTEM + " Be terse.",)

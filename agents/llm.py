@@ -214,7 +214,7 @@ class LLMClient:
         except openai.APIStatusError as exc:
             raise LLMError(
                 f"{role}: endpoint answered HTTP {exc.status_code} "
-                f"after {self.max_retries} retries: {_short(exc.message)}"
+                f"(retried up to {self.max_retries} times): {_short(exc.message)}"
             ) from exc
         except openai.APIConnectionError as exc:
             raise LLMError(f"{role}: cannot reach the LLM endpoint {self.endpoint}") from exc

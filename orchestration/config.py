@@ -95,6 +95,14 @@ class RetrievalSettings(BaseModel):
     embedder: str = "minilm"  # minilm | static | openai
     top_k: int = 8
     context_token_budget: int = 1500
+    weaviate_collection: str = "CodeChunk"
+    openai_embedding_model: str = "text-embedding-3-small"
+    openai_embedding_dimensions: int | None = None
+    # Blocking index check: MRR@10 of docstring-sentence queries over the indexed functions.
+    # Dense catches a broken embedder even when BM25 alone would keep hybrid afloat.
+    quality_queries: int = 200
+    quality_floor_hybrid_mrr: float = 0.5
+    quality_floor_dense_mrr: float = 0.4
 
 
 class GitHubSourceSettings(BaseModel):

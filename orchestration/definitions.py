@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dagster import Definitions, load_asset_checks_from_modules, load_assets_from_modules
 
-from assets import codegen, corpus, evaluation
+from assets import codegen, corpus, evaluation, index
 from orchestration.config import get_settings
 from orchestration.corpus import CORPUS_JOBS, CORPUS_SCHEDULES, CORPUS_SENSORS
 from orchestration.jobs import codegen_request_job, submit_request_job
 from orchestration.resources import resources_for
 from orchestration.sensors import inbox_sensor
 
-ASSET_MODULES = [corpus, evaluation, codegen]
+ASSET_MODULES = [corpus, evaluation, codegen, index]
 
 
 def build_definitions() -> Definitions:

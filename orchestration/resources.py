@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
+from assets.resources import LLMResource, SandboxResource, SettingsResource, VectorIndexResource
 from orchestration.config import Environment, Settings
 
 
@@ -19,7 +19,9 @@ def resources_for(settings: Settings) -> dict[str, Any]:
         "settings": SettingsResource(home=str(settings.home)),
         "llm": LLMResource.from_settings(settings),
         "sandbox": SandboxResource.from_settings(settings),
-        "retriever": RetrieverResource(),
+        # One index, two keys: the index asset's and the crew's (the Programmer's context).
+        "vector_index": VectorIndexResource(home=str(settings.home)),
+        "retriever": VectorIndexResource(home=str(settings.home)),
     }
     if settings.env is Environment.PRODUCTION:
         return common

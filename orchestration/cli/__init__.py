@@ -21,6 +21,7 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("orchestration.cli.corpus", "corpus_group"),
     ("orchestration.cli.evaluate", "eval_group"),
     ("orchestration.cli.generate", "generate"),
+    ("orchestration.cli.search", "search"),
 ]
 
 

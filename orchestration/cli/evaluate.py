@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 import time
 from typing import Any
@@ -12,7 +14,8 @@ import click
 from agents.evaluation.harness import CANONICAL, CREW, TaskOutcome, evaluate
 from agents.evaluation.humaneval import select_keys
 from agents.evaluation.report import history_entry, plot_history, summarize
-from orchestration.config import get_settings
+from agents.evaluation.store import EvalStore
+from orchestration.config import PROJECT_ROOT, Settings, default_dagster_home, get_settings
 
 
 @click.group(name="eval")
@@ -24,7 +27,8 @@ def _progress(verbose: bool) -> Any:
     def on_done(key: str, outcome: TaskOutcome | None, error: str | None, done: int) -> None:
         if outcome is not None:
             cached = " (cached)" if outcome.generation_cached and outcome.scoring_cached else ""
-            what = f"{outcome.c}/{outcome.n} passed {','.join(sorted(set(outcome.categories)))}"
+            bad = sorted({c for c in outcome.categories if c != "passed"})
+            what = f"{outcome.c}/{outcome.n} passed" + (f" ({', '.join(bad)})" if bad else "")
         else:
             cached, what = "", f"could not run: {error}"
         if verbose or error or (outcome and outcome.c < outcome.n) or done % 10 == 0:
@@ -49,6 +53,16 @@ def _progress(verbose: bool) -> Any:
     help="Submit the benchmark's own solutions: checks the harness, not a model.",
 )
 @click.option("--workers", type=click.IntRange(min=1, max=64), help="Tasks run concurrently.")
+@click.option(
+    "--backfill",
+    is_flag=True,
+    help="Run as a Dagster asset backfill on the configured instance, driven from here.",
+)
+@click.option(
+    "--submit-only",
+    is_flag=True,
+    help="Only submit the backfill; a running Dagster daemon (make run) executes it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Report every task on stderr.")
 def humaneval(
@@ -57,6 +71,8 @@ def humaneval(
     samples: int | None,
     canonical: bool,
     workers: int | None,
+    backfill: bool,
+    submit_only: bool,
     as_json: bool,
     verbose: bool,
 ) -> None:
@@ -80,6 +96,9 @@ def humaneval(
         )
     mode = CANONICAL if canonical else CREW
     click.echo(f"HumanEval ({mode}): {len(keys)} tasks", err=True)
+    if backfill or submit_only:
+        _backfill(settings, keys, mode, samples, drive=not submit_only, as_json=as_json)
+        return
     started = time.perf_counter()
     with eval_session(settings, mode, samples) as s:
         click.echo(
@@ -98,6 +117,25 @@ def humaneval(
         store, config_id = s.store, s.config.config_id
         label = "canonical" if canonical else str(s.config.identity["default"]["model"])
     wall = time.perf_counter() - started
+    _report(store, config_id, mode, keys, label, wall, as_json, outcomes=outcomes, errors=errors)
+
+
+def _report(
+    store: EvalStore,
+    config_id: str,
+    mode: str,
+    keys: list[str],
+    label: str,
+    wall: float,
+    as_json: bool,
+    *,
+    outcomes: list[TaskOutcome] | None = None,
+    errors: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """Summarize what the store holds for ``keys``, record it in the history, print it."""
+    errors = errors or {}
+    canonical = mode == CANONICAL
     summary = summarize(store, config_id, mode, keys)
     entry = history_entry(summary, label=label, wall_s=wall)
     store.append_history(entry)
@@ -106,8 +144,9 @@ def humaneval(
         **summary.to_dict(with_rows=False),
         "wall_s": round(wall, 2),
         "seconds_per_task": round(wall / max(1, len(keys)), 3),
-        "cached_tasks": sum(o.generation_cached and o.scoring_cached for o in outcomes),
+        "cached_tasks": sum(o.generation_cached and o.scoring_cached for o in outcomes or []),
         "errors": errors,
+        **(extra or {}),
         "plot": str(plot),
         "results_dir": str(store.config_dir(config_id)),
     }
@@ -134,9 +173,97 @@ def humaneval(
             f"{len(errors)} of {len(keys)} tasks could not run (first: {first[0]}: {first[1]}); "
             "re-run to retry them, finished tasks are cached"
         )
+    if summary.missing:
+        raise click.ClickException(
+            f"{len(summary.missing)} of {len(keys)} tasks have no score (first: "
+            f"{summary.missing[0]}); re-run to retry them, finished tasks are cached"
+        )
     if canonical and summary.passed_samples < summary.samples:
         raise click.ClickException(
             f"canonical solutions scored {summary.passed_samples}/{summary.samples}: "
             "the scoring harness is broken"
         )
     sys.stderr.flush()
+
+
+def _instance(settings: Settings) -> Any:  # DagsterInstance; dagster is imported late (slow)
+    from dagster import DagsterInstance
+
+    if not os.environ.get("DAGSTER_HOME"):
+        home = default_dagster_home(settings)
+        home.mkdir(parents=True, exist_ok=True)
+        template = PROJECT_ROOT / "orchestration" / "dagster.yaml"
+        if not (home / "dagster.yaml").exists() and template.exists():
+            shutil.copy(template, home / "dagster.yaml")
+        os.environ["DAGSTER_HOME"] = str(home)
+    return DagsterInstance.get()
+
+
+def _backfill(
+    settings: Settings,
+    keys: list[str],
+    mode: str,
+    samples: int | None,
+    *,
+    drive: bool,
+    as_json: bool,
+) -> None:
+    from dagster import AssetKey
+
+    from orchestration.backfill import configure_pools, drive_backfill, submit_backfill
+    from orchestration.definitions import build_definitions
+    from orchestration.evaluation import eval_config
+
+    if samples is not None:
+        # Runs read settings in their own processes: the override travels in the environment.
+        os.environ["CODEGEN_EVAL__SAMPLES"] = str(samples)
+        settings = settings.model_copy(
+            update={"eval": settings.eval.model_copy(update={"samples": samples})}
+        )
+    selection = (
+        ["humaneval_canonical", "humaneval_summary"]
+        if mode == CANONICAL
+        else ["humaneval_samples", "humaneval_scores", "humaneval_summary"]
+    )
+    instance = _instance(settings)
+    pools = configure_pools(instance, settings)
+    backfill_id = submit_backfill(
+        instance,
+        build_definitions(),
+        [AssetKey(k) for k in selection],
+        keys,
+        title=f"HumanEval {mode}, {len(keys)} tasks",
+    )
+    click.echo(f"backfill {backfill_id} submitted: {len(keys)} partitions, pools {pools}", err=True)
+    if not drive:
+        click.echo(json.dumps({"backfill_id": backfill_id}) if as_json else backfill_id)
+        return
+    started = time.perf_counter()
+    progress = drive_backfill(
+        instance,
+        backfill_id,
+        on_progress=lambda p: click.echo(
+            f"backfill {p.status.lower()}: {p.runs_done}/{p.runs} runs done, "
+            f"{p.runs_failed} failed",
+            err=True,
+        ),
+    )
+    wall = time.perf_counter() - started
+    config = eval_config(settings, mode, samples)
+    label = "canonical" if mode == CANONICAL else str(config.identity["default"]["model"])
+    extra = {"backfill_id": backfill_id, "backfill_status": progress.status}
+    _report(
+        EvalStore(settings.eval_dir),
+        config.config_id,
+        mode,
+        keys,
+        label,
+        wall,
+        as_json,
+        extra=extra,
+    )
+    if progress.runs_failed:
+        raise click.ClickException(
+            f"backfill {backfill_id}: {progress.runs_failed} of {progress.runs} runs failed; "
+            "see the Dagster UI, then re-run the failed partitions"
+        )

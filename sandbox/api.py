@@ -1,7 +1,8 @@
 """The sandbox entry points the rest of the platform calls.
 
 Callers hold a ``Sandbox`` (from ``open_sandbox``) for as long as they run executions, so a
-warm pool can be reused, and close it when done.
+warm pool can be reused, and close it when done (or use it as a context manager). Sandboxes
+are safe to share between threads.
 """
 
 from __future__ import annotations
@@ -28,3 +29,8 @@ class Sandbox(Protocol):
         ...
 
     def close(self) -> None: ...
+
+    # Every sandbox is also a context manager that closes itself.
+    def __enter__(self) -> Sandbox: ...
+
+    def __exit__(self, *exc: object) -> None: ...

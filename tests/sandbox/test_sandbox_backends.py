@@ -174,3 +174,60 @@ def test_unknown_image_is_a_clear_error() -> None:
     with pytest.raises(SandboxUnavailable, match="not found; build it") as info:
         open_sandbox("docker", image="multiagent-codegen-sandbox:does-not-exist")
     assert "\n" not in str(info.value)
+
+
+CRASHER = """
+import json, sys, time
+from sandbox import open_sandbox
+sb = open_sandbox(sys.argv[1], pool_size=2)
+sb.run({}, ["true"])
+if sb.backend == "docker":
+    print(json.dumps([box.cid for box in sb._idle]))
+else:
+    print(json.dumps([box.proc.pid for box in sb._idle]))
+sys.stdout.flush()
+time.sleep(600)
+"""
+
+
+def test_a_crashed_owner_leaves_nothing_behind(sb: Sandbox) -> None:
+    """SIGKILL the owning process: its containers remove themselves (stdin closes, the
+    supervisor exits, auto-remove), its bwrap sandboxes die with their parent thread."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CRASHER, sb.backend], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        handles = json.loads(proc.stdout.readline())
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert handles, "the crasher started no sandbox"
+
+    def left() -> list[object]:
+        if sb.backend == "docker":
+            api = sb.client.api  # type: ignore[attr-defined]
+            return [c for c in handles if api.containers(all=True, filters={"id": c})]
+        return [pid for pid in handles if _alive_bwrap(pid)]
+
+    for _ in range(300):  # a bounded wait for the kernel and the daemon, not a timing claim
+        if not left():
+            break
+        time.sleep(0.1)
+    assert not left(), f"left behind by a crashed owner: {left()}"
+
+
+def _alive_bwrap(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return state not in ("Z", "X") and b"bwrap" in fh.read()
+    except OSError:
+        return False

@@ -10,8 +10,11 @@ fresh box for every execution.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import threading
 import time
+import weakref
 from collections.abc import Hashable, Mapping
 from typing import Any, Protocol
 
@@ -24,6 +27,17 @@ from sandbox.types import ExecResult, Limits
 # Beyond the job's own timeout: time to ship files in, kill, wipe and answer.
 DEADLINE_GRACE_S = 10.0
 ISOLATIONS = ("pooled", "strict")
+
+
+_live: weakref.WeakSet[PooledSandbox] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Containers and bwrap sandboxes go when this process exits normally, too."""
+    for sandbox in list(_live):
+        with contextlib.suppress(Exception):
+            sandbox.close()
 
 
 class Deadline(Exception):
@@ -60,6 +74,7 @@ class PooledSandbox(BaseSandbox):
         self._cond = threading.Condition()
         self._idle: list[Box] = []
         self._live_count = 0  # boxes alive, idle or busy (pooled mode)
+        _live.add(self)
 
     # -- hooks -------------------------------------------------------------------------------
 

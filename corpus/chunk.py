@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from corpus.model import Chunk, Document
 
 # Bump whenever chunk boundaries or texts change: every chunk id changes with it.
-CHUNKER_VERSION = "chunker-1"
+CHUNKER_VERSION = "chunker-2"
 DEFAULT_MAX_TOKENS = 400
 DEFAULT_MIN_TOKENS = 48
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -82,6 +82,12 @@ def _split_lines(lines: list[str], span: Span, budget: Budget) -> list[Span]:
     return out
 
 
+def _owner(span: Span) -> str:
+    if span.kind not in ("class", "method"):
+        return ""
+    return span.title.split(".")[0].split(" (part")[0].split(",")[0]
+
+
 def _fit(lines: list[str], spans: list[Span], budget: Budget) -> list[Span]:
     """Split spans over the budget; merge runs of small neighbours up to the budget."""
     sized: list[Span] = []
@@ -98,8 +104,12 @@ def _fit(lines: list[str], spans: list[Span], budget: Budget) -> list[Span]:
                 min(_tokens(lines, prev.start, prev.end), _tokens(lines, span.start, span.end))
                 < budget.min_tokens
             )
-            if small and _tokens(lines, prev.start, span.end) <= budget.max_tokens:
-                kind = prev.kind if prev.kind == span.kind else "group"
+            # Never merge across a class boundary: a class's pieces merge with each other,
+            # module-level pieces with each other.
+            owner = _owner(span)
+            fits = _tokens(lines, prev.start, span.end) <= budget.max_tokens
+            if small and fits and _owner(prev) == owner:
+                kind = prev.kind if prev.kind == span.kind else ("class" if owner else "group")
                 merged[-1] = Span(prev.start, span.end, kind, f"{prev.title}, {span.title}")
                 continue
         merged.append(span)

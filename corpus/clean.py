@@ -118,13 +118,21 @@ def html_to_markdown(html: str) -> str:
     """Main content of a page as Markdown-ish text: headings as #, code blocks fenced, whole."""
     soup = BeautifulSoup(html, "lxml")
     for tag in soup.find_all(_BOILERPLATE_TAGS):
-        tag.decompose()
+        tag.extract()
+    # Boilerplate by class/id/role; chosen first and removed after, outermost only, so the
+    # walk never visits a detached subtree.
+    doomed = []
     for tag in soup.find_all(True):
-        if tag.decomposed or tag.attrs is None:
+        if tag.name in ("main", "article", "body", "html"):
             continue
-        hint = " ".join([*tag.get("class", []), tag.get("id") or "", tag.get("role") or ""])
-        if hint and _BOILERPLATE_HINT.search(hint) and tag.name not in ("main", "article", "body"):
-            tag.decompose()
+        classes = tag.attrs.get("class") or []
+        hint = " ".join([*classes, tag.attrs.get("id") or "", tag.attrs.get("role") or ""])
+        if hint.strip() and _BOILERPLATE_HINT.search(hint):
+            doomed.append(tag)
+    doomed_ids = {id(t) for t in doomed}
+    for tag in doomed:
+        if not any(id(p) in doomed_ids for p in tag.parents):
+            tag.extract()
     root = _main_content(soup)
     out: list[str] = []
     _render(root, out)

@@ -63,7 +63,7 @@ def _connector(source: str) -> tuple[Connector, bool]:
     if source == "github_repos":
         from corpus.connectors.github import fetch_repos
 
-        return fetch_repos, False
+        return fetch_repos, True
     if source == "github_issues":
         from corpus.connectors.github import fetch_issues
 
@@ -153,7 +153,12 @@ def _refresh(
         return report
     merged: dict[str, Document] = {}
     if incremental or report.status != "ok":
-        merged = {d.id: d for d in read_documents(target)}
+        replaced = {(k, v) for k, v, replace in report.replace_scopes if replace}
+        merged = {
+            d.id: d
+            for d in read_documents(target)
+            if not any(d.metadata.get(k) == v for k, v in replaced)
+        }
     merged.update(fetched)
     report.documents = write_jsonl_atomic(target, (merged[k].to_dict() for k in sorted(merged)))
     if source == "local" and report.status == "ok":

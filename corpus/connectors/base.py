@@ -28,9 +28,13 @@ class SourceReport:
     skipped: Counter[str] = field(default_factory=Counter)
     requests: int = 0
     bytes: int = 0
+    # (metadata key, value, replace): after a complete fetch of that scope (e.g. one
+    # repository), its stored documents are replaced by the fetched ones (deletions included).
+    replace_scopes: list[tuple[str, str, bool]] = field(default_factory=list)
 
     def skip(self, reason: str, n: int = 1) -> None:
-        self.skipped[reason] += n
+        if n > 0:
+            self.skipped[reason] += n
 
     def as_metadata(self) -> dict[str, Any]:
         return {

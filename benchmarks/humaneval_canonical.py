@@ -71,16 +71,10 @@ def main() -> None:
         print(f"{label}: {result[label]}", file=sys.stderr)
 
     if not args.skip_backfill:
-        # Dagster's code server and daemon log to stdout; keep stdout for the JSON alone.
-        sys.stdout.flush()
-        saved = os.dup(1)
-        os.dup2(2, 1)
-        try:
+        from orchestration.backfill import stdout_to_stderr
+
+        with stdout_to_stderr():  # Dagster's child processes log to stdout; keep it for JSON
             result["backfill"] = run_backfill(home, keys)
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
         direct = result["direct"]["wall_s"]  # type: ignore[index]
         result["backfill_over_direct"] = round(result["backfill"]["wall_s"] / direct, 2)  # type: ignore[index]
     print(json.dumps(result, indent=2))

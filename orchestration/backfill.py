@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from dagster import AssetKey, DagsterInstance, Definitions
@@ -31,6 +33,21 @@ _DONE = {
     BulkActionStatus.FAILED,
     BulkActionStatus.CANCELED,
 }
+
+
+@contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send file descriptor 1 to stderr: Dagster's code servers and daemons, started as child
+    processes, log to stdout, which belongs to our JSON and result lines."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def configure_pools(instance: DagsterInstance, settings: Settings) -> dict[str, int]:

@@ -210,7 +210,12 @@ def _backfill(
 ) -> None:
     from dagster import AssetKey
 
-    from orchestration.backfill import configure_pools, drive_backfill, submit_backfill
+    from orchestration.backfill import (
+        configure_pools,
+        drive_backfill,
+        stdout_to_stderr,
+        submit_backfill,
+    )
     from orchestration.definitions import build_definitions
     from orchestration.evaluation import eval_config
 
@@ -239,15 +244,16 @@ def _backfill(
         click.echo(json.dumps({"backfill_id": backfill_id}) if as_json else backfill_id)
         return
     started = time.perf_counter()
-    progress = drive_backfill(
-        instance,
-        backfill_id,
-        on_progress=lambda p: click.echo(
-            f"backfill {p.status.lower()}: {p.runs_done}/{p.runs} runs done, "
-            f"{p.runs_failed} failed",
-            err=True,
-        ),
-    )
+    with stdout_to_stderr():
+        progress = drive_backfill(
+            instance,
+            backfill_id,
+            on_progress=lambda p: click.echo(
+                f"backfill {p.status.lower()}: {p.runs_done}/{p.runs} runs done, "
+                f"{p.runs_failed} failed",
+                err=True,
+            ),
+        )
     wall = time.perf_counter() - started
     config = eval_config(settings, mode, samples)
     label = "canonical" if mode == CANONICAL else str(config.identity["default"]["model"])

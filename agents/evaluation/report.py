@@ -123,7 +123,8 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
         scoring_s += sum(s.duration_s for s in scores)
     counts = [(r.n, r.c) for r in rows]
     ks = reportable_ks([r.n for r in rows])
-    pass_at = {f"pass@{k}": round(mean_pass_at_k(counts, k), 6) for k in ks} if rows else {}
+    # Unrounded: an exact fraction (3/8, 1/3) must compare equal; displays round it.
+    pass_at = {f"pass@{k}": mean_pass_at_k(counts, k) for k in ks} if rows else {}
     solved = sum(r.c > 0 for r in rows)
     per_solved = None if cost is None or solved == 0 else cost / solved
     return Summary(

@@ -91,8 +91,14 @@ class EvalStore:
 
     def append_history(self, entry: dict[str, Any]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        with self.history_path.open("a") as fh:
-            fh.write(json.dumps(entry, sort_keys=True) + "\n")
+        with self.history_path.open("a+b") as fh:
+            # A line torn by a crash has no newline: start a fresh line so this entry survives.
+            fh.seek(0, os.SEEK_END)
+            torn = False
+            if fh.tell() > 0:
+                fh.seek(-1, os.SEEK_END)
+                torn = fh.read(1) != b"\n"
+            fh.write((b"\n" if torn else b"") + json.dumps(entry, sort_keys=True).encode() + b"\n")
 
     def history(self) -> list[dict[str, Any]]:
         if not self.history_path.exists():

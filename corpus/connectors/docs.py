@@ -80,7 +80,7 @@ def fetch_docs(
     if not cfg.urls:
         raise SourceDisabled("no corpus.docs.urls configured")
     client = PoliteClient(cfg.user_agent, cfg.timeout_s, cfg.retries, cfg.delay_s)
-    validators: dict[str, dict[str, str]] = state.setdefault("pages", {})
+    validators: dict[str, dict[str, Any]] = state.setdefault("pages", {})
     for start in cfg.urls:
         queue: deque[str] = deque()
         prefix = start.rsplit("/", 1)[0] + "/"
@@ -121,6 +121,8 @@ def fetch_docs(
                 continue
             if got.status == 304:
                 report.skip("not_modified")
+                # The stored copy stands; keep crawling through the links it had.
+                queue.extend(u for u in old.get("links", []) if u not in seen)
                 continue
             if got.status != 200:
                 report.skip(f"http_{got.status}")
@@ -128,11 +130,12 @@ def fetch_docs(
             if "html" not in got.content_type:
                 report.skip("not_html")
                 continue
-            if prefix:
-                queue.extend(u for u in _links(got.body, got.url) if u not in seen)
+            links = [u for u in _links(got.body, got.url) if u.startswith(prefix)] if prefix else []
+            queue.extend(u for u in links if u not in seen)
             validators[url] = {
                 k: v for k, v in (("etag", got.etag), ("last_modified", got.last_modified)) if v
             }
+            validators[url]["links"] = sorted(set(links))
             text = got.body.decode("utf-8", "replace")
             yield Document(
                 id=content_hash(f"docs:{url}")[:32],

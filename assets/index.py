@@ -4,6 +4,7 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetExecutionContext,
+    AutomationCondition,
     Failure,
     MaterializeResult,
     MetadataValue,
@@ -20,6 +21,7 @@ from retrieval.index import IndexRetriever, sync_index
 @asset(
     deps=["chunks"],
     group_name="corpus",
+    automation_condition=AutomationCondition.eager(),
     kinds={"lancedb"},
     description=(
         "Embeddings of every chunk in the configured vector store. Incremental: only chunk "

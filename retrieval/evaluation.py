@@ -137,8 +137,9 @@ def stdlib_eval_set(
     root: Path, *, max_queries: int = 1000, max_files: int | None = None, seed: int = 0
 ) -> tuple[list[Chunk], list[EvalQuery]]:
     files = python_files(root)
-    if max_files is not None:
-        files = files[:max_files]
+    if max_files is not None and max_files < len(files):
+        # A seeded sample spread over the whole library, not its alphabetical head.
+        files = sorted(random.Random(seed).sample(files, max_files))
     pairs = (pair for path in files for pair in functions_from_file(path, root))
     return build_eval_set(pairs, max_queries=max_queries, seed=seed)
 

@@ -1,0 +1,198 @@
+"""2,000,000 x 384 vectors in the LanceDB store: build time, peak memory, query latency and
+recall@10 against exact search, with numpy brute force on the same queries as the baseline.
+Prints JSON.
+
+Where the vectors come from (structure of real embeddings, not uniform noise): the real
+all-MiniLM-L6-v2 embeddings of every stdlib function chunk (read from the index that
+benchmarks/retrieval_quality.py built, else embedded here). Vector n is
+    normalise(e_i + lam * e_j + sigma * g),  i, j uniform over the real embeddings,
+    lam ~ U(0, 0.3), g ~ N(0, I), sigma = 0.01 per dimension,
+i.e. a real embedding nudged towards another real one plus small Gaussian noise. Queries are
+the real MiniLM embeddings of held-out docstring-sentence queries.
+
+The index is the store's own ANN index (LanceDBStore.build_ann_index: IVF-PQ, cosine) and
+queries go through LanceDBStore.search(mode="vector") with its nprobes/refine_factor, so
+the figures are those of the product path.
+
+    .venv/bin/python benchmarks/index_scale.py --n 2000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import statistics
+import sys
+import sysconfig
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.embedders import MiniLMEmbedder
+from retrieval.evaluation import stdlib_eval_set
+from retrieval.stores import LanceDBStore
+
+
+def log(msg: str) -> None:
+    print(f"[index_scale] {msg}", file=sys.stderr, flush=True)
+
+
+def peak_rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024  # kB -> GB
+
+
+def real_embeddings(quality_index: Path, embedder: MiniLMEmbedder) -> tuple[np.ndarray, str]:
+    store = LanceDBStore(uri=str(quality_index))
+    if store.exists() and store.embedder_identity() == embedder.identity and store.count():
+        table = store._table()
+        vecs = table.search().select(["vector"]).limit(table.count_rows()).to_arrow()
+        flat = vecs.column("vector").combine_chunks().flatten().to_numpy()
+        return flat.reshape(-1, embedder.dim).astype(np.float32), f"read from {quality_index}"
+    chunks, _ = stdlib_eval_set(Path(sysconfig.get_paths()["stdlib"]), max_queries=0)
+    return embedder.embed_documents([c.text for c in chunks]), "embedded here"
+
+
+def synthesise(base: np.ndarray, n: int, seed: int, block: int) -> Iterator[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    for start in range(0, n, block):
+        m = min(block, n - start)
+        i = rng.integers(0, len(base), m)
+        j = rng.integers(0, len(base), m)
+        lam = rng.uniform(0.0, 0.3, (m, 1)).astype(np.float32)
+        v = base[i] + lam * base[j]
+        v += rng.standard_normal(v.shape, dtype=np.float32) * 0.01
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        yield v.astype(np.float32)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--n", type=int, default=2_000_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--workdir", default=".codegen/bench/index_scale")
+    ap.add_argument("--quality-index", default=".codegen/bench/retrieval_quality/index-minilm")
+    ap.add_argument("--block", type=int, default=100_000)
+    ap.add_argument("--keep", action="store_true", help="keep the 2M-row table afterwards")
+    ap.add_argument("--nprobes", type=int, default=None, help="override the store default")
+    ap.add_argument("--refine-factor", type=int, default=None, help="override the store default")
+    args = ap.parse_args()
+    import pyarrow as pa
+
+    started = time.perf_counter()
+    embedder = MiniLMEmbedder()
+    base, origin = real_embeddings(Path(args.quality_index), embedder)
+    log(f"{len(base)} real embeddings ({origin})")
+    _, eval_queries = stdlib_eval_set(
+        Path(sysconfig.get_paths()["stdlib"]), max_queries=args.queries, seed=7
+    )
+    queries = embedder.embed_documents([q.query for q in eval_queries])
+
+    workdir = Path(args.workdir)
+    shutil.rmtree(workdir, ignore_errors=True)
+    store = LanceDBStore(uri=str(workdir / "lance"))
+    store.reset(embedder.identity, embedder.dim)
+    store.nprobes = args.nprobes or store.nprobes
+    store.refine_factor = args.refine_factor or store.refine_factor
+    table = store._table()
+    schema = table.schema
+    matrix = np.empty((args.n, embedder.dim), dtype=np.float32)  # for the exact baseline
+    t0 = time.perf_counter()
+    offset = 0
+    for block in synthesise(base, args.n, seed=0, block=args.block):
+        m = len(block)
+        matrix[offset : offset + m] = block
+        ids = [f"v{offset + r:08d}" for r in range(m)]
+        empty = [""] * m
+        batch = pa.table(
+            {
+                "id": ids,
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(block.reshape(-1)), 384),
+                "text": empty,
+                "keywords": empty,
+                "uri": [f"synthetic://{i}" for i in ids],
+                "title": empty,
+                "source": ["synthetic"] * m,
+                "language": ["python"] * m,
+                "kind": ["function"] * m,
+                "document_id": empty,
+                "start_line": pa.array(np.ones(m, dtype=np.int32)),
+                "end_line": pa.array(np.ones(m, dtype=np.int32)),
+                "metadata": ["{}"] * m,
+            },
+            schema=schema,
+        )
+        table.add(batch)
+        offset += m
+        if offset % 500_000 == 0:
+            log(f"wrote {offset} rows")
+    write_s = time.perf_counter() - t0
+    log(f"wrote {offset} rows in {write_s:.0f}s; building the ANN index")
+    t0 = time.perf_counter()
+    store.build_ann_index()
+    index_s = time.perf_counter() - t0
+    log(f"index built in {index_s:.0f}s")
+
+    # Exact baseline: numpy brute force, one query at a time (how a query arrives).
+    exact: list[set[str]] = []
+    brute_ms: list[float] = []
+    for q in queries:
+        t0 = time.perf_counter()
+        scores = matrix @ q
+        top = np.argpartition(-scores, 10)[:10]
+        brute_ms.append((time.perf_counter() - t0) * 1000)
+        exact.append({f"v{int(r):08d}" for r in top})
+    log(f"brute force p50 {statistics.median(brute_ms):.1f} ms")
+
+    for q in queries[:5]:  # warm the index cache, as a long-running server would be
+        store.search("", q, 10, mode="vector")
+    index_ms: list[float] = []
+    recalls: list[float] = []
+    for q, truth in zip(queries, exact, strict=True):
+        t0 = time.perf_counter()
+        hits = store.search("", q, 10, mode="vector")
+        index_ms.append((time.perf_counter() - t0) * 1000)
+        recalls.append(len(truth & {h.chunk_id for h in hits}) / 10)
+
+    p95_index = float(np.percentile(index_ms, 95))
+    p95_brute = float(np.percentile(brute_ms, 95))
+    report = {
+        "vectors": args.n,
+        "dim": embedder.dim,
+        "vector_source": (
+            f"{len(base)} real all-MiniLM-L6-v2 stdlib chunk embeddings ({origin}); each vector "
+            "= normalise(e_i + U(0,0.3)*e_j + N(0, 0.01^2 I))"
+        ),
+        "queries": len(queries),
+        "query_source": "real MiniLM embeddings of stdlib docstring first sentences",
+        "index": {
+            "type": "IVF_PQ (LanceDB, cosine)",
+            "num_partitions": store.partitions_for(args.n),
+            "nprobes": store.nprobes,
+            "refine_factor": store.refine_factor,
+        },
+        "write_seconds": round(write_s, 1),
+        "index_build_seconds": round(index_s, 1),
+        "build_seconds_total": round(write_s + index_s, 1),
+        "recall_at_10_mean": round(float(np.mean(recalls)), 4),
+        "recall_at_10_min": round(float(np.min(recalls)), 2),
+        "index_query_ms_p50": round(statistics.median(index_ms), 2),
+        "index_query_ms_p95": round(p95_index, 2),
+        "baseline": "numpy brute force (exact), same queries, same process",
+        "bruteforce_query_ms_p50": round(statistics.median(brute_ms), 2),
+        "bruteforce_query_ms_p95": round(p95_brute, 2),
+        "speedup_p95": round(p95_brute / p95_index, 1),
+        "peak_rss_gb": round(peak_rss_gb(), 2),
+        "peak_rss_note": "whole process: the 3.07 GB numpy matrix for the baseline included",
+        "total_seconds": round(time.perf_counter() - started, 1),
+    }
+    print(json.dumps(report, indent=2))
+    if not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

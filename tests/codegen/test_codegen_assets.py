@@ -203,6 +203,17 @@ def test_failures_end_with_their_status_and_leave_earlier_requests_alone(
     report = json.loads((isolated_home / "artifacts" / buggy_id / "report.json").read_text())
     assert report["status"] == "failed_tests" and report["reason"] == code["reason"]
 
+    # Tests pass but the reviewer rejects: the check passes, the docs asset records the
+    # rejection and writes no README.
+    server.enqueue("reviewer", "REJECTED\n- the sieve allocates n + 1 bytes; use a bitset")
+    rejected_id, rejected = run("Primes, reviewed harshly.", {"max_rounds": 1})
+    assert checks(rejected)["solution_passes_tests"] is True
+    docs = metadata(rejected, "documentation")
+    assert docs["status"] == "rejected" and "use a bitset" in docs["reason"]
+    assert not (isolated_home / "artifacts" / rejected_id / "README.md").exists()
+    report = json.loads((isolated_home / "artifacts" / rejected_id / "report.json").read_text())
+    assert report["status"] == "rejected"
+
     # Budget exceeded at the analyzer: every asset records it, nothing else is called.
     calls_before = len(server.requests)
     budget_id, budget = run("Primes on a budget.", {"budget_tokens": 50})

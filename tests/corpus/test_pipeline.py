@@ -142,13 +142,8 @@ def test_missing_local_path_fails_that_source_only(tmp_path: Path, isolated_home
 
 
 def _cli_build(home: Path, tree: Path) -> subprocess.Popen[str]:
-    env = {
-        **os.environ,
-        "CODEGEN_HOME": str(home),
-        "DAGSTER_HOME": str(home / "dagster_home"),
-        "CODEGEN_CONFIG": str(home / "codegen.toml"),
-    }
-    (home / "dagster_home").mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "CODEGEN_HOME": str(home), "CODEGEN_CONFIG": str(home / "codegen.toml")}
+    env.pop("DAGSTER_HOME")  # the CLI defaults it to $CODEGEN_HOME/dagster_home
     exe = Path(sys.executable).parent / "codegen"
     return subprocess.Popen(
         [str(exe), "corpus", "build", "--local", str(tree)],
@@ -193,3 +188,9 @@ def test_killed_run_restarted_gives_identical_chunks(tmp_path: Path, isolated_ho
     assert proc.returncode == 0, err
     assert "chunks" in out and "raw_documents[local]: ok" in err  # progress on stderr
     assert chunks_path(killed_home / "corpus").read_text() == reference
+    # The runs were recorded on the instance the CLI configured by default.
+    os.environ["DAGSTER_HOME"] = str(killed_home / "dagster_home")
+    from dagster import AssetKey
+
+    instance = DagsterInstance.get()
+    assert instance.get_latest_materialization_event(AssetKey("chunks")) is not None

@@ -231,3 +231,21 @@ def _alive_bwrap(pid: int) -> bool:
             return state not in ("Z", "X") and b"bwrap" in fh.read()
     except OSError:
         return False
+
+
+def test_module_level_functions_use_one_default_sandbox(
+    sb: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sandbox
+
+    monkeypatch.setenv("CODEGEN_SANDBOX__BACKEND", sb.backend)
+    monkeypatch.setenv("CODEGEN_SANDBOX__POOL_SIZE", "1")
+    monkeypatch.setattr(sandbox, "_default", None)
+    try:
+        assert sandbox.run({"a.py": "print(6 * 7)"}, ["python3", "a.py"]).stdout == "42\n"
+        assert sandbox.run_pytest(SOLUTION, TESTS_10, ROOMY).passed == 10
+        assert sandbox.default_sandbox() is sandbox.default_sandbox()
+        assert sandbox.default_sandbox().backend == sb.backend
+    finally:
+        if sandbox._default is not None:
+            sandbox._default.close()

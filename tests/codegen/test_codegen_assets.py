@@ -156,6 +156,7 @@ def test_happy_path_materializes_every_asset_and_passes_the_blocking_check(
     assert sorted(p.name for p in folder.iterdir()) == sorted(ARTIFACT_FILES)
     report = json.loads((folder / "report.json").read_text())
     assert report["status"] == "passed" and report["tests_passed"] == 6
+    assert report["verification"] == {"passed": True, "tests_passed": 6, "tests_total": 6}
     assert set(report["usage"]["per_agent"]) == {
         "analyzer",
         "test_designer",

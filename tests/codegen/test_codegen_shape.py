@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from dagster import AssetKey, Definitions
 
 from agents import prompts
+from agents.requests import write_artifact
 from assets import codegen
 from orchestration.definitions import build_definitions
 
@@ -54,3 +58,13 @@ def test_prompt_changes_change_code_versions(monkeypatch: pytest.MonkeyPatch) ->
     )
     assert prompts.prompt_version("test_designer") != before
     assert prompts.prompt_version("programmer", "reviewer") == codegen.CODE_VERSION
+
+
+def test_a_failed_verification_rerun_downgrades_a_passed_report(tmp_path: Path) -> None:
+    folder = tmp_path / "req-0123456789abcdef"
+    write_artifact(folder, "report.json", {"status": "passed", "reason": "all 3 tests pass"})
+    codegen._record_verification(folder, False, 2, 3)
+    report = json.loads((folder / "report.json").read_text())
+    assert report["status"] == "failed_tests"
+    assert report["reason"] == "the verification re-run failed: 2 of 3 tests passed"
+    assert report["verification"] == {"passed": False, "tests_passed": 2, "tests_total": 3}

@@ -48,7 +48,8 @@ def encode_job(
 ) -> bytes:
     if not command or not all(isinstance(c, str) and c and "\x00" not in c for c in command):
         raise ValueError("command must be a non-empty list of non-empty strings")
-    if limits.timeout_s <= 0 or limits.memory_mb <= 0 or limits.pids <= 0 or limits.cpus <= 0:
+    numbers = (limits.timeout_s, limits.memory_mb, limits.pids, limits.cpus, limits.workdir_mb)
+    if min(numbers) <= 0 or limits.max_output_bytes <= 0:
         raise ValueError(f"limits must be positive: {limits}")
     job: dict[str, Any] = {
         "files": encode_files(files, limits.workdir_mb * 1024 * 1024),

@@ -40,6 +40,8 @@ def test_unsafe_paths_are_refused_before_running(sb: Sandbox) -> None:
         sb.run({"../escape.py": "x"}, ["true"])
     with pytest.raises(ValueError):
         sb.run({}, [])
+    with pytest.raises(ValueError, match="positive"):
+        sb.run({}, ["true"], dataclasses.replace(ROOMY, timeout_s=0))
 
 
 def test_missing_program_is_a_result_not_a_crash(sb: Sandbox) -> None:

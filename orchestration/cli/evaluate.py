@@ -173,6 +173,16 @@ def _report(
             f"{len(errors)} of {len(keys)} tasks could not run (first: {first[0]}: {first[1]}); "
             "re-run to retry them, finished tasks are cached"
         )
+    crew_errors = [
+        (o.key, c.reason) for o in outcomes or [] for c in o.candidates if c.status == "error"
+    ]
+    if crew_errors:
+        # Scored as failures, but an unreachable endpoint must not pass for a weak model.
+        key, reason = crew_errors[0]
+        raise click.ClickException(
+            f"{len(crew_errors)} samples ended with crew status error (first: {key}: "
+            f"{reason}); they are not cached: re-run to retry them"
+        )
     if summary.missing:
         raise click.ClickException(
             f"{len(summary.missing)} of {len(keys)} tasks have no score (first: "

@@ -211,7 +211,9 @@ def humaneval_summary(
         metadata[name] = value
     text = summary_markdown(crew) + "\n\n" + summary_markdown(canon)
     if crew.tasks_scored:
-        store.append_history(history_entry(crew, label=str(crew_cfg.identity["default"]["model"])))
+        if not crew.crew_statuses.get("error"):  # an outage is not a data point
+            label = str(crew_cfg.identity["default"]["model"])
+            store.append_history(history_entry(crew, label=label))
         plot = plot_history([e for e in store.history() if e["mode"] == CREW], store.plot_path)
         encoded = base64.b64encode(plot.read_bytes()).decode()
         text += f"\n\n![pass@1 and cost per solved task](data:image/png;base64,{encoded})"

@@ -137,8 +137,9 @@ def _report(
     errors = errors or {}
     canonical = mode == CANONICAL
     summary = summarize(store, config_id, mode, keys)
-    entry = history_entry(summary, label=label, wall_s=wall)
-    store.append_history(entry)
+    # Only complete runs enter the history: a run cut short by an outage is not a data point.
+    if not errors and not summary.missing and not summary.crew_statuses.get("error"):
+        store.append_history(history_entry(summary, label=label, wall_s=wall))
     plot = plot_history([e for e in store.history() if e["mode"] == mode], store.plot_path)
     result: dict[str, Any] = {
         **summary.to_dict(with_rows=False),

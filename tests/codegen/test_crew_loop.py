@@ -188,6 +188,15 @@ def test_llm_failure_and_malformed_reply_end_with_error(sandbox: Sandbox, tmp_pa
         out = run_crew(REQUEST, llm=llm_for(server, tmp_path), sandbox=sandbox)
     assert out.status is Status.ERROR and "HTTP 500" in out.reason
 
+    # A programmer that never answers in time: retries exhausted, status error, with the why.
+    slow = {"programmer": [Reply.delay(3.0, PRIMES_SOLUTION)] * 2}
+    with ScriptedOpenAIServer(script=slow, handler=primes_handler) as s1:
+        llm = LLMClient(base_url=s1.base_url, api_key="k", timeout_s=0.5, max_retries=1)
+        out = run_crew(REQUEST, llm=llm, sandbox=sandbox)
+    assert out.status is Status.ERROR and "programmer: request timed out" in out.reason
+    assert out.spec and out.tests  # what was done before the failure is kept
+    assert len(s1.requests_for("programmer")) == 2
+
     no_block = "Here is the module: def primes_up_to(n): ..."
     with ScriptedOpenAIServer(script={"test_designer": [no_block]}, handler=primes_handler) as s2:
         out = run_crew(REQUEST, llm=llm_for(s2, tmp_path / "b"), sandbox=sandbox)

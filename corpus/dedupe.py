@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from datasketch import MinHash, MinHashLSH
 
 # datasketch 2's default permutation scheme, named because cached signatures must match it.
 SCHEME = "affine32"
@@ -54,6 +53,8 @@ def _hash32(data: bytes) -> int:
 
 
 def signature(text: str, params: DedupeParams) -> np.ndarray:
+    from datasketch import MinHash  # imported late: it pulls in scipy (~1.5 s)
+
     tokens = _WORD.findall(text.casefold())
     k = params.shingle_size
     if len(tokens) <= k:
@@ -105,6 +106,8 @@ def dedupe(
     signature_of: Callable[[Candidate], np.ndarray] | None = None,
 ) -> DedupeResult:
     """Which candidates to keep; ``signature_of`` lets callers serve cached signatures."""
+    from datasketch import MinHash, MinHashLSH
+
     sig = signature_of or (lambda c: signature(c.text, params))
     best = {c.id: c for c in candidates}
 

@@ -15,6 +15,7 @@ string literal and the surrounding code still parses.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ from detect_secrets.plugins.high_entropy_strings import (
 
 REDACTED = "<REDACTED:{kind}>"
 # Bump when patterns change: cached scan results are keyed by it.
-SECRETS_VERSION = "secrets-1"
+SECRETS_VERSION = "secrets-2"
 # Public IPs are not secrets (docs and the stdlib are full of example addresses).
 _SKIPPED_DETECTORS = {"IPPublicDetector", "PrivateKeyDetector"}
 
@@ -54,6 +55,14 @@ _KEYWORD = re.compile(
 )
 _HAS_DIGIT = re.compile(r"\d")
 _HAS_ALPHA = re.compile(r"[A-Za-z]")
+
+
+KEYWORD_ENTROPY_MIN = 3.0
+
+
+def _shannon(value: str) -> float:
+    counts = Counter(value)
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
 
 
 def _kind(class_name: str) -> str:
@@ -130,7 +139,9 @@ def find_secrets(text: str) -> Iterator[Finding]:
                     yield Finding(kind, offset + start, offset + end)
         for m in _KEYWORD.finditer(line_text):
             value = m.group("value")
-            if _HAS_DIGIT.search(value) and _HAS_ALPHA.search(value) and "REDACTED" not in value:
+            # Credential-like: letters and digits, not a tidy word such as "secrets-1".
+            looks_random = _shannon(value) >= KEYWORD_ENTROPY_MIN
+            if _HAS_DIGIT.search(value) and _HAS_ALPHA.search(value) and looks_random:
                 yield Finding("keyword", offset + m.start("value"), offset + m.end("value"))
     for m in _QUOTED_B64.finditer(text):
         kind = _looks_random(m.group(2))

@@ -102,7 +102,7 @@ def build_corpus(
     common: dict[str, Any] = {
         "instance": instance,
         "resources": resources,
-        "run_config": {"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        "run_config": {"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         "raise_on_error": False,
         "tags": {"codegen/command": "corpus build"},
     }

@@ -78,7 +78,8 @@ def humaneval_samples(
     with eval_session(cfg, CREW, llm=llm, sandbox=sandbox, retriever=retriever) as s:
 
         def one(key: str) -> tuple[str, bool, list[str]]:
-            cands, cached = generate_task(s.store, s.config, get_problem(key), s.generator)
+            problem = get_problem(key)
+            cands, cached = generate_task(s.store, s.config, problem, s.generator, s.workers)
             context.log.info(f"{key}: {'cached' if cached else 'generated'}")
             return key, cached, [c.status for c in cands]
 
@@ -115,7 +116,7 @@ def humaneval_scores(
     with sandbox.open() as box:
 
         def one(key: str) -> tuple[int, int, bool]:
-            _, scores, cached = score_task(store, config, get_problem(key), box)
+            _, scores, cached = score_task(store, config, get_problem(key), box, cfg.eval.workers)
             passed = sum(sc.passed for sc in scores)
             context.log.info(f"{key}: {passed}/{len(scores)} passed")
             return passed, len(scores), cached

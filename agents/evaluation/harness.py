@@ -125,8 +125,20 @@ class TaskOutcome:
         return [s.category for s in self.scores]
 
 
+def _map(fn: Callable[[int], Any], count: int, workers: int) -> list[Any]:
+    """``[fn(0), .., fn(count - 1)]``, ``workers`` at a time, in order."""
+    if workers <= 1 or count <= 1:
+        return [fn(i) for i in range(count)]
+    with ThreadPoolExecutor(max_workers=min(workers, count)) as pool:
+        return list(pool.map(fn, range(count)))
+
+
 def generate_task(
-    store: EvalStore, cfg: EvalConfig, problem: Problem, generator: Generator
+    store: EvalStore,
+    cfg: EvalConfig,
+    problem: Problem,
+    generator: Generator,
+    workers: int = 1,
 ) -> tuple[list[Candidate], bool]:
     """The task's n candidates, from the cache when the prompt and configuration are unchanged."""
     fingerprint = digest([problem.prompt, problem.entry_point, cfg.config_id])
@@ -136,7 +148,7 @@ def generate_task(
         if len(cached) == cfg.samples and not any(c.status in RETRYABLE_STATUSES for c in cached):
             return cached, True
     task = public_task(problem)
-    candidates = [generator(task, i) for i in range(cfg.samples)]
+    candidates = _map(lambda i: generator(task, i), cfg.samples, workers)
     store.save_config(cfg.config_id, cfg.describe())
     store.save_samples(
         cfg.config_id,
@@ -152,7 +164,7 @@ def generate_task(
 
 
 def score_task(
-    store: EvalStore, cfg: EvalConfig, problem: Problem, sandbox: Sandbox
+    store: EvalStore, cfg: EvalConfig, problem: Problem, sandbox: Sandbox, workers: int = 1
 ) -> tuple[list[Candidate], list[SampleScore], bool]:
     """Hidden-test verdicts for the stored candidates; cached while candidates are unchanged."""
     stored = store.load_samples(cfg.config_id, problem.key)
@@ -170,7 +182,11 @@ def score_task(
     existing = store.load_scores(cfg.config_id, problem.key)
     if existing and existing.get("fingerprint") == fingerprint:
         return candidates, [SampleScore.from_dict(s) for s in existing["scores"]], True
-    scores = [score_candidate(sandbox, problem, c.code, cfg.limits) for c in candidates]
+    scores = _map(
+        lambda i: score_candidate(sandbox, problem, candidates[i].code, cfg.limits),
+        len(candidates),
+        workers,
+    )
     store.save_scores(
         cfg.config_id,
         problem.key,
@@ -187,12 +203,18 @@ def score_task(
 
 
 def run_task(
-    store: EvalStore, cfg: EvalConfig, key: str, generator: Generator, sandbox: Sandbox
+    store: EvalStore,
+    cfg: EvalConfig,
+    key: str,
+    generator: Generator,
+    sandbox: Sandbox,
+    workers: int = 1,
 ) -> TaskOutcome:
+    """Generate then score one task; its n samples run ``workers`` at a time."""
     start = time.perf_counter()
     problem = get_problem(key)
-    _, gen_cached = generate_task(store, cfg, problem, generator)
-    candidates, scores, score_cached = score_task(store, cfg, problem, sandbox)
+    _, gen_cached = generate_task(store, cfg, problem, generator, workers)
+    candidates, scores, score_cached = score_task(store, cfg, problem, sandbox, workers)
     return TaskOutcome(
         key=key,
         n=len(scores),
@@ -224,7 +246,10 @@ def evaluate(
     outcomes: dict[str, TaskOutcome] = {}
     errors: dict[str, str] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(run_task, store, cfg, k, generator, sandbox): k for k in keys}
+        # Samples of one task share the workers: n = 10 on one task still runs in parallel.
+        futures = {
+            pool.submit(run_task, store, cfg, k, generator, sandbox, workers): k for k in keys
+        }
         for future in as_completed(futures):
             key = futures[future]
             try:

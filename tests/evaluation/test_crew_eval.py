@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,33 @@ def test_rerun_is_a_cache_hit_and_a_failed_task_is_retried_alone(
         code, third = run_eval(capsys, *task_args(keys))
         assert code == 0 and third["cached_tasks"] == 4
         assert len(server.requests) == sent  # a finished run re-run costs nothing
+
+
+def test_n_samples_report_pass_at_10(
+    endpoint_env: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Sampling at temperature > 0 (no response cache); the scripted model alternates between
+    # the right and a wrong answer, so 5 of 10 samples pass.
+    monkeypatch.setenv("CODEGEN_LLM__DEFAULT__TEMPERATURE", "0.8")
+    key = "HumanEval-2"
+    right, wrong = make_handler(solve=[key]), make_handler(solve=())
+    calls = {"programmer": 0}
+    lock = threading.Lock()  # samples run concurrently
+
+    def handler(role: str, body: dict[str, Any]) -> Any:
+        if role == "programmer":
+            with lock:
+                calls["programmer"] += 1
+                odd = calls["programmer"] % 2 == 1
+            return (right if odd else wrong)(role, body)
+        return right(role, body)
+
+    with ScriptedOpenAIServer(handler=handler) as server:
+        endpoint_env(server)
+        code, result = run_eval(capsys, "--task", key, "--samples", "10")
+    assert code == 0, result
+    assert calls["programmer"] == 10
+    assert result["samples"] == 10 and result["passed_samples"] == 5
+    assert result["pass_at_k"] == {"pass@1": 0.5, "pass@10": 1.0}

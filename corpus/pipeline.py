@@ -136,7 +136,14 @@ def clean_stage(
                     stats.documents_in += 1
                     stats.bytes_in += len(doc.text.encode("utf-8", "surrogatepass"))
                     path = str(doc.metadata.get("path") or doc.uri)
-                    key = _key(CLEAN_VERSION, doc.hash, doc.language, is_vendored(path), max_bytes)
+                    key = _key(
+                        CLEAN_VERSION,
+                        SECRETS_VERSION,
+                        doc.hash,
+                        doc.language,
+                        is_vendored(path),
+                        max_bytes,
+                    )
                     hit = cache.get_json("clean", key)
                     if hit is None:
                         res = clean_document(doc, max_bytes=max_bytes)

@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.plugins.base import RegexBasedDetector
@@ -30,7 +31,7 @@ from detect_secrets.plugins.high_entropy_strings import (
 
 REDACTED = "<REDACTED:{kind}>"
 # Bump when patterns change: cached scan results are keyed by it.
-SECRETS_VERSION = "secrets-2"
+SECRETS_VERSION = "secrets-3"
 # Public IPs are not secrets (docs and the stdlib are full of example addresses).
 _SKIPPED_DETECTORS = {"IPPublicDetector", "PrivateKeyDetector"}
 
@@ -109,7 +110,16 @@ def _group_span(match: re.Match[str]) -> tuple[int, int]:
     return match.span()
 
 
+def _is_alphabet(value: str) -> bool:
+    """Charset constants ("ABCDEFGH...", "0123456789abcdef") are high-entropy but not secrets:
+    most neighbouring characters are consecutive code points, which random keys never are."""
+    steps = sum(1 for a, b in pairwise(value) if ord(b) - ord(a) == 1)
+    return steps >= (len(value) - 1) / 2
+
+
 def _looks_random(value: str) -> str | None:
+    if _is_alphabet(value):
+        return None
     if _HEX.match(value):
         # Short hex runs are mostly numbers, colours and checksums in tables.
         if len(value) >= 32 and _HEX_PLUGIN.calculate_shannon_entropy(value) > HEX_ENTROPY_LIMIT:

@@ -7,6 +7,7 @@ from dagster import Definitions, load_asset_checks_from_modules, load_assets_fro
 from assets import codegen, corpus, evaluation, index
 from orchestration.config import get_settings
 from orchestration.corpus import CORPUS_JOBS, CORPUS_SCHEDULES, CORPUS_SENSORS
+from orchestration.evaluation import eval_jobs
 from orchestration.indexing import INDEX_JOBS, INDEX_SENSORS
 from orchestration.jobs import codegen_request_job, submit_request_job
 from orchestration.resources import resources_for
@@ -21,7 +22,7 @@ def build_definitions() -> Definitions:
         assets=load_assets_from_modules(ASSET_MODULES),
         asset_checks=load_asset_checks_from_modules(ASSET_MODULES),
         resources=resources_for(settings),
-        jobs=[codegen_request_job, submit_request_job, *CORPUS_JOBS, *INDEX_JOBS],
+        jobs=[codegen_request_job, submit_request_job, *CORPUS_JOBS, *INDEX_JOBS, *eval_jobs()],
         schedules=[*CORPUS_SCHEDULES],
         sensors=[inbox_sensor, *CORPUS_SENSORS, *INDEX_SENSORS],
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from agents.evaluation.harness import (
     CANONICAL,
@@ -24,6 +25,31 @@ from sandbox.types import Limits
 
 LLM_POOL = "llm"
 SANDBOX_POOL = "sandbox"
+
+
+def eval_jobs() -> list[Any]:
+    """Partitioned jobs for the launchpad and job backfills (by key: no import cycle with
+    assets/evaluation.py). The unpartitioned summary is materialized on its own afterwards,
+    or in the same asset backfill when launched from the asset graph."""
+    from dagster import AssetSelection, define_asset_job
+
+    return [
+        define_asset_job(
+            "humaneval_crew_job",
+            selection=AssetSelection.assets("humaneval_samples", "humaneval_scores"),
+            description="The crew on HumanEval tasks (one partition per task), then scoring.",
+        ),
+        define_asset_job(
+            "humaneval_canonical_job",
+            selection=AssetSelection.assets("humaneval_canonical"),
+            description="The canonical solutions through the same scoring path.",
+        ),
+        define_asset_job(
+            "humaneval_summary_job",
+            selection=AssetSelection.assets("humaneval_summary"),
+            description="pass@k, failures by category, cost; runs the canonical self-check.",
+        ),
+    ]
 
 
 @dataclass

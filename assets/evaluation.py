@@ -12,6 +12,7 @@ partitions into runs (multi-run policy) and each op works on its range with a fe
 """
 
 import base64
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -54,9 +55,24 @@ PARTITIONS_PER_RUN = 41
 _policy = BackfillPolicy.multi_run(max_partitions_per_run=PARTITIONS_PER_RUN)
 
 
-def _each(keys: Sequence[str], workers: int, fn: Callable[[str], Any]) -> list[Any]:
+def _each(
+    context: AssetExecutionContext, workers: int, fn: Callable[[str], tuple[Any, str]]
+) -> list[Any]:
+    """``fn`` over the run's partitions, ``workers`` at a time, logging "k/N key: note" as each
+    finishes: a run holds up to 41 tasks, and its log is where the UI shows progress."""
+    keys: Sequence[str] = context.partition_keys
+    lock = threading.Lock()
+    finished = [0]
+
+    def step(key: str) -> Any:
+        value, note = fn(key)
+        with lock:
+            finished[0] += 1
+            context.log.info(f"{finished[0]}/{len(keys)} {key}: {note}")
+        return value
+
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(keys)))) as pool:
-        return list(pool.map(fn, keys))
+        return list(pool.map(step, keys))
 
 
 @asset(
@@ -77,13 +93,14 @@ def humaneval_samples(
     cfg = settings.load()
     with eval_session(cfg, CREW, llm=llm, sandbox=sandbox, retriever=retriever) as s:
 
-        def one(key: str) -> tuple[str, bool, list[str]]:
+        def one(key: str) -> tuple[tuple[str, bool, list[str]], str]:
             problem = get_problem(key)
             cands, cached = generate_task(s.store, s.config, problem, s.generator, s.workers)
-            context.log.info(f"{key}: {'cached' if cached else 'generated'}")
-            return key, cached, [c.status for c in cands]
+            statuses = [c.status for c in cands]
+            note = f"{'cached' if cached else 'generated'}, crew {', '.join(statuses)}"
+            return (key, cached, statuses), note
 
-        done = _each(context.partition_keys, s.workers, one)
+        done = _each(context, s.workers, one)
     statuses = [st for _, _, sts in done for st in sts]
     return MaterializeResult(
         metadata={
@@ -115,13 +132,12 @@ def humaneval_scores(
     store = EvalStore(cfg.eval_dir)
     with sandbox.open() as box:
 
-        def one(key: str) -> tuple[int, int, bool]:
+        def one(key: str) -> tuple[tuple[int, int, bool], str]:
             _, scores, cached = score_task(store, config, get_problem(key), box, cfg.eval.workers)
             passed = sum(sc.passed for sc in scores)
-            context.log.info(f"{key}: {passed}/{len(scores)} passed")
-            return passed, len(scores), cached
+            return (passed, len(scores), cached), f"{passed}/{len(scores)} passed"
 
-        done = _each(context.partition_keys, cfg.eval.workers, one)
+        done = _each(context, cfg.eval.workers, one)
     return MaterializeResult(
         metadata={
             "config_id": config.config_id,
@@ -146,14 +162,13 @@ def humaneval_canonical(
     cfg = settings.load()
     with eval_session(cfg, CANONICAL, sandbox=sandbox) as s:
 
-        def one(key: str) -> tuple[str, bool, str]:
+        def one(key: str) -> tuple[tuple[str, bool, str], str]:
             problem = get_problem(key)
             generate_task(s.store, s.config, problem, s.generator)
             _, scores, _ = score_task(s.store, s.config, problem, s.sandbox)
-            context.log.info(f"{key}: {scores[0].category}")
-            return key, scores[0].passed, scores[0].message
+            return (key, scores[0].passed, scores[0].message), scores[0].category
 
-        done = _each(context.partition_keys, s.workers, one)
+        done = _each(context, s.workers, one)
     failed = {k: msg for k, ok, msg in done if not ok}
     return MaterializeResult(
         metadata={

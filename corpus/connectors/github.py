@@ -160,6 +160,10 @@ def fetch_repos(
         raise SourceDisabled("no repositories listed in corpus.github.repos")
     gh = _client(cfg, report)
     seen = state.setdefault("repos", {})
+    for gone in sorted(set(seen) - set(cfg.repos)):
+        # No longer configured: its stored files are dropped on this run.
+        report.replace_scopes.append(("repo", gone, True))
+        del seen[gone]
     for name in cfg.repos:
         try:
             repo = gh.get_repo(name)

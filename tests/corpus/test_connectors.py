@@ -83,6 +83,11 @@ def test_github_repos_filters_and_skips_unchanged_repository(tmp_path: Path) -> 
         assert sorted(d.metadata["path"] for d in stored(tmp_path, "github_repos").values()) == [
             "pkg/core.py"
         ]
+        # A repository removed from the configuration leaves the corpus.
+        refresh_source(
+            "github_repos", GitHubConfig(api_url=gh.base_url, repos=["acme/none"]), tmp_path
+        )
+        assert stored(tmp_path, "github_repos") == {}
 
 
 def test_github_token_is_sent_and_never_stored(tmp_path: Path) -> None:

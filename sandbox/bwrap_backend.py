@@ -322,8 +322,8 @@ class BwrapSandbox(PooledSandbox):
         slot = _SLOTS.acquire()
         self._used_slots.add(slot)
         err = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the box
+        workdir: str | None = None
         try:
-            workdir = None
             argv = [*supervisor_command("serve"), owner_tag()]
             if self.unsafe_host:
                 workdir = tempfile.mkdtemp(prefix="codegen-unsafe-")
@@ -348,6 +348,8 @@ class BwrapSandbox(PooledSandbox):
                 why = " ".join(err.read()[-1000:].decode(errors="replace").split())
             self._release(slot, locals().get("proc"))
             err.close()
+            if workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
             raise SandboxError(f"could not start a bubblewrap sandbox: {exc} {why}") from exc
 
     def _release(self, slot: int, proc: subprocess.Popen[bytes] | None) -> None:

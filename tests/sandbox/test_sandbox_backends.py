@@ -251,3 +251,22 @@ def test_module_level_functions_use_one_default_sandbox(
     finally:
         if sandbox._default is not None:
             sandbox._default.close()
+
+
+def test_unsafe_host_only_by_name_and_still_limited() -> None:
+    """The opt-in bare-host mode: named unsafe, fresh per execution, timeout and rlimits."""
+    from sandbox import open_sandbox
+
+    with open_sandbox(
+        "bwrap", allow_unsafe_host=True, default_limits=dataclasses.replace(ROOMY, timeout_s=1.5)
+    ) as box:
+        if box.backend != "unsafe-host":  # bwrap works here, so it is never chosen
+            assert box.backend == "bwrap"
+            from sandbox.bwrap_backend import BwrapSandbox
+
+            box = BwrapSandbox(unsafe_host=True, default_limits=box.default_limits)
+        ok = box.run({"a.py": "import os; print(os.path.exists('a.py'))"}, ["python3", "a.py"])
+        assert ok.exit_code == 0 and ok.stdout == "True\n" and ok.backend == "unsafe-host"
+        slow = box.run({}, ["python3", "-c", "import time; time.sleep(30)"])
+        assert slow.timed_out
+        box.close()

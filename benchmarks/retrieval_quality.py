@@ -5,7 +5,8 @@ removed, indexed among every other stdlib function (docstrings removed too). For
 embedder: MiniLM (default) and the static model distilled from it, it reports
   - MRR@10, recall@1, recall@10 for keyword (BM25), vector and hybrid (RRF) search,
     against the named baseline "best single method" (max of keyword and vector);
-  - LanceDB's own hybrid query with its RRFReranker beside ours (library feature, measured);
+  - the other hybrid implementation beside the default one: LanceDB's hybrid query with its
+    RRFReranker (the default) and our own RRF over depth-50 candidate lists;
   - embedding throughput (chunks/s) on the same fixed sample of real chunks;
   - warm query latency (p50/p95 ms) of a hybrid search including the query embedding.
 
@@ -79,9 +80,9 @@ def main() -> None:
         )
         retriever = IndexRetriever(store, embedder)
         scores = {m: vars(s) for m, s in evaluate(retriever, queries, SEARCH_ORDER).items()}
-        store.native_hybrid = True
-        native = vars(evaluate(retriever, queries, ["hybrid"])["hybrid"])
-        store.native_hybrid = False
+        store.native_hybrid = not store.native_hybrid  # the other hybrid implementation
+        other = vars(evaluate(retriever, queries, ["hybrid"])["hybrid"])
+        store.native_hybrid = not store.native_hybrid
         best_single = max(scores["keyword"]["mrr_at_10"], scores["vector"]["mrr_at_10"])
         fusion = fusion_variants(retriever, queries)
         fresh = IndexRetriever(store, embedder)  # empty query-vector cache: time embeddings too
@@ -97,7 +98,8 @@ def main() -> None:
             "throughput_chunks_per_s": round(throughput, 1),
             "sync": stats.to_dict(),
             "scores": scores,
-            "lancedb_native_hybrid_rrf": native,
+            "hybrid_is": "lancedb_native_rrf" if store.native_hybrid else "own_rrf_depth50",
+            "other_hybrid": other,
             "fusion_variants_mrr_at_10": fusion,
             "hybrid_minus_best_single_mrr": round(scores["hybrid"]["mrr_at_10"] - best_single, 4),
             "hybrid_query_ms_p50": round(statistics.median(latencies), 2),

@@ -92,7 +92,9 @@ def _load_sentence_transformer(model_dir: str, max_seq_length: int) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the Hub
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar in CLI output or logs
     model = SentenceTransformer(model_dir, device="cpu", local_files_only=True)
     model.max_seq_length = max_seq_length
     return model

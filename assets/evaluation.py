@@ -195,6 +195,38 @@ def _failures_table(summary: Summary) -> MetadataValue:
     return MetadataValue.table(records=records, schema=schema)
 
 
+def _tasks_table(summary: Summary) -> MetadataValue:
+    """One row per scored task: the per-task outcomes behind the pass@k."""
+    schema = TableSchema(
+        columns=[
+            TableColumn("task", "string"),
+            TableColumn("passed", "int"),
+            TableColumn("n", "int"),
+            TableColumn("failures", "string"),
+            TableColumn("crew", "string"),
+            TableColumn("tokens", "int"),
+            TableColumn("cost_usd", "string"),
+            TableColumn("latency_s", "float"),
+        ]
+    )
+    records = [
+        TableRecord(
+            {
+                "task": r.key,
+                "passed": r.c,
+                "n": r.n,
+                "failures": ", ".join(f"{k} {v}" for k, v in sorted(r.categories.items())),
+                "crew": ", ".join(f"{k} {v}" for k, v in sorted(r.statuses.items())),
+                "tokens": r.tokens,
+                "cost_usd": "unknown" if r.cost_usd is None else f"{r.cost_usd:.6f}",
+                "latency_s": r.latency_s,
+            }
+        )
+        for r in summary.rows
+    ]
+    return MetadataValue.table(records=records, schema=schema)
+
+
 @asset(
     deps=[humaneval_scores, humaneval_canonical],
     group_name="evaluation",
@@ -221,6 +253,7 @@ def humaneval_summary(
         if crew.cost_usd is not None
         else MetadataValue.text("unknown"),
         "failures_by_category": _failures_table(crew),
+        "tasks": _tasks_table(crew),
         "summary": MetadataValue.json(crew.to_dict(with_rows=False)),
     }
     for name, value in crew.pass_at_k.items():

@@ -84,6 +84,15 @@ def test_backfill_scores_canonical_and_crew_partitions(
             # Crew: exactly the two tasks the scripted model solves.
             assert summary["pass@1"] == 0.5
             assert summary["crew_tasks_scored"] == 4
+            rows = {r.data["task"]: r.data for r in summary["tasks"].records}
+            assert {k: rows[k]["passed"] for k in keys} == dict.fromkeys(
+                keys[:2], 1
+            ) | dict.fromkeys(keys[2:], 0)
+            by_category = {
+                r.data["category"]: r.data["samples"]
+                for r in summary["failures_by_category"].records
+            }
+            assert sum(by_category.values()) == 2 and by_category["crew_status"] == 0
             assert "data:image/png;base64," in summary["report"]
             assert Path(summary["plot"]).read_bytes().startswith(b"\x89PNG")
             # The self-check demands all 164: a subset, however clean, does not pass it.

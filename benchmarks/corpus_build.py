@@ -38,6 +38,27 @@ def _copy_stdlib(dest: Path, subset: int | None) -> Path:
     return dest
 
 
+def _plant_secrets(tree: Path) -> list[str]:
+    """One module with six kinds of secret; none may reach a chunk. Built at runtime so that
+    this script itself holds no complete secret."""
+    secrets = [
+        "AKIA" + "J7QWERTYZ5ASDFGH",  # AWS access key id
+        "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8",  # GitHub token
+        "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx",  # Slack bot token
+        "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",  # Stripe key
+        "Zq8" + "vLm3Np7Rt2Wx9Ky4Hb6Jd1Fg5",  # high-entropy session secret
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",  # private key body
+    ]
+    (tree / "planted_secrets.py").write_text(
+        f'"""Configuration with secrets planted by benchmarks/corpus_build.py."""\n\n'
+        f'AWS_ACCESS_KEY_ID = "{secrets[0]}"\nGITHUB_TOKEN = "{secrets[1]}"\n'
+        f'SLACK = "{secrets[2]}"\nSTRIPE = "{secrets[3]}"\nSESSION_SECRET = "{secrets[4]}"\n'
+        f'KEY = """-----BEGIN PRIVATE KEY-----\n{secrets[5]}\n-----END PRIVATE KEY-----"""\n\n\n'
+        "def settings() -> dict:\n    return {'aws': AWS_ACCESS_KEY_ID}\n"
+    )
+    return secrets
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -54,6 +75,7 @@ def main() -> None:
         CODEGEN_CONFIG=str(home / "codegen.toml"),
     )
     tree = _copy_stdlib(work / "stdlib", args.subset)
+    planted = _plant_secrets(tree)
     os.environ["CODEGEN_CORPUS__LOCAL_PATHS"] = json.dumps([str(tree)])
 
     from dagster import DagsterInstance
@@ -75,6 +97,8 @@ def main() -> None:
         return took, {s.name: s.metadata for s in stages}
 
     cold_s, cold = run("cold")
+    chunk_text = (home / "corpus" / "chunks.jsonl").read_text(encoding="utf-8")
+    leaked = [x[:6] + "..." for x in planted if x in chunk_text]
     warm_s, warm = run("no change")
     # Change one function in one file: only that file's chunks may change.
     target = sorted(tree.rglob("*.py"))[len(list(tree.rglob("*.py"))) // 2]
@@ -102,6 +126,8 @@ def main() -> None:
                 "exact_duplicates_removed": dedupe["exact_duplicates_removed"],
                 "near_duplicates_removed": dedupe["near_duplicates_removed"],
                 "chunks": chunks["chunks"],
+                "planted_secrets": len(planted),
+                "planted_secrets_in_chunks": leaked,
                 "chunk_tokens": chunks["token_sizes"],
                 "baseline": "cold build (empty CODEGEN_HOME) in this run",
                 "cold_s": round(cold_s, 2),

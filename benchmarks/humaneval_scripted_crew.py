@@ -6,7 +6,8 @@ The scripted model solves every K-th task (canonical code) and answers the rest 
 that returns None. Baseline, in the same run: the expected pass@1 (the solved fraction),
 which the measured pass@1 must equal exactly. Also reports what the crew sends: requests and
 prompt tokens per task and per role (the server's usage estimate, 4 characters per token),
-so token cost can be projected for a real model (see docs/humaneval.md).
+so token cost can be projected for a real model (see docs/humaneval.md), and the anti-leak
+count over every task: requests holding any distinctive line of a hidden check body.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def main() -> None:
 
     os.environ["CODEGEN_HOME"] = tempfile.mkdtemp(prefix="codegen-crew-eval-")
     from agents.evaluation.harness import CREW, evaluate
-    from agents.evaluation.humaneval import select_keys
+    from agents.evaluation.humaneval import get_problem, hidden_check_lines, select_keys
     from agents.evaluation.report import summarize
     from orchestration.config import get_settings
     from orchestration.evaluation import eval_session
@@ -51,6 +52,12 @@ def main() -> None:
             summary = summarize(s.store, s.config.config_id, CREW, keys)
         wall = time.perf_counter() - started
         posts = [r for r in server.requests if r.method == "POST"]
+    # Anti-leak over every task used: no distinctive line of any hidden check body, and no
+    # "def check(", in anything the crew sent.
+    hidden = {line for k in keys for line in hidden_check_lines(get_problem(k))}
+    leaking = [
+        r for r in posts if "def check(" in r.prompt_text or any(h in r.prompt_text for h in hidden)
+    ]
     per_role_calls = Counter(r.role for r in posts)
     per_role_tokens: Counter[str] = Counter()
     for r in posts:
@@ -68,6 +75,9 @@ def main() -> None:
                 "errors": len(errors),
                 "crew_statuses": summary.crew_statuses,
                 "failures_by_category": summary.failures_by_category,
+                "requests": len(posts),
+                "requests_with_hidden_test_code": len(leaking),
+                "hidden_lines_checked": len(hidden),
                 "requests_per_task": round(len(posts) / n, 2),
                 "prompt_tokens_per_task": round(summary.prompt_tokens / n, 1),
                 "completion_tokens_per_task": round(summary.completion_tokens / n, 1),

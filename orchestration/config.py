@@ -177,6 +177,15 @@ class EvalSettings(BaseModel):
     workers: int = 2
 
 
+class StorageSettings(BaseModel):
+    """Where Dagster's IO manager keeps asset values (the large artefacts live in files)."""
+
+    # Used only when env = production; empty keeps the local filesystem IO manager.
+    gcs_bucket: str | None = None
+    gcs_prefix: str = "multiagent-codegen"
+    gcs_project: str | None = None
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="CODEGEN_", env_nested_delimiter="__", extra="ignore"
@@ -189,6 +198,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = RetrievalSettings()
     corpus: CorpusSettings = CorpusSettings()
     eval: EvalSettings = EvalSettings()
+    storage: StorageSettings = StorageSettings()
 
     @classmethod
     def settings_customise_sources(

@@ -1,14 +1,16 @@
 """Resources per environment, chosen in this one place by ``CODEGEN_ENV``.
 
-local       embedded defaults: SQLite instance, local IO manager, data under CODEGEN_HOME
+local       embedded defaults: SQLite instance, filesystem IO manager, data under CODEGEN_HOME
 test        the same wiring, pointed at whatever CODEGEN_HOME the test set up
-production  the same resources; scale-out pieces (Postgres, GCS, Weaviate) are chosen
-            through settings and dagster.yaml rather than different code
+production  GCS IO manager (dagster-gcp) when ``storage.gcs_bucket`` is set; Postgres and
+            Weaviate are chosen through dagster.yaml and ``retrieval.vector_store``
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from dagster import FilesystemIOManager
 
 from assets.resources import LLMResource, SandboxResource, SettingsResource, VectorIndexResource
 from orchestration.config import Environment, Settings
@@ -23,8 +25,17 @@ def resources_for(settings: Settings) -> dict[str, Any]:
         "vector_index": VectorIndexResource(home=str(settings.home)),
         "retriever": VectorIndexResource(home=str(settings.home)),
     }
-    if settings.env is Environment.PRODUCTION:
-        return common
-    if settings.env is Environment.TEST:
-        return common
-    return common
+    return {**common, "io_manager": io_manager_for(settings)}
+
+
+def io_manager_for(settings: Settings) -> Any:
+    if settings.env is Environment.PRODUCTION and settings.storage.gcs_bucket:
+        # Imported here: google-cloud is slow to import and only production needs it.
+        from dagster_gcp import GCSPickleIOManager, GCSResource
+
+        return GCSPickleIOManager(
+            gcs=GCSResource(project=settings.storage.gcs_project),
+            gcs_bucket=settings.storage.gcs_bucket,
+            gcs_prefix=settings.storage.gcs_prefix,
+        )
+    return FilesystemIOManager(base_dir=str(settings.home / "storage"))

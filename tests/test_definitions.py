@@ -40,3 +40,25 @@ def test_raw_documents_reads_a_local_tree(tmp_path: Path, isolated_home: Path) -
     lines = (isolated_home / "corpus" / "raw" / "local.jsonl").read_text().splitlines()
     doc = json.loads(lines[0])
     assert doc["title"] == "pkg/mod.py" and doc["language"] == "python"
+
+
+def test_resources_follow_the_environment(monkeypatch, isolated_home: Path) -> None:
+    from dagster import FilesystemIOManager
+    from dagster_gcp import GCSPickleIOManager
+
+    from orchestration.config import Settings
+    from orchestration.resources import resources_for
+
+    local = resources_for(Settings())
+    assert isinstance(local["io_manager"], FilesystemIOManager)
+    assert local["io_manager"].base_dir == str(isolated_home / "storage")
+
+    monkeypatch.setenv("CODEGEN_ENV", "production")
+    monkeypatch.setenv("CODEGEN_STORAGE__GCS_BUCKET", "codegen-assets")
+    production = resources_for(Settings())
+    assert isinstance(production["io_manager"], GCSPickleIOManager)
+    assert production["io_manager"].gcs_bucket == "codegen-assets"
+
+    # Production without a bucket keeps the local IO manager rather than failing at load.
+    monkeypatch.delenv("CODEGEN_STORAGE__GCS_BUCKET")
+    assert isinstance(resources_for(Settings())["io_manager"], FilesystemIOManager)

@@ -77,9 +77,10 @@ def main() -> None:
     ap.add_argument("--quality-index", default=".codegen/bench/retrieval_quality/index-minilm")
     ap.add_argument("--block", type=int, default=100_000)
     ap.add_argument("--keep", action="store_true", help="keep the 2M-row table afterwards")
-    ap.add_argument("--sweep", type=int, nargs="+", default=[20, 50, 100], help="nprobes values")
+    ap.add_argument(
+        "--sweep", nargs="+", default=["20:5", "50:5", "50:0", "100:0"], help="nprobes:refine"
+    )
     ap.add_argument("--index-type", default=None, help="override the store default")
-    ap.add_argument("--refine-factor", type=int, default=None, help="override the store default")
     args = ap.parse_args()
     import pyarrow as pa
 
@@ -97,39 +98,47 @@ def main() -> None:
     store = LanceDBStore(uri=str(workdir / "lance"))
     store.reset(embedder.identity, embedder.dim)
     store.ann_index_type = args.index_type or store.ann_index_type
-    store.refine_factor = args.refine_factor or store.refine_factor
     table = store._table()
     schema = table.schema
     matrix = np.empty((args.n, embedder.dim), dtype=np.float32)  # for the exact baseline
     t0 = time.perf_counter()
-    offset = 0
-    for block in synthesise(base, args.n, seed=0, block=args.block):
-        m = len(block)
-        matrix[offset : offset + m] = block
-        ids = [f"v{offset + r:08d}" for r in range(m)]
-        empty = [""] * m
-        batch = pa.table(
-            {
-                "id": ids,
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(block.reshape(-1)), 384),
-                "text": empty,
-                "keywords": empty,
-                "uri": [f"synthetic://{i}" for i in ids],
-                "title": empty,
-                "source": ["synthetic"] * m,
-                "language": ["python"] * m,
-                "kind": ["function"] * m,
-                "document_id": empty,
-                "start_line": pa.array(np.ones(m, dtype=np.int32)),
-                "end_line": pa.array(np.ones(m, dtype=np.int32)),
-                "metadata": ["{}"] * m,
-            },
-            schema=schema,
-        )
-        table.add(batch)
-        offset += m
-        if offset % 500_000 == 0:
-            log(f"wrote {offset} rows")
+    written = 0
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        nonlocal written
+        offset = 0
+        for block in synthesise(base, args.n, seed=0, block=args.block):
+            m = len(block)
+            matrix[offset : offset + m] = block
+            ids = [f"v{offset + r:08d}" for r in range(m)]
+            empty = [""] * m
+            yield pa.record_batch(
+                {
+                    "id": ids,
+                    "vector": pa.FixedSizeListArray.from_arrays(pa.array(block.reshape(-1)), 384),
+                    "text": empty,
+                    "keywords": empty,
+                    "uri": [f"synthetic://{i}" for i in ids],
+                    "title": empty,
+                    "source": ["synthetic"] * m,
+                    "language": ["python"] * m,
+                    "kind": ["function"] * m,
+                    "document_id": empty,
+                    "start_line": pa.array(np.ones(m, dtype=np.int32)),
+                    "end_line": pa.array(np.ones(m, dtype=np.int32)),
+                    "metadata": ["{}"] * m,
+                },
+                schema=schema,
+            )
+            offset += m
+            written = offset
+            if offset % 500_000 == 0:
+                log(f"generated {offset} rows")
+
+    # One streamed add: a few large fragments rather than one per batch, as a bulk load
+    # (or a compaction) leaves them; many small fragments make every lookup slower.
+    table.add(pa.RecordBatchReader.from_batches(schema, batches()))
+    offset = written
     write_s = time.perf_counter() - t0
     log(f"wrote {offset} rows in {write_s:.0f}s; building the ANN index")
     t0 = time.perf_counter()
@@ -152,8 +161,9 @@ def main() -> None:
         store.search("", q, 10, mode="vector")
     sweep = {}
     p95_brute = float(np.percentile(brute_ms, 95))
-    for nprobes in args.sweep:
-        store.nprobes = nprobes
+    for setting in args.sweep:
+        nprobes, refine = (int(x) for x in setting.split(":"))
+        store.nprobes, store.refine_factor = nprobes, refine
         index_ms: list[float] = []
         recalls: list[float] = []
         for q, truth in zip(queries, exact, strict=True):
@@ -162,14 +172,14 @@ def main() -> None:
             index_ms.append((time.perf_counter() - t0) * 1000)
             recalls.append(len(truth & {h.chunk_id for h in hits}) / 10)
         p95 = float(np.percentile(index_ms, 95))
-        sweep[f"nprobes={nprobes}"] = {
+        sweep[f"nprobes={nprobes},refine={refine}"] = {
             "recall_at_10_mean": round(float(np.mean(recalls)), 4),
             "recall_at_10_min": round(float(np.min(recalls)), 2),
             "index_query_ms_p50": round(statistics.median(index_ms), 2),
             "index_query_ms_p95": round(p95, 2),
             "speedup_p95_vs_bruteforce": round(p95_brute / p95, 1),
         }
-        log(f"nprobes={nprobes}: {sweep[f'nprobes={nprobes}']}")
+        log(f"{setting}: {sweep[f'nprobes={nprobes},refine={refine}']}")
     report = {
         "vectors": args.n,
         "dim": embedder.dim,
@@ -183,12 +193,15 @@ def main() -> None:
             "type": f"{store.ann_index_type} (LanceDB, cosine)",
             "max_iterations": store.ann_max_iterations,
             "num_partitions": store.partitions_for(args.n),
-            "refine_factor": store.refine_factor,
+            "store_defaults": {
+                "nprobes": LanceDBStore.nprobes,
+                "refine": LanceDBStore.refine_factor,
+            },
         },
         "write_seconds": round(write_s, 1),
         "index_build_seconds": round(index_s, 1),
         "build_seconds_total": round(write_s + index_s, 1),
-        "by_nprobes": sweep,
+        "by_nprobes_refine": sweep,
         "baseline": "numpy brute force (exact), same queries, same process",
         "bruteforce_query_ms_p50": round(statistics.median(brute_ms), 2),
         "bruteforce_query_ms_p95": round(p95_brute, 2),

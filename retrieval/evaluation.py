@@ -11,6 +11,7 @@ import ast
 import hashlib
 import random
 import re
+import textwrap
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -152,10 +153,10 @@ def queries_from_chunks(chunks: Iterable[Chunk], *, max_queries: int = 200) -> l
     """
     pairs = []
     for chunk in chunks:
-        if chunk.language != "python" or chunk.kind not in {"function", "method"}:
+        if chunk.language != "python" or chunk.kind not in {"function", "method", "class", "group"}:
             continue
         try:
-            tree = ast.parse(chunk.text.strip())
+            tree = ast.parse(textwrap.dedent(chunk.text).strip())  # methods come indented
         except (SyntaxError, ValueError):
             continue
         node = tree.body[0] if tree.body else None

@@ -86,3 +86,24 @@ def test_metrics() -> None:
     assert scores.mrr_at_10 == round((1 + 0.5 + 0) / 3, 4)
     assert scores.recall_at_1 == round(1 / 3, 4)
     assert scores.recall_at_10 == round(2 / 3, 4)
+
+
+def test_quality_check_queries_come_from_indexed_methods_too() -> None:
+    from retrieval.evaluation import queries_from_chunks
+
+    method = Chunk(
+        "m1",
+        "d",
+        "local",
+        "file:///x.py",
+        "C.f",
+        '    def f(self):\n        """Return the frobnicated value of self."""\n        return 1\n',
+        "python",
+        10,
+        12,
+        "method",
+    )
+    prose = Chunk("p1", "d", "docs", "u", "t", "Some prose.", "markdown", 1, 1, "section")
+    assert queries_from_chunks([method, prose]) == [
+        EvalQuery("return the frobnicated value of self.", "m1")
+    ]

@@ -4,29 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 import click
 
-from orchestration.config import PROJECT_ROOT, Settings, default_dagster_home, get_settings
+from orchestration.config import get_settings
+from orchestration.instance import configured_instance
 
 SOURCES = ("local", "github_repos", "github_issues", "stackoverflow", "docs", "blogs")
-
-
-def _instance(settings: Settings) -> Any:  # DagsterInstance; dagster is imported late (slow)
-    from dagster import DagsterInstance
-
-    if not os.environ.get("DAGSTER_HOME"):
-        home = default_dagster_home(settings)
-        home.mkdir(parents=True, exist_ok=True)
-        template = PROJECT_ROOT / "orchestration" / "dagster.yaml"
-        if not (home / "dagster.yaml").exists() and template.exists():
-            shutil.copy(template, home / "dagster.yaml")
-        os.environ["DAGSTER_HOME"] = str(home)
-    return DagsterInstance.get()
 
 
 def _summary(name: str, meta: dict[str, Any]) -> str:
@@ -89,7 +76,7 @@ def build(local_paths: tuple[Path, ...], sources: tuple[str, ...], as_json: bool
     click.echo(f"corpus build: sources {', '.join(chosen)} -> {settings.corpus_dir}", err=True)
     from orchestration.corpus import StageResult, build_corpus
 
-    instance = _instance(settings)
+    instance = configured_instance(settings)
     start = time.monotonic()  # the build itself, after imports and instance start-up
 
     def on_stage(stage: StageResult) -> None:

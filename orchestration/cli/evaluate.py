@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
 from typing import Any
@@ -15,7 +14,8 @@ from agents.evaluation.harness import CANONICAL, CREW, TaskOutcome, evaluate
 from agents.evaluation.humaneval import select_keys
 from agents.evaluation.report import history_entry, plot_history, summarize
 from agents.evaluation.store import EvalStore
-from orchestration.config import PROJECT_ROOT, Settings, default_dagster_home, get_settings
+from orchestration.config import Settings, get_settings
+from orchestration.instance import configured_instance
 
 
 @click.group(name="eval")
@@ -197,19 +197,6 @@ def _report(
     sys.stderr.flush()
 
 
-def _instance(settings: Settings) -> Any:  # DagsterInstance; dagster is imported late (slow)
-    from dagster import DagsterInstance
-
-    if not os.environ.get("DAGSTER_HOME"):
-        home = default_dagster_home(settings)
-        home.mkdir(parents=True, exist_ok=True)
-        template = PROJECT_ROOT / "orchestration" / "dagster.yaml"
-        if not (home / "dagster.yaml").exists() and template.exists():
-            shutil.copy(template, home / "dagster.yaml")
-        os.environ["DAGSTER_HOME"] = str(home)
-    return DagsterInstance.get()
-
-
 def _backfill(
     settings: Settings,
     keys: list[str],
@@ -241,7 +228,7 @@ def _backfill(
         if mode == CANONICAL
         else ["humaneval_samples", "humaneval_scores", "humaneval_summary"]
     )
-    instance = _instance(settings)
+    instance = configured_instance(settings)
     pools = configure_pools(instance, settings)
     backfill_id = submit_backfill(
         instance,

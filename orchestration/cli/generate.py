@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 import threading
 from pathlib import Path
@@ -14,24 +12,12 @@ import click
 
 from agents.requests import RequestStore, artifact_dir
 from agents.roles import BadRequest, validate_request
-from orchestration.config import PROJECT_ROOT, Settings, default_dagster_home, get_settings
+from orchestration.config import Settings, get_settings
+from orchestration.instance import configured_instance
 
 # Exit status when the run completed but the request did not pass (failed_tests, rejected,
 # budget_exceeded, error): distinct from 1 (codegen itself failed) and 2 (usage).
 NOT_PASSED_EXIT = 3
-
-
-def _instance(settings: Settings):  # -> DagsterInstance; imported late, dagster is slow to load
-    from dagster import DagsterInstance
-
-    if not os.environ.get("DAGSTER_HOME"):
-        home = default_dagster_home(settings)
-        home.mkdir(parents=True, exist_ok=True)
-        template = PROJECT_ROOT / "orchestration" / "dagster.yaml"
-        if not (home / "dagster.yaml").exists() and template.exists():
-            shutil.copy(template, home / "dagster.yaml")
-        os.environ["DAGSTER_HOME"] = str(home)
-    return DagsterInstance.get()
 
 
 class _Progress:
@@ -85,7 +71,7 @@ def run_request(settings: Settings, text: str, options: dict[str, Any]) -> dict[
     from dagster import build_reconstructable_job, execute_job
 
     stored = RequestStore(settings.requests_dir).add(text, options, source="cli")
-    instance = _instance(settings)
+    instance = configured_instance(settings)
     from assets.codegen import requests_partitions
 
     instance.add_dynamic_partitions(requests_partitions.name, [stored.id])

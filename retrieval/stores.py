@@ -154,7 +154,7 @@ class LanceDBStore:
     uri: str
     table_name: str = "chunks"
     ann_min_rows: int = 100_000
-    nprobes: int = 20
+    nprobes: int = 50  # 2M rows: recall@10 0.96 at 50, 0.90 at 20 (docs/benchmarks.md)
     refine_factor: int = 5
     candidates: int = 50  # per-method depth fed to our own rank fusion
     # LanceDB's hybrid query + RRFReranker(K=60) scored MRR@10 0.518 on the stdlib eval

@@ -21,9 +21,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
+if TYPE_CHECKING:
+    import openai
 
 from agents.types import Meter
 
@@ -131,6 +132,8 @@ class LLMClient:
     def client(self) -> openai.OpenAI:
         # Built lazily: a crew that is fully cached never needs a key or an endpoint.
         if self._client is None:
+            import openai  # deferred: the SDK costs ~0.5 s to import, most commands never call
+
             api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
             try:
                 self._client = openai.OpenAI(
@@ -204,6 +207,8 @@ class LLMClient:
         }
         if response_format is not None:
             kwargs["response_format"] = response_format
+        import openai  # deferred (see ``client``); already loaded by the time we get here
+
         try:
             reply = self.client.chat.completions.create(**kwargs)
         except openai.APITimeoutError as exc:

@@ -145,3 +145,35 @@ def build_corpus(
         )
     )
     return results
+
+
+def build_index(
+    instance: DagsterInstance,
+    settings: Settings | None = None,
+    on_stage: Callable[[StageResult], None] = lambda _: None,
+) -> list[StageResult]:
+    """Sync the vector index with the chunks (only new ids are embedded) and check quality."""
+    from assets import index as index_assets
+
+    res = materialize(
+        [index_assets.index, index_assets.index_retrieval_quality],
+        instance=instance,
+        resources=resources_for(settings or get_settings()),
+        # INFO: the index asset logs "embedded N/M" as it goes, the progress of a long build.
+        run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+        raise_on_error=False,
+        tags={"codegen/command": "corpus build"},
+    )
+    failed = {e.step_key for e in res.get_step_failure_events()}
+    meta = _metadata(res, "index")
+    stages = [
+        StageResult("index", "index" not in failed and bool(meta), meta),
+        StageResult(
+            "index_checks",
+            not (failed - {"index"}),
+            {e.check_name: e.passed for e in res.get_asset_check_evaluations()},
+        ),
+    ]
+    for stage in stages:
+        on_stage(stage)
+    return stages

@@ -22,6 +22,7 @@ def _summary(name: str, meta: dict[str, Any]) -> str:
         "clean_documents": ("documents_in", "documents", "dropped", "secrets_redacted"),
         "deduped_documents": ("exact_duplicates_removed", "near_duplicates_removed", "clusters"),
         "chunks": ("chunks", "new_chunks", "removed_chunks", "cache_hits"),
+        "index": ("total", "embedded", "deleted", "unchanged", "rows"),
     }
     wanted = keys["raw"] if name.startswith("raw_documents") else keys.get(name, tuple(meta))
     parts = []
@@ -52,8 +53,17 @@ def corpus_group() -> None:
     type=click.Choice(SOURCES),
     help="Source to refresh (repeatable); default: corpus.sources.",
 )
+@click.option(
+    "--index/--no-index",
+    "with_index",
+    default=True,
+    show_default=True,
+    help="Also sync the vector index (embeds only new chunks) so `codegen search` sees them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the stage results as JSON.")
-def build(local_paths: tuple[Path, ...], sources: tuple[str, ...], as_json: bool) -> None:
+def build(
+    local_paths: tuple[Path, ...], sources: tuple[str, ...], with_index: bool, as_json: bool
+) -> None:
     """Fetch sources and rebuild chunks incrementally (unchanged content is not redone)."""
     settings = get_settings()
     for p in local_paths:
@@ -74,7 +84,7 @@ def build(local_paths: tuple[Path, ...], sources: tuple[str, ...], as_json: bool
     os.environ["CODEGEN_CORPUS__SOURCES"] = json.dumps(settings.corpus.sources)
 
     click.echo(f"corpus build: sources {', '.join(chosen)} -> {settings.corpus_dir}", err=True)
-    from orchestration.corpus import StageResult, build_corpus
+    from orchestration.corpus import StageResult, build_corpus, build_index
 
     instance = configured_instance(settings)
     start = time.monotonic()  # the build itself, after imports and instance start-up
@@ -86,6 +96,9 @@ def build(local_paths: tuple[Path, ...], sources: tuple[str, ...], as_json: bool
         click.echo(f"  [{took:6.1f}s] {stage.name}: {mark} {detail}", err=True)
 
     results = build_corpus(instance, chosen, settings, on_stage)
+    if with_index and all(r.success for r in results):
+        click.echo("  indexing: embedding new chunks (the first build takes minutes)", err=True)
+        results += build_index(instance, settings, on_stage)
     elapsed = time.monotonic() - start
     failed = [r.name for r in results if not r.success]
     if as_json:

@@ -146,7 +146,7 @@ def _cli_build(home: Path, tree: Path) -> subprocess.Popen[str]:
     env.pop("DAGSTER_HOME")  # the CLI defaults it to $CODEGEN_HOME/dagster_home
     exe = Path(sys.executable).parent / "codegen"
     return subprocess.Popen(
-        [str(exe), "corpus", "build", "--local", str(tree)],
+        [str(exe), "corpus", "build", "--no-index", "--local", str(tree)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

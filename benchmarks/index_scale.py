@@ -71,6 +71,28 @@ def synthesise(base: np.ndarray, n: int, seed: int, block: int) -> Iterator[np.n
         yield v.astype(np.float32)
 
 
+def figures(
+    hit_ms: list[float],
+    hit_recalls: list[float],
+    ids_ms: list[float],
+    ids_recalls: list[float],
+    p95_brute: float,
+) -> dict[str, float]:
+    """Recall and latency of the full search (hits with text) and of the ids-only query."""
+    p95_hits, p95_ids = float(np.percentile(hit_ms, 95)), float(np.percentile(ids_ms, 95))
+    return {
+        "recall_at_10_mean": round(float(np.mean(hit_recalls)), 4),
+        "recall_at_10_min": round(float(np.min(hit_recalls)), 2),
+        "search_hits_ms_p50": round(statistics.median(hit_ms), 2),
+        "search_hits_ms_p95": round(p95_hits, 2),
+        "speedup_p95_search_hits": round(p95_brute / p95_hits, 1),
+        "ids_only_recall_at_10_mean": round(float(np.mean(ids_recalls)), 4),
+        "ids_only_ms_p50": round(statistics.median(ids_ms), 2),
+        "ids_only_ms_p95": round(p95_ids, 2),
+        "speedup_p95_ids_only": round(p95_brute / p95_ids, 1),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--n", type=int, default=2_000_000)
@@ -178,17 +200,7 @@ def main() -> None:
             got = {i for _, i, _ in sidecar.search(q, 10)}
             id_ms.append((time.perf_counter() - t0) * 1000)
             id_rec.append(len(truth & got) / 10)
-        p95_hits, p95_ids = float(np.percentile(hit_ms, 95)), float(np.percentile(id_ms, 95))
-        faiss_sweep[f"faiss_nprobe={nprobe}"] = {
-            "recall_at_10_mean": round(float(np.mean(hit_rec)), 4),
-            "search_hits_ms_p50": round(statistics.median(hit_ms), 2),
-            "search_hits_ms_p95": round(p95_hits, 2),
-            "speedup_p95_search_hits": round(p95_brute / p95_hits, 1),
-            "ids_only_recall_at_10_mean": round(float(np.mean(id_rec)), 4),
-            "ids_only_ms_p50": round(statistics.median(id_ms), 2),
-            "ids_only_ms_p95": round(p95_ids, 2),
-            "speedup_p95_ids_only": round(p95_brute / p95_ids, 1),
-        }
+        faiss_sweep[f"faiss_nprobe={nprobe}"] = figures(hit_ms, hit_rec, id_ms, id_rec, p95_brute)
         log(f"faiss nprobe {nprobe}: {faiss_sweep[f'faiss_nprobe={nprobe}']}")
 
     # LanceDB's own ANN index (still used for filtered and native-hybrid queries).
@@ -218,19 +230,9 @@ def main() -> None:
             got = set(query.to_arrow().column("id").to_pylist())
             ids_ms.append((time.perf_counter() - t0) * 1000)
             ids_recalls.append(len(truth & got) / 10)
-        p95 = float(np.percentile(index_ms, 95))
-        p95_ids = float(np.percentile(ids_ms, 95))
-        sweep[f"nprobes={nprobes},refine={refine}"] = {
-            "recall_at_10_mean": round(float(np.mean(recalls)), 4),
-            "recall_at_10_min": round(float(np.min(recalls)), 2),
-            "search_hits_ms_p50": round(statistics.median(index_ms), 2),
-            "search_hits_ms_p95": round(p95, 2),
-            "speedup_p95_search_hits": round(p95_brute / p95, 1),
-            "ids_only_recall_at_10_mean": round(float(np.mean(ids_recalls)), 4),
-            "ids_only_ms_p50": round(statistics.median(ids_ms), 2),
-            "ids_only_ms_p95": round(p95_ids, 2),
-            "speedup_p95_ids_only": round(p95_brute / p95_ids, 1),
-        }
+        sweep[f"nprobes={nprobes},refine={refine}"] = figures(
+            index_ms, recalls, ids_ms, ids_recalls, p95_brute
+        )
         log(f"{setting}: {sweep[f'nprobes={nprobes},refine={refine}']}")
     report = {
         "vectors": args.n,

@@ -110,7 +110,7 @@ class VectorStore(Protocol):
     ) -> list[SearchHit]: ...
 
 
-def _hit_from_row(row: dict[str, Any], score: float) -> SearchHit:
+def hit_from_row(row: dict[str, Any], score: float) -> SearchHit:
     try:
         metadata = json.loads(row.get("metadata") or "{}")
     except ValueError:
@@ -443,10 +443,10 @@ class LanceDBStore:
             return self._rows_for(table, sidecar.search(_need(vector), k))
         if mode == "vector":
             rows = self._vector_query(table, _need(vector), k, where).select(_VEC_COLUMNS)
-            return [_hit_from_row(r, 1.0 - r["_distance"]) for r in rows.to_list()]
+            return [hit_from_row(r, 1.0 - r["_distance"]) for r in rows.to_list()]
         if mode == "keyword":
             rows = self._keyword_query(table, query, k, where).select(_FTS_COLUMNS).to_list()
-            return [_hit_from_row(r, r["_score"]) for r in rows]
+            return [hit_from_row(r, r["_score"]) for r in rows]
         if self.native_hybrid:
             return self._native_hybrid(table, query, _need(vector), k, where)
         # Fuse deeper candidate lists than k: a document ranked 30th by BM25 and 5th by
@@ -460,7 +460,7 @@ class LanceDBStore:
             rankings.append([r["id"] for r in result])
             for r in result:
                 rows.setdefault(r["id"], r)
-        return [_hit_from_row(rows[i], s) for i, s in rrf_fuse(rankings)[:k]]
+        return [hit_from_row(rows[i], s) for i, s in rrf_fuse(rankings)[:k]]
 
     def _rows_for(self, table: Any, ranked: list[tuple[int, str, float]]) -> list[SearchHit]:
         if not ranked:
@@ -473,7 +473,7 @@ class LanceDBStore:
             wanted = ", ".join(f"'{_sql_quote(i)}'" for _, i, _ in ranked)
             query = table.search().where(f"id IN ({wanted})").select(_ROW_COLUMNS)
             by_id = {r["id"]: r for r in query.limit(len(ranked)).to_list()}
-        return [_hit_from_row(by_id[i], score) for _, i, score in ranked if i in by_id]
+        return [hit_from_row(by_id[i], score) for _, i, score in ranked if i in by_id]
 
     def _native_hybrid(
         self, table: Any, query: str, vector: np.ndarray, k: int, where: str | None
@@ -491,7 +491,7 @@ class LanceDBStore:
         if where:
             q = q.where(where, prefilter=True)
         rows = q.select(_ROW_COLUMNS).to_list()
-        return [_hit_from_row(r, r["_relevance_score"]) for r in rows]
+        return [hit_from_row(r, r["_relevance_score"]) for r in rows]
 
 
 def _sub_vectors(dim: int) -> int:

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from corpus.model import Chunk
-from retrieval.stores import SEARCH_MODES, Filters, StoreError, keyword_text
+from retrieval.stores import SEARCH_MODES, Filters, StoreError, hit_from_row, keyword_text
 from retrieval.types import SearchHit
 
 _PROPS = [
@@ -227,19 +227,6 @@ class WeaviateStore:
 
 
 def _hit(obj: Any, score: float) -> SearchHit:
+    # Same fields as a LanceDB row, under Weaviate's property names.
     p = obj.properties
-    try:
-        metadata = json.loads(p.get("meta_json") or "{}")
-    except ValueError:
-        metadata = {}
-    return SearchHit(
-        chunk_id=p["chunk_id"],
-        uri=p["uri"],
-        start_line=int(p["start_line"]),
-        end_line=int(p["end_line"]),
-        score=float(score),
-        text=p["text"],
-        source=p["source"],
-        title=p["title"],
-        metadata={**metadata, "language": p["language"], "kind": p["kind"]},
-    )
+    return hit_from_row({**p, "id": p["chunk_id"], "metadata": p.get("meta_json")}, score)

@@ -36,7 +36,7 @@ from sandbox.docker_backend import owner_tag
 from sandbox.errors import SandboxError, SandboxUnavailable
 from sandbox.image import rootfs_path, rootfs_ready
 from sandbox.pool import Deadline, PooledSandbox
-from sandbox.protocol import SANDBOX_ENV, WORKDIR, split_result, supervisor_command
+from sandbox.protocol import SANDBOX_ENV, WORKDIR, result_matcher, supervisor_command
 from sandbox.types import Limits
 
 FIRST_SLOT_UID = 20001  # distinct from the Docker sandbox uid (10001) and real users
@@ -136,20 +136,7 @@ class _PipeBox:
         self._read_until(ready, deadline, 64)
 
     def read_result(self, deadline: float, cap: int) -> bytes:
-        need = 0
-
-        def done(buf: bytearray) -> bytes | None:
-            nonlocal need
-            if len(buf) < need:
-                return None
-            payload, end = split_result(buf)
-            if payload is None:
-                need = end
-                return None
-            del buf[:end]
-            return payload
-
-        return self._read_until(done, deadline, cap)
+        return self._read_until(result_matcher(), deadline, cap)
 
     def diagnostics(self) -> str:
         try:

@@ -24,7 +24,13 @@ from typing import Any
 
 from sandbox.errors import SandboxError, SandboxUnavailable
 from sandbox.pool import DEADLINE_GRACE_S, Deadline, PooledSandbox
-from sandbox.protocol import SANDBOX_ENV, SANDBOX_UID, WORKDIR, split_result, supervisor_command
+from sandbox.protocol import (
+    SANDBOX_ENV,
+    SANDBOX_UID,
+    WORKDIR,
+    result_matcher,
+    supervisor_command,
+)
 from sandbox.types import ExecResult, Limits
 
 LABEL = "multiagent-codegen.sandbox"
@@ -146,20 +152,7 @@ class _Box:
 
     def read_result(self, deadline: float, cap: int) -> bytes:
         """The next ``RESULT`` payload; the size header spares re-scanning a growing buffer."""
-        need = 0
-
-        def done(buf: bytearray) -> bytes | None:
-            nonlocal need
-            if len(buf) < need:
-                return None
-            payload, end = split_result(buf)
-            if payload is None:
-                need = end
-                return None
-            del buf[:end]
-            return payload
-
-        return self.read_stdout_until(done, deadline, cap)
+        return self.read_stdout_until(result_matcher(), deadline, cap)
 
 
 class DockerSandbox(PooledSandbox):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -122,3 +122,25 @@ def split_result(buffer: bytes | bytearray) -> tuple[bytes | None, int]:
     if len(buffer) < end:
         return None, end
     return bytes(buffer[nl + 1 : end]), end
+
+
+def result_matcher() -> Callable[[bytearray], bytes | None]:
+    """A reader callback that pops one ``RESULT`` payload off a growing buffer, or None.
+
+    It remembers how many bytes the announced payload needs, so a large result is not
+    re-parsed on every chunk that arrives.
+    """
+    need = 0
+
+    def done(buf: bytearray) -> bytes | None:
+        nonlocal need
+        if len(buf) < need:
+            return None
+        payload, end = split_result(buf)
+        if payload is None:
+            need = end
+            return None
+        del buf[:end]
+        return payload
+
+    return done

@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -59,6 +60,21 @@ def read_env_file() -> dict[str, str]:
     return values
 
 
+def host_address_for_containers() -> str:
+    """The host's address on docker0, where ``host.docker.internal`` (host-gateway) points.
+
+    A server on the host that the deployment's containers must reach (a local LLM endpoint)
+    listens here: containers cannot reach the host's loopback.
+    """
+    proc = subprocess.run(
+        ["ip", "-4", "-o", "addr", "show", "docker0"], capture_output=True, text=True
+    )
+    words = proc.stdout.split()
+    if "inet" not in words:
+        raise DeployError("docker0 has no IPv4 address; is dockerd running with its bridge?")
+    return words[words.index("inet") + 1].split("/")[0]
+
+
 @dataclass
 class Stack:
     """One deployment; ``overrides`` win over the process environment and .env."""
@@ -78,17 +94,32 @@ class Stack:
     def ui_url(self) -> str:
         return f"http://{self.setting('CODEGEN_UI_HOST')}:{self.setting('CODEGEN_UI_PORT')}"
 
-    def compose(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def compose_command(self, *args: str) -> list[str]:
+        """The docker-compose command line for this deployment (run it with ``self.env``)."""
         exe = shutil.which("docker-compose")
         if exe is None:
             raise DeployError("docker-compose is not installed (apt-get install docker-compose)")
+        return [exe, "-f", str(COMPOSE_FILE), *args]
+
+    def compose(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
-            [exe, "-f", str(COMPOSE_FILE), *args], env=self.env, capture_output=True, text=True
+            self.compose_command(*args), env=self.env, capture_output=True, text=True
         )
         if check and proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip()[-2000:]
             raise DeployError(f"docker-compose {' '.join(args)} failed: {tail}")
         return proc
+
+    def home_path(self) -> Path:
+        """CODEGEN_HOME as this host sees it: the named volume's directory (readable by root)."""
+        proc = subprocess.run(
+            ["docker", "volume", "inspect", self.setting("CODEGEN_HOME_VOLUME")],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise DeployError(f"no CODEGEN_HOME volume: {proc.stderr.strip()}")
+        return Path(json.loads(proc.stdout)[0]["Mountpoint"])
 
     def container_id(self, service: str) -> str:
         out = self.compose("ps", "-q", service).stdout.strip()

@@ -13,6 +13,7 @@ times, with exponential backoff (0.5 s doubling, capped at 8 s, jittered) and ho
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import json
 import os
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
 from agents.types import Meter
 
 ROLE_HEADER = "X-Codegen-Agent"
+# Wire contract (ARCHITECTURE.md, "LLM endpoint"): outside servers replay recorded replies by
+# role, task, draft and round, so every request says which it is.
+TASK_HEADER = "X-Codegen-Task"
+CANDIDATE_HEADER = "X-Codegen-Candidate"
+ROUND_HEADER = "X-Codegen-Round"
 
 
 @dataclass(frozen=True)
@@ -103,8 +109,28 @@ class ResponseCache:
         os.replace(tmp, path)
 
 
+@dataclass(frozen=True)
+class Draft:
+    """Which programmer draft a call writes: ``candidate`` 0-based, ``round`` 1-based."""
+
+    candidate: int = 0
+    round: int = 1
+
+
+class _SDKHolder:
+    """The lazily built SDK client, shared by every task-bound view of one ``LLMClient``."""
+
+    def __init__(self) -> None:
+        self.client: openai.OpenAI | None = None
+        self.lock = threading.Lock()
+
+
 class LLMClient:
-    """One client per process; per-request accounting lives in the ``Meter`` passed to calls."""
+    """One client per process; per-request accounting lives in the ``Meter`` passed to calls.
+
+    ``for_task`` gives a view that tags every request with the task it serves (the
+    ``X-Codegen-Task`` header); the views share the connection pool, cache and settings.
+    """
 
     def __init__(
         self,
@@ -126,26 +152,44 @@ class LLMClient:
         self.max_retries = max_retries
         self._base_url = base_url
         self._api_key = api_key
-        self._client: openai.OpenAI | None = None
+        self._sdk = _SDKHolder()
+        self.task: str | None = None
+
+    def for_task(self, task: str) -> LLMClient:
+        """The same client, tagging its requests with ``task`` (benchmark task or request id)."""
+        view = copy.copy(self)
+        view.task = task
+        return view
 
     @property
     def client(self) -> openai.OpenAI:
         # Built lazily: a crew that is fully cached never needs a key or an endpoint.
-        if self._client is None:
-            import openai  # deferred: the SDK costs ~0.5 s to import, most commands never call
+        with self._sdk.lock:
+            if self._sdk.client is None:
+                import openai  # deferred: the SDK costs ~0.5 s to import, most commands never call
 
-            api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
-            try:
-                self._client = openai.OpenAI(
-                    base_url=self._base_url,
-                    # Local servers (vLLM, Ollama) need no key; the SDK insists on one.
-                    api_key=api_key or "not-needed",
-                    timeout=self.timeout_s,
-                    max_retries=self.max_retries,
-                )
-            except openai.OpenAIError as exc:
-                raise LLMError(f"cannot create the LLM client: {exc}") from exc
-        return self._client
+                api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
+                try:
+                    self._sdk.client = openai.OpenAI(
+                        base_url=self._base_url,
+                        # Local servers (vLLM, Ollama) need no key; the SDK insists on one.
+                        api_key=api_key or "not-needed",
+                        timeout=self.timeout_s,
+                        max_retries=self.max_retries,
+                    )
+                except openai.OpenAIError as exc:
+                    raise LLMError(f"cannot create the LLM client: {exc}") from exc
+            return self._sdk.client
+
+    def headers(self, role: str, draft: Draft | None = None) -> dict[str, str]:
+        """The wire-contract headers of one request (never a secret)."""
+        headers = {ROLE_HEADER: role}
+        if self.task:
+            headers[TASK_HEADER] = self.task
+        if draft is not None:
+            headers[CANDIDATE_HEADER] = str(draft.candidate)
+            headers[ROUND_HEADER] = str(draft.round)
+        return headers
 
     @property
     def endpoint(self) -> str:
@@ -168,8 +212,12 @@ class LLMClient:
         meter: Meter,
         *,
         response_format: dict[str, Any] | None = None,
+        draft: Draft | None = None,
     ) -> Completion:
-        """One chat completion for ``role``; raises BudgetExceeded or LLMError."""
+        """One chat completion for ``role``; raises BudgetExceeded or LLMError.
+
+        ``draft`` (programmer calls) names the candidate and round being written.
+        """
         meter.check()  # refuse to spend once the budget is gone
         cfg = self.model_for(role)
         payload: dict[str, Any] = {
@@ -180,6 +228,9 @@ class LLMClient:
             "max_tokens": cfg.max_tokens,
             "response_format": response_format,
         }
+        if draft is not None and draft.candidate:
+            # Drafts 1..N-1 ask the same thing as draft 0 and must not share its cached reply.
+            payload["candidate"] = draft.candidate
         cacheable = self.cache is not None and cfg.temperature == 0
         key = ResponseCache.key(payload) if cacheable else ""
         started = time.perf_counter()
@@ -203,7 +254,7 @@ class LLMClient:
             "messages": messages,
             "temperature": cfg.temperature,
             "max_tokens": cfg.max_tokens,
-            "extra_headers": {ROLE_HEADER: role},
+            "extra_headers": self.headers(role, draft),
         }
         if response_format is not None:
             kwargs["response_format"] = response_format

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agents import prompts
-from agents.llm import LLMClient
+from agents.llm import Draft, LLMClient
 from agents.types import SPEC_RESPONSE_FORMAT, Meter, Spec, Verdict
 from sandbox.api import Sandbox
 from sandbox.types import Limits, TestReport
@@ -140,6 +140,7 @@ def write_code(
     *,
     previous: str | None = None,
     feedback: str | None = None,
+    draft: Draft | None = None,
 ) -> tuple[str, str]:
     """Programmer: spec + context (+ previous code and feedback) -> ``solution.py``.
 
@@ -156,7 +157,7 @@ def write_code(
     if previous is not None and feedback:
         revise = prompts.PROGRAMMER_REVISE.format(code=previous.rstrip(), feedback=feedback)
         messages.append({"role": "user", "content": revise})
-    reply = llm.complete("programmer", messages, meter)
+    reply = llm.complete("programmer", messages, meter, draft=draft or Draft())
     try:
         return extract_python_block(reply.content, "solution.py"), ""
     except AgentOutputError as exc:

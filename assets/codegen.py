@@ -151,7 +151,9 @@ def request_spec(
     meter = _meter(llm, stored.options)
     value: dict[str, Any] = {"request_id": stored.id, "options": stored.options}
     try:
-        spec = analyze(llm.client(), meter, validate_request(stored.text))
+        spec = analyze(
+            llm.client().for_task(context.partition_key), meter, validate_request(stored.text)
+        )
         value.update(status=OK, reason="spec written", spec=spec)
         write_artifact(_folder(cfg, stored.id), "spec.json", spec)
     except Exception as exc:
@@ -188,7 +190,9 @@ def test_suite(
     else:
         meter = _meter(llm, request_spec["options"], request_spec)
         try:
-            tests = design_tests(llm.client(), meter, request_spec["spec"])
+            tests = design_tests(
+                llm.client().for_task(context.partition_key), meter, request_spec["spec"]
+            )
             value = {"status": OK, "reason": "tests written", "tests": tests}
             write_artifact(_folder(cfg, context.partition_key), "test_solution.py", tests)
         except Exception as exc:
@@ -256,7 +260,10 @@ def programmer_draft(
     meter = _meter(llm, request_spec["options"], request_spec)
     try:
         code, problem = write_code(
-            llm.client(), meter, request_spec["spec"], retrieved_context["chunks"]
+            llm.client().for_task(context.partition_key),
+            meter,
+            request_spec["spec"],
+            retrieved_context["chunks"],
         )
         value = {"status": OK, "reason": "draft written", "code": code, "problem": problem}
     except Exception as exc:
@@ -294,7 +301,7 @@ def refine_solution(
         try:
             with sandbox.open() as box:
                 result = refine(
-                    llm.client(),
+                    llm.client().for_task(context.partition_key),
                     meter,
                     box,
                     request_spec["spec"],
@@ -394,7 +401,12 @@ def documentation(
     docs = ""
     if final["status"] == Status.PASSED.value:
         try:
-            docs = document(llm.client(), meter, request_spec["spec"], final["code"])
+            docs = document(
+                llm.client().for_task(context.partition_key),
+                meter,
+                request_spec["spec"],
+                final["code"],
+            )
             write_artifact(folder, "README.md", docs)
         except Exception as exc:
             status, reason = classify(exc)

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 from fakes.openai_server import PRIMES_SPEC, Reply, ScriptedOpenAIServer
 
-from agents.llm import ROLE_HEADER, LLMClient, LLMError, RoleModel
+from agents.llm import (
+    CANDIDATE_HEADER,
+    ROLE_HEADER,
+    TASK_HEADER,
+    Draft,
+    LLMClient,
+    LLMError,
+    RoleModel,
+)
 from agents.roles import AgentOutputError, analyze, design_tests
 from agents.types import Budget, BudgetExceeded, Meter
 
@@ -164,3 +172,18 @@ def test_key_comes_from_the_sdk_environment(
     llm = LLMClient(cache_dir=None)
     analyze(llm, Meter(), "primes")
     assert server.requests[0].headers["Authorization"] == "Bearer sk-from-env-123"
+
+
+def test_drafts_of_one_request_do_not_share_a_cached_reply(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    server.enqueue("programmer", "draft zero", "draft one")
+    llm = client(server, tmp_path).for_task("req-0123456789abcdef")
+    messages = [{"role": "user", "content": "write it"}]
+    zero = llm.complete("programmer", messages, Meter(), draft=Draft(candidate=0, round=1))
+    one = llm.complete("programmer", messages, Meter(), draft=Draft(candidate=1, round=1))
+    again = llm.complete("programmer", messages, Meter(), draft=Draft(candidate=1, round=1))
+    assert (zero.content, one.content, again.content) == ("draft zero", "draft one", "draft one")
+    assert again.cached and len(server.requests) == 2
+    assert [r.headers[CANDIDATE_HEADER] for r in server.requests] == ["0", "1"]
+    assert {r.headers[TASK_HEADER] for r in server.requests} == {"req-0123456789abcdef"}

@@ -164,7 +164,8 @@ def run_crew(
     try:
         request = validate_request(request)
         emit("analyzer: writing the spec")
-        outcome.spec = analyze(llm, meter, request)
+        analysis = analyze(llm, meter, request)
+        outcome.spec, outcome.structured_outputs = analysis.spec, analysis.structured_outputs
         # The test designer works from the spec alone, in parallel with retrieval + programmer.
         emit("test designer and programmer: working in parallel")
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="crew") as pool:

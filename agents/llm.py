@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,113 @@ class Completion:
 
 class LLMError(Exception):
     """The endpoint failed for good (retries exhausted, timeout, bad reply)."""
+
+    def __init__(self, message: str, *, status: int | None = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.status = status  # the HTTP status, when the endpoint answered with one
+        self.detail = detail  # the endpoint's own error message
+
+
+class StructuredMode(StrEnum):
+    """How a server is asked for JSON, best first (ARCHITECTURE.md, "LLM endpoint")."""
+
+    JSON_SCHEMA = "json_schema"  # Structured Outputs, strict
+    JSON_OBJECT = "json_object"  # JSON mode, the schema in the prompt
+    PROMPT = "prompt"  # plain prompting, the schema in the prompt, tolerant parsing
+
+    def fallback(self) -> StructuredMode | None:
+        order = list(StructuredMode)
+        index = order.index(self)
+        return order[index + 1] if index + 1 < len(order) else None
+
+
+# Words in a refusal of ``response_format``: llama.cpp answers HTTP 500 "response_format type
+# must be one of "text" or "json_object", but got: json_schema"; vLLM before 0.5.5 answers
+# 400 with pydantic's "Input should be 'text' or 'json_object'".
+_REFUSAL_WORDS = ("response_format", "json_schema", "json_object", "unsupported", "not supported")
+
+
+def refuses_structured_outputs(exc: LLMError) -> bool:
+    """Whether an error is the server turning down the requested ``response_format``."""
+    detail = exc.detail.lower()
+    if exc.status in (400, 422):
+        return True
+    return exc.status is not None and any(word in detail for word in _REFUSAL_WORDS)
+
+
+def structured_modes_file(cache_dir: Path) -> Path:
+    """Where the working modes are kept under the platform's cache directory."""
+    return Path(cache_dir) / "llm-structured-outputs.json"
+
+
+class StructuredModes:
+    """The working ``StructuredMode`` per endpoint and model, kept in a small JSON file so
+    that later processes (and ``codegen info``) know it without probing again."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._known: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(endpoint: str, model: str) -> str:
+        return f"{endpoint} {model}"
+
+    def all(self) -> dict[str, str]:
+        with self._lock:
+            return {**self._read(), **self._known}
+
+    def get(self, endpoint: str, model: str) -> StructuredMode:
+        value = self.all().get(self.key(endpoint, model))
+        try:
+            return StructuredMode(value) if value else StructuredMode.JSON_SCHEMA
+        except ValueError:
+            return StructuredMode.JSON_SCHEMA
+
+    def set(self, endpoint: str, model: str, mode: StructuredMode) -> None:
+        with self._lock:
+            self._known[self.key(endpoint, model)] = mode.value
+            if self.path is None:
+                return
+            merged = {**self._read(), **self._known}
+            with contextlib.suppress(OSError):  # a read-only home must not fail the request
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+                with os.fdopen(fd, "w") as fh:
+                    json.dump(merged, fh, indent=2, sort_keys=True)
+                os.replace(tmp, self.path)
+
+    def _read(self) -> dict[str, str]:
+        if self.path is None:
+            return {}
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def structured_request(
+    mode: StructuredMode, messages: list[dict[str, str]], name: str, schema: dict[str, Any]
+) -> tuple[list[dict[str, str]], dict[str, Any] | None]:
+    """The messages and ``response_format`` that ask for ``schema`` in ``mode``."""
+    if mode is StructuredMode.JSON_SCHEMA:
+        fmt = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "strict": True, "schema": schema},
+        }
+        return messages, fmt
+    note = SCHEMA_IN_PROMPT.format(schema=json.dumps(schema, sort_keys=True))
+    first, *rest = messages
+    with_schema = [{**first, "content": f"{first['content']}\n\n{note}"}, *rest]
+    fmt = {"type": "json_object"} if mode is StructuredMode.JSON_OBJECT else None
+    return with_schema, fmt
+
+
+SCHEMA_IN_PROMPT = """\
+Reply with one JSON object and nothing else (no prose, no code fence). It must match this \
+JSON Schema:
+{schema}"""
 
 
 @dataclass
@@ -143,6 +251,7 @@ class LLMClient:
         max_retries: int = 4,
         cache_dir: Path | None = None,
         prices: dict[str, dict[str, float]] | None = None,
+        modes_file: Path | None = None,
     ) -> None:
         self.default = default or RoleModel()
         self.roles = dict(roles or {})
@@ -153,6 +262,7 @@ class LLMClient:
         self._base_url = base_url
         self._api_key = api_key
         self._sdk = _SDKHolder()
+        self.modes = StructuredModes(modes_file)
         self.task: str | None = None
 
     def for_task(self, task: str) -> LLMClient:
@@ -270,7 +380,9 @@ class LLMClient:
         except openai.APIStatusError as exc:
             raise LLMError(
                 f"{role}: endpoint answered HTTP {exc.status_code} "
-                f"(retried up to {self.max_retries} times): {_short(exc.message)}"
+                f"(retried up to {self.max_retries} times): {_short(exc.message)}",
+                status=exc.status_code,
+                detail=str(exc.message),
             ) from exc
         except openai.APIConnectionError as exc:
             raise LLMError(f"{role}: cannot reach the LLM endpoint {self.endpoint}") from exc
@@ -307,6 +419,43 @@ class LLMClient:
         meter.check()  # this call may have crossed the budget: stop before the next step
         return done
 
+    def complete_structured(
+        self,
+        role: str,
+        messages: list[dict[str, str]],
+        meter: Meter,
+        *,
+        name: str,
+        schema: dict[str, Any],
+    ) -> tuple[Completion, StructuredMode]:
+        """A completion asked to follow ``schema``, in the best mode the server accepts.
+
+        Starts from the mode remembered for this endpoint and model (``json_schema`` when
+        none is); a refusal moves to the next mode, and the mode that answers is remembered.
+        A server that accepts ``json_schema`` but answers with something other than bare
+        JSON (Ollama before 0.5 ignores it) is remembered as ``json_object``, so later
+        requests carry the schema in the prompt. The caller parses tolerantly either way.
+        """
+        model = self.model_for(role).model
+        mode: StructuredMode | None = self.modes.get(self.endpoint, model)
+        while mode is not None:
+            sent, fmt = structured_request(mode, messages, name, schema)
+            try:
+                done = self.complete(role, sent, meter, response_format=fmt)
+            except LLMError as exc:
+                lower = mode.fallback()
+                if lower is None or not refuses_structured_outputs(exc):
+                    raise
+                mode = lower
+                continue
+            remembered = mode
+            if mode is StructuredMode.JSON_SCHEMA and not _is_bare_json(done.content):
+                remembered = StructuredMode.JSON_OBJECT
+            if self.modes.all().get(StructuredModes.key(self.endpoint, model)) != remembered:
+                self.modes.set(self.endpoint, model, remembered)
+            return done, mode
+        raise AssertionError("unreachable: the last mode raises")  # pragma: no cover
+
     @staticmethod
     def _record(meter: Meter, done: Completion) -> None:
         meter.record(
@@ -317,6 +466,14 @@ class LLMClient:
             latency_s=done.latency_s,
             cached=done.cached,
         )
+
+
+def _is_bare_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from agents import prompts
 from agents.llm import Draft, LLMClient
 from agents.replies import AgentOutputError, ParsedCode, extract_json, extract_module, extract_tests
-from agents.types import SPEC_RESPONSE_FORMAT, Meter, Spec, Verdict
+from agents.types import SPEC_JSON_SCHEMA, Analysis, Meter, Spec, Verdict
 from sandbox.api import Sandbox
 from sandbox.types import Limits, TestReport
 
@@ -59,17 +59,21 @@ def parse_verdict(text: str) -> Verdict:
 
 
 # -- agents ------------------------------------------------------------------------------
-def analyze(llm: LLMClient, meter: Meter, request: str) -> dict[str, Any]:
-    """Requirements Analyzer: request -> spec (Structured Outputs, one re-ask when invalid)."""
+def analyze(llm: LLMClient, meter: Meter, request: str) -> Analysis:
+    """Requirements Analyzer: request -> spec (Structured Outputs where the server has them,
+    else JSON mode or plain prompting; one re-ask when the spec is invalid)."""
     messages = [
         {"role": "system", "content": prompts.ANALYZER_SYSTEM},
         {"role": "user", "content": prompts.ANALYZER_USER.format(request=request)},
     ]
     error = ""
     for attempt in range(2):
-        reply = llm.complete("analyzer", messages, meter, response_format=SPEC_RESPONSE_FORMAT)
+        reply, mode = llm.complete_structured(
+            "analyzer", messages, meter, name="spec", schema=SPEC_JSON_SCHEMA
+        )
         try:
-            return Spec.model_validate_json(extract_json(reply.content)).model_dump(mode="json")
+            spec = Spec.model_validate_json(extract_json(reply.content))
+            return Analysis(spec=spec.model_dump(mode="json"), structured_outputs=mode.value)
         except AgentOutputError as exc:
             error = str(exc)
         except ValidationError as exc:

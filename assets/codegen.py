@@ -151,10 +151,16 @@ def request_spec(
     meter = _meter(llm, stored.options)
     value: dict[str, Any] = {"request_id": stored.id, "options": stored.options}
     try:
-        spec = analyze(
+        analysis = analyze(
             llm.client().for_task(context.partition_key), meter, validate_request(stored.text)
         )
-        value.update(status=OK, reason="spec written", spec=spec)
+        spec = analysis.spec
+        value.update(
+            status=OK,
+            reason="spec written",
+            spec=spec,
+            structured_outputs=analysis.structured_outputs,
+        )
         write_artifact(_folder(cfg, stored.id), "spec.json", spec)
     except Exception as exc:
         status, reason = classify(exc)
@@ -166,6 +172,7 @@ def request_spec(
             **_status_metadata(value),
             "request": MetadataValue.md(f"> {stored.text[:2000]}"),
             "spec": _md_code(json.dumps(value["spec"], indent=2), "json"),
+            "structured_outputs": value.get("structured_outputs", ""),
             **_usage_metadata(meter.usage),
         },
     )

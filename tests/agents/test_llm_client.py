@@ -47,7 +47,7 @@ def test_analyzer_sends_role_header_and_strict_json_schema(
     server: ScriptedOpenAIServer, tmp_path: Path
 ) -> None:
     server.enqueue("analyzer", PRIMES_SPEC)
-    spec = analyze(client(server, tmp_path), Meter(), "primes up to n")
+    spec = analyze(client(server, tmp_path), Meter(), "primes up to n").spec
     assert spec["functions"][0]["name"] == "primes_up_to"
     [req] = server.requests
     assert req.headers[ROLE_HEADER] == "analyzer" and req.role == "analyzer"
@@ -69,7 +69,7 @@ def test_malformed_analyzer_output_then_valid_on_reask(
     assert len(server.requests) == 2
     assert "not valid JSON" in server.requests[1].prompt_text
 
-    spec = analyze(llm, Meter(), "second request")
+    spec = analyze(llm, Meter(), "second request").spec
     assert spec["purpose"] == PRIMES_SPEC["purpose"]
     assert len(server.requests) == 4
     assert "not a valid specification" in server.requests[3].prompt_text
@@ -129,7 +129,7 @@ def test_deterministic_calls_are_cached_on_disk(
     analyze(client(server, tmp_path), first, "primes")
     # A new client (another process, say) over the same cache directory.
     again = analyze(client(server, tmp_path), second, "primes")
-    assert again["functions"][0]["name"] == "primes_up_to"
+    assert again.spec["functions"][0]["name"] == "primes_up_to"
     assert len(server.requests) == 1
     assert (first.usage.cache_hits, first.usage.cache_misses) == (0, 1)
     assert (second.usage.cache_hits, second.usage.cache_misses) == (1, 0)

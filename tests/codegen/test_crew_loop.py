@@ -86,6 +86,19 @@ def test_happy_path(sandbox: Sandbox, tmp_path: Path) -> None:
     assert any("passed" in e for e in events)
 
 
+@pytest.mark.parametrize("profile", ["llama.cpp", "ollama-0.4"])
+def test_a_server_without_structured_outputs_still_gets_the_crew_through(
+    sandbox: Sandbox, tmp_path: Path, profile: str
+) -> None:
+    with ScriptedOpenAIServer(handler=primes_handler, structured_outputs=profile) as server:
+        out = run_crew(REQUEST, llm=llm_for(server, tmp_path), sandbox=sandbox)
+    assert out.status is Status.PASSED, out.reason
+    assert (
+        out.structured_outputs == {"llama.cpp": "json_object", "ollama-0.4": "json_schema"}[profile]
+    )
+    assert out.to_dict()["structured_outputs"] == out.structured_outputs
+
+
 def test_buggy_draft_fixed_in_round_two_with_failure_text_in_prompt(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:

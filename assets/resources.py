@@ -8,7 +8,7 @@ from typing import Any
 from dagster import Config, ConfigurableResource
 from pydantic import Field
 
-from agents.llm import LLMClient, RoleModel
+from agents.llm import LLMClient, RoleModel, structured_modes_file
 from agents.types import CrewOptions
 from orchestration import retrieval as retrieval_wiring
 from orchestration.config import Settings, get_settings
@@ -57,6 +57,8 @@ class LLMResource(ConfigurableResource):
     agents: dict[str, RoleModelConfig] = Field(default_factory=dict)
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     cache_dir: str | None = None  # None: no response cache
+    # Where each endpoint's working Structured Outputs mode is remembered (None: in memory).
+    modes_file: str | None = None
     max_rounds: int = 3
     budget_tokens: int | None = None
     budget_usd: float | None = None
@@ -72,6 +74,7 @@ class LLMResource(ConfigurableResource):
             agents={k: RoleModelConfig(**v.model_dump()) for k, v in llm.agents.items()},
             prices=llm.prices,
             cache_dir=str(settings.cache_dir / "llm") if llm.cache else None,
+            modes_file=str(structured_modes_file(settings.cache_dir)),
             max_rounds=llm.max_rounds,
             budget_tokens=llm.budget_tokens,
             budget_usd=llm.budget_usd,
@@ -86,6 +89,7 @@ class LLMResource(ConfigurableResource):
             max_retries=self.max_retries,
             cache_dir=Path(self.cache_dir) if self.cache_dir else None,
             prices=self.prices,
+            modes_file=Path(self.modes_file) if self.modes_file else None,
         )
 
     def crew_options(self, overrides: dict[str, Any] | None = None) -> CrewOptions:

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from orchestration.config import config_file, default_dagster_home, get_settings
+from settings import config_file, default_dagster_home, get_settings
 
 
 @click.command()

@@ -20,8 +20,8 @@ from fakes.openai_server import ScriptedOpenAIServer, primes_handler
 from agents.requests import RequestStore
 from assets import codegen
 from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
-from orchestration.config import get_settings
 from orchestration.resources import io_manager_for
+from settings import get_settings
 
 pytestmark = pytest.mark.docker  # solution_code runs the tests in the sandbox
 

@@ -1,11 +1,13 @@
 """The docker deployment's images, built without an image registry.
 
-worker    ``deploy/docker/worker/Dockerfile`` on the Debian bookworm base the sandbox already
-          builds (debootstrap + ``docker import``, ``sandbox.image``): a venv with every wheel
-          of requirements.lock (``pip wheel`` on this host; torch's CPU build comes from local
-          disk like any other locked wheel), the project's own wheel, and the instance files.
-          The build itself runs with no network. Webserver, daemon, code server and every run
-          container use this one image.
+worker    the Debian bookworm base the sandbox already builds (debootstrap + ``docker import``,
+          ``sandbox.image``), then a venv with every wheel of requirements.lock (``pip wheel``
+          on this host; torch's CPU build comes from local disk like any other locked wheel):
+          ``deploy/docker/worker/install-wheels.sh`` runs in a container of the base with the
+          wheels mounted read-only and no network, and the container is committed as the
+          dependency image (tagged by the lock's digest, so it is rebuilt only when the lock
+          changes). ``deploy/docker/worker/Dockerfile`` adds the project's wheel and the
+          instance files. Webserver, daemon, code server and every run container use it.
 postgres  ``deploy/docker/postgres/Dockerfile``: the same base plus Debian's postgresql (apt
           reaches Debian's mirror from the build, as debootstrap does for the base).
 
@@ -20,7 +22,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,7 @@ DOCKER_DIR = PROJECT_ROOT / "deploy" / "docker"
 LOCK = PROJECT_ROOT / "requirements.lock"
 SHARED_INSTANCE = PROJECT_ROOT / "orchestration" / "dagster.yaml"
 WORKER_TAG = "multiagent-codegen-worker:1"
+DEPS_REPOSITORY = "multiagent-codegen-worker-deps"
 POSTGRES_TAG = "multiagent-codegen-postgres:15"
 INPUTS_LABEL = "multiagent-codegen.inputs"
 # Storage and launcher sections are whole choices: the deployment's replace the shared file's.
@@ -163,11 +165,13 @@ def _current_inputs(client: Any, tag: str) -> str | None:
     return labels.get(INPUTS_LABEL)
 
 
-def _build(client: Any, context: Path, tag: str, inputs: str, base: str, *, network: bool) -> None:
+def _build(
+    client: Any, context: Path, tag: str, inputs: str, args: dict[str, str], *, network: bool
+) -> None:
     stream: Iterator[dict[str, Any]] = client.api.build(
         path=str(context),
         tag=tag,
-        buildargs={"BASE": base},
+        buildargs=args,
         labels={INPUTS_LABEL: inputs},
         rm=True,
         forcerm=True,
@@ -185,10 +189,46 @@ def _build(client: Any, context: Path, tag: str, inputs: str, base: str, *, netw
         raise DeployError(f"building {tag} produced no image: {''.join(tail)}")
 
 
+def build_deps_image(client: Any, base: str, progress: Progress = _say) -> str:
+    """The base plus a venv of the locked wheels, committed from a container (no network).
+
+    A container with the wheels mounted avoids sending them to the daemon as build context
+    and copying the venv between build stages: one layer, written once.
+    """
+    digest = hashlib.sha256(
+        LOCK.read_bytes() + (DOCKER_DIR / "worker" / "install-wheels.sh").read_bytes()
+    ).hexdigest()[:16]
+    tag = f"{DEPS_REPOSITORY}:{digest}"
+    if image_exists(client, tag):
+        progress(f"image {tag} present")
+        return tag
+    wheels = locked_wheels(progress)
+    progress(f"installing the locked wheels into {tag} (no network)")
+    script = (DOCKER_DIR / "worker" / "install-wheels.sh").read_text()
+    container = client.containers.create(
+        base,
+        command=["/bin/sh", "-c", script],
+        network_disabled=True,
+        volumes={str(wheels): {"bind": "/wheels", "mode": "ro"}},
+        labels={INPUTS_LABEL: digest},
+    )
+    try:
+        container.start()
+        status = container.wait()
+        if status.get("StatusCode") != 0:
+            logs = container.logs().decode(errors="replace")[-2000:]
+            raise DeployError(f"installing the locked wheels failed: {logs}")
+        container.commit(repository=DEPS_REPOSITORY, tag=digest)
+    finally:
+        container.remove(force=True)
+    return tag
+
+
 def build_worker_image(
     client: Any, base: str, *, force: bool = False, progress: Progress = _say
 ) -> str:
-    with tempfile.TemporaryDirectory(dir=wheel_cache_dir()) as tmp:
+    deps = build_deps_image(client, base, progress)
+    with tempfile.TemporaryDirectory() as tmp:
         context = Path(tmp)
         wheel = project_wheel(context / "project")
         instance = context / "instance"
@@ -197,24 +237,14 @@ def build_worker_image(
         shutil.copy(DOCKER_DIR / "workspace.yaml", instance / "workspace.yaml")
         dockerfile = DOCKER_DIR / "worker" / "Dockerfile"
         inputs = hashlib.sha256(
-            "\n".join(
-                [
-                    LOCK.read_text(),
-                    _wheel_digest(wheel),
-                    _tree_digest(instance, dockerfile),
-                    base,
-                ]
-            ).encode()
+            "\n".join([deps, _wheel_digest(wheel), _tree_digest(instance, dockerfile)]).encode()
         ).hexdigest()
         if not force and _current_inputs(client, WORKER_TAG) == inputs:
             progress(f"image {WORKER_TAG} is up to date")
             return WORKER_TAG
-        wheels = locked_wheels(progress)
-        # Hard links: the build context costs no copy of the wheels (same file system).
-        shutil.copytree(wheels, context / "wheels", copy_function=os.link)
         shutil.copy(dockerfile, context / "Dockerfile")
         progress(f"building {WORKER_TAG} (offline, no network in the build)")
-        _build(client, context, WORKER_TAG, inputs, base, network=False)
+        _build(client, context, WORKER_TAG, inputs, {"DEPS": deps}, network=False)
     return WORKER_TAG
 
 
@@ -227,7 +257,7 @@ def build_postgres_image(
         progress(f"image {POSTGRES_TAG} is up to date")
         return POSTGRES_TAG
     progress(f"building {POSTGRES_TAG} (apt-get install postgresql-15 from Debian's mirror)")
-    _build(client, folder, POSTGRES_TAG, inputs, base, network=True)
+    _build(client, folder, POSTGRES_TAG, inputs, {"BASE": base}, network=True)
     return POSTGRES_TAG
 
 

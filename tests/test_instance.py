@@ -80,6 +80,13 @@ def test_instance_follows_the_environment(
     assert all(0 < n <= runs["max_concurrent_runs"] for n in limits.values())
 
 
+def test_every_job_is_a_kind_of_work_the_queue_limits() -> None:
+    from orchestration.definitions import defs
+
+    kinds = {job.name: defs.resolve_job_def(job.name).tags.get(KIND_TAG) for job in defs.jobs or []}
+    assert kinds and all(kind in KINDS for kind in kinds.values()), kinds
+
+
 @pytest.mark.docker
 def test_three_concurrent_requests_on_a_fresh_postgres(
     postgres_port: int, isolated_home: Path, monkeypatch: pytest.MonkeyPatch

@@ -132,6 +132,24 @@ class Stack:
         return self.wait_ready(timeout_s)
 
     def down(self, *, volumes: bool = False) -> None:
+        # Run containers are the launcher's, not compose's: remove them first, or the network
+        # they are attached to cannot be removed (a run still going is lost, as with any stop).
+        network = self.setting("COMPOSE_PROJECT_NAME")
+        runs = subprocess.run(
+            [
+                "docker",
+                "ps",
+                "-aq",
+                "--filter",
+                f"network={network}",
+                "--filter",
+                "label=dagster/run_id",
+            ],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        if runs:
+            subprocess.run(["docker", "rm", "-f", *runs], capture_output=True)
         self.compose("down", "--remove-orphans", *(["--volumes"] if volumes else []))
 
     def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import pytest
 
 from deploy.images import WORKER_TAG
 from deploy.stack import LOCATION
+from orchestration.jobs import CODEGEN_JOB
 
 if TYPE_CHECKING:
     from tests.deploy.conftest import Deployment
@@ -23,7 +24,8 @@ INSTANCE_QUERY = """
   instance {
     runLauncher { name }
     runQueuingSupported
-    daemonHealth { allDaemonsHealthy }
+    runQueueConfig { maxConcurrentRuns tagConcurrencyLimitsYaml }
+    daemonHealth { allDaemonStatuses { daemonType required healthy } }
   }
 }
 """
@@ -67,17 +69,21 @@ def test_the_ui_serves_the_code_location_with_the_docker_launcher(deployment: De
     loaded = entry["locationOrLoadError"]
     assert loaded["__typename"] == "RepositoryLocation", loaded
     jobs = {j["name"] for repo in loaded["repositories"] for j in repo["jobs"]}
-    assert {"codegen_request_job", "submit_request_job"} <= jobs
+    assert {CODEGEN_JOB, "submit_request_job"} <= jobs
     assert entry["name"] == LOCATION
 
     instance = deployment.graphql(INSTANCE_QUERY)["instance"]
     assert instance["runLauncher"]["name"] == "DockerRunLauncher"
     assert instance["runQueuingSupported"] is True
-    wait_for(
-        lambda: deployment.graphql(INSTANCE_QUERY)["instance"]["daemonHealth"]["allDaemonsHealthy"],
-        120,
-        "the daemon's heartbeats",
-    )
+    # The shared instance file's queue limits reach the deployment (one definition).
+    assert "codegen/kind" in instance["runQueueConfig"]["tagConcurrencyLimitsYaml"]
+
+    def daemons_healthy() -> bool:
+        health = deployment.graphql(INSTANCE_QUERY)["instance"]["daemonHealth"]
+        required = [d for d in health["allDaemonStatuses"] if d["required"]]
+        return bool(required) and all(d["healthy"] for d in required)
+
+    wait_for(daemons_healthy, 120, "the daemon's heartbeats")
 
 
 def test_an_inbox_request_runs_in_its_own_container_and_writes_its_report(
@@ -98,7 +104,7 @@ def test_an_inbox_request_runs_in_its_own_container_and_writes_its_report(
     [run] = wait_for(finished_runs, 120, "the run to finish")
     assert run["status"] == "SUCCESS"
     tags = {t["key"]: t["value"] for t in run["tags"]}
-    assert tags["docker/image"] == WORKER_TAG
+    assert tags["dagster/image"] == WORKER_TAG, tags
     assert tags["docker/container_id"]
     # The crew's LLM calls came from the run's container, through the bridge.
     roles = {r.role for r in deployment.server.requests}

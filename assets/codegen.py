@@ -51,7 +51,7 @@ from agents.roles import (
 )
 from agents.types import SPEC_JSON_SCHEMA, Budget, Meter, Status, Usage
 from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
-from orchestration.config import Settings
+from settings import Settings
 
 requests_partitions = DynamicPartitionsDefinition(name="requests")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from orchestration.config import Settings
+from settings import Settings
 
 
 def source_config(settings: Settings, source: str) -> Any:

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from orchestration.config import get_settings
 from orchestration.instance import configured_instance
+from settings import get_settings
 
 SOURCES = ("local", "github_repos", "github_issues", "stackoverflow", "docs", "blogs")
 

@@ -28,6 +28,8 @@ class SourceReport:
     skipped: Counter[str] = field(default_factory=Counter)
     requests: int = 0
     bytes: int = 0
+    rate_limit_waits: int = 0  # times a spent rate limit was waited out
+    rate_limit_waited_s: float = 0.0
     # (metadata key, value, replace): after a complete fetch of that scope (e.g. one
     # repository), its stored documents are replaced by the fetched ones (deletions included).
     replace_scopes: list[tuple[str, str, bool]] = field(default_factory=list)
@@ -44,6 +46,8 @@ class SourceReport:
             "documents": self.documents,
             "skipped": dict(sorted(self.skipped.items())),
             "requests": self.requests,
+            "rate_limit_waits": self.rate_limit_waits,
+            "rate_limit_waited_s": self.rate_limit_waited_s,
         }
 
 

@@ -7,6 +7,7 @@ time and stores the same documents.
 
 from __future__ import annotations
 
+import copy
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -171,7 +172,9 @@ def _refresh(
             report.documents = int(state.get("documents", 0))
             report.skipped.update(state.get("skipped", {}))
             return report
-    new_state = dict(state)
+    # Deep: connectors update nested cursors (per page, per repo) in place; a shallow copy
+    # would alias them, so a changed cursor compared equal and was never saved.
+    new_state = copy.deepcopy(state)
     fetched: dict[str, Document] = {}
     try:
         for doc in spec.connector()(config, new_state, report, progress):
@@ -195,7 +198,7 @@ def _refresh(
         merged = {
             d.id: d
             for d in read_documents(target)
-            if not any(d.metadata.get(k) == v for k, v in replaced)
+            if d.id not in report.gone and not any(d.metadata.get(k) == v for k, v in replaced)
         }
     merged.update(fetched)
     report.documents = write_jsonl_atomic(target, (merged[k].to_dict() for k in sorted(merged)))

@@ -123,6 +123,8 @@ class GitHubSourceSettings(BaseModel):
     exclude_paths: list[str] = Field(default_factory=lambda: ["*/tests/*", "*/test/*"])
     max_file_bytes: int = 500_000
     max_issues: int = 500
+    # A spent rate limit is waited out until its reset, if that is at most this far away.
+    max_rate_limit_wait_s: float = 900.0
 
 
 class StackOverflowSourceSettings(BaseModel):

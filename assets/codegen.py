@@ -44,7 +44,7 @@ from agents.requests import RequestStore, artifact_dir
 from agents.roles import execute_tests
 from agents.types import SPEC_JSON_SCHEMA, Usage
 from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
-from orchestration.config import Settings
+from settings import Settings
 
 requests_partitions = DynamicPartitionsDefinition(name="requests")
 

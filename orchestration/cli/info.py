@@ -7,7 +7,7 @@ import json
 import click
 
 from agents.llm import StructuredModes, structured_modes_file
-from orchestration.config import config_file, default_dagster_home, get_settings
+from settings import config_file, default_dagster_home, get_settings
 
 
 @click.command()

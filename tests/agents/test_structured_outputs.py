@@ -89,7 +89,7 @@ def test_codegen_info_shows_the_mode_the_crew_found(isolated_home: Path) -> None
     import sys
 
     from assets.resources import LLMResource
-    from orchestration.config import get_settings
+    from settings import get_settings
 
     with ScriptedOpenAIServer(
         handler=lambda role, body: PRIMES_SPEC, structured_outputs="vllm-0.5"

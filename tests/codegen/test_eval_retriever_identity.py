@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from agents.evaluation.harness import CREW
 from assets.resources import RetrieverResource, VectorIndexResource
-from orchestration.config import get_settings
 from orchestration.evaluation import eval_config
 from orchestration.resources import resources_for, retriever_for
+from settings import get_settings
 
 
 def test_the_index_is_part_of_the_crew_identity_and_cache_key() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from corpus.dedupe import DedupeParams
 from corpus.sources import source_spec
-from orchestration.config import Settings
+from settings import Settings
 
 
 def source_config(settings: Settings, source: str) -> Any:

@@ -11,8 +11,8 @@ from typing import Any
 import click
 
 from corpus.sources import SOURCES
-from orchestration.config import get_settings
 from orchestration.instance import configured_instance
+from settings import get_settings
 
 
 def _summary(name: str, meta: dict[str, Any]) -> str:

@@ -14,8 +14,8 @@ from agents.evaluation.harness import CANONICAL, CREW, TaskOutcome, evaluate
 from agents.evaluation.humaneval import select_keys
 from agents.evaluation.report import history_entry, plot_history, summarize
 from agents.evaluation.store import EvalStore
-from orchestration.config import Settings, get_settings
 from orchestration.instance import configured_instance
+from settings import Settings, get_settings
 
 
 @click.group(name="eval")

@@ -8,8 +8,8 @@ import pytest
 
 from corpus.connectors.base import SourceError
 from corpus.sources import REGISTRY, SOURCES, source_spec
-from orchestration.config import Settings
 from orchestration.corpus_config import source_config
+from settings import Settings
 
 
 @pytest.mark.parametrize("source", SOURCES)

@@ -268,6 +268,10 @@ class ChunkStats:
     examples: int = 0
 
 
+# Chunks near-deduplicated as code: definitions. A module header is mostly its docstring,
+# which the code fingerprint ignores on purpose, so two headers importing the same modules
+# would look alike; they are not compared.
+CODE_UNIT_KINDS = frozenset({"function", "method", "class"})
 _EXAMPLE_DIRS = re.compile(r"(?:^|/)(?:examples?|demos?|samples?)/")
 _DOCTEST = re.compile(r"^\s*>>> ", re.MULTILINE)
 
@@ -294,9 +298,10 @@ def chunk_stage(
 ) -> ChunkStats:
     """Chunk every kept document into ``chunks.jsonl`` (the contract the index reads).
 
-    Chunks with the same text are one chunk. Code chunks are also near-deduplicated across
-    documents with the documents' method (``corpus.dedupe``): a function copied into another
-    module, locals renamed, is one hit in search, not two. The chunk kept is the one of the
+    Chunks with the same text are one chunk. Code definitions (functions, methods, classes)
+    are also near-deduplicated across documents with the documents' method
+    (``corpus.dedupe``): a function copied into another module, locals renamed, is one hit in
+    search, not two. The chunk kept is the one of the
     better document (``rank_of``); chunks of one document are never merged with each other.
     ``params`` None: the default dedupe parameters.
     """
@@ -349,7 +354,7 @@ def chunk_stage(
                     continue
                 seen.add(c["id"])
                 unique.append(c)
-                if c["language"] in CODE_LANGUAGES:
+                if c["language"] in CODE_LANGUAGES and c["kind"] in CODE_UNIT_KINDS:
                     code.append(Candidate(c["id"], c["text"], rank, code=True, group=doc.id))
             if stats.documents % 500 == 0:
                 progress(f"chunk: {stats.documents} documents, {len(unique)} chunks")

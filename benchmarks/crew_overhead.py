@@ -145,7 +145,8 @@ def main() -> None:
     )
     os.environ.pop("DAGSTER_POSTGRES_URL", None)  # the embedded SQLite instance
 
-    from dagster import build_reconstructable_job, execute_job
+    from dagster import execute_job
+    from dagster._core.definitions.reconstruct import ReconstructableJob
     from fakes.openai_server import ScriptedOpenAIServer
 
     from agents.crew import run_crew
@@ -172,9 +173,8 @@ def main() -> None:
         llm_resource = LLMResource.from_settings(settings)
         assert llm_resource.cache_dir is None
         instance = configured_instance(settings)
-        previous = build_reconstructable_job(
-            "benchmarks.crew_overhead", "previous_multiprocess_job"
-        )
+        # By file: the children (forkserver) load this script to rebuild the job.
+        previous = ReconstructableJob.for_file(__file__, "previous_multiprocess_job")
         box = open_sandbox(args.backend, pool_size=1)
         try:
             llm = llm_resource.client()

@@ -19,6 +19,7 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 from agents.types import Meter
 
 ROLE_HEADER = "X-Codegen-Agent"
+# Called after every reply from the endpoint with (role, the SDK call's keyword arguments,
+# reply text): ``agents.replay.recording.FileRecorder`` writes recordings with it.
+Recorder = Callable[[str, dict[str, Any], str], None]
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,9 @@ class LLMClient:
         max_retries: int = 4,
         cache_dir: Path | None = None,
         prices: dict[str, dict[str, float]] | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
+        self.recorder = recorder
         self.default = default or RoleModel()
         self.roles = dict(roles or {})
         self.prices = dict(prices or {})
@@ -229,6 +235,8 @@ class LLMClient:
         if not reply.choices:
             raise LLMError(f"{role}: the endpoint returned no choices")
         content = reply.choices[0].message.content or ""
+        if self.recorder is not None:
+            self.recorder(role, kwargs, content)
         usage = reply.usage
         prompt_tokens = usage.prompt_tokens if usage else 0
         completion_tokens = usage.completion_tokens if usage else 0

@@ -9,6 +9,7 @@ from dagster import Config, ConfigurableResource
 from pydantic import Field
 
 from agents.llm import LLMClient, RoleModel
+from agents.replay.recording import recorder_from_environment
 from agents.types import CrewOptions
 from orchestration import retrieval as retrieval_wiring
 from orchestration.config import Settings, get_settings
@@ -86,6 +87,7 @@ class LLMResource(ConfigurableResource):
             max_retries=self.max_retries,
             cache_dir=Path(self.cache_dir) if self.cache_dir else None,
             prices=self.prices,
+            recorder=recorder_from_environment(),  # `--record FILE` (agents/replay)
         )
 
     def crew_options(self, overrides: dict[str, Any] | None = None) -> CrewOptions:

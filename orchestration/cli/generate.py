@@ -124,12 +124,19 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
 @click.option("--max-rounds", type=click.IntRange(1, 20), help="Refinement rounds (default 3).")
 @click.option("--budget-tokens", type=click.IntRange(1), help="Stop after this many tokens.")
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Dollar budget.")
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the crew's LLM traffic to this recording (codegen replay serve replays it).",
+)
 def generate(
     request: str,
     as_json: bool,
     max_rounds: int | None,
     budget_tokens: int | None,
     budget_usd: float | None,
+    record_path: Path | None = None,
 ) -> None:
     """Turn REQUEST into tested, documented code (a partition of the `requests` assets).
 
@@ -157,7 +164,12 @@ def generate(
         }.items()
         if v is not None
     }
-    summary = _summary(run_request(get_settings(), text, options))
+    settings = get_settings()
+    if record_path is not None:
+        from orchestration.cli.replay import recording_settings
+
+        settings = recording_settings(settings, record_path)
+    summary = _summary(run_request(settings, text, options))
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:

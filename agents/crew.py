@@ -13,7 +13,8 @@ from typing import Any
 
 from agents import prompts
 from agents.context import retrieve_context
-from agents.llm import LLMClient, LLMError
+from agents.llm import Draft, LLMClient, LLMError
+from agents.requests import new_request_id
 from agents.roles import (
     AgentOutputError,
     BadRequest,
@@ -89,7 +90,13 @@ def refine(
             if round_no > 1:
                 emit(f"round {round_no}: programmer revises the code")
                 code, problem = write_code(
-                    llm, meter, spec, context, previous=code, feedback=feedback
+                    llm,
+                    meter,
+                    spec,
+                    context,
+                    previous=code,
+                    feedback=feedback,
+                    draft=Draft(candidate=0, round=round_no),
                 )
             rounds = round_no
             entry: dict[str, Any] = {"round": round_no}
@@ -142,16 +149,23 @@ def run_crew(
     retriever: Retriever | None = None,
     options: CrewOptions | None = None,
     on_event: Event | None = None,
+    task_id: str | None = None,
 ) -> CrewOutcome:
-    """Run the whole crew in this process; the Dagster assets run the same functions."""
+    """Run the whole crew in this process; the Dagster assets run the same functions.
+
+    ``task_id`` tags every request (``X-Codegen-Task``): the benchmark task during an
+    evaluation; a fresh request id when None.
+    """
     options = options or CrewOptions()
+    llm = llm.for_task(task_id or new_request_id())
     emit = on_event or _quiet
     meter = Meter(options.budget)
     outcome = CrewOutcome(status=Status.ERROR, reason="not started")
     try:
         request = validate_request(request)
         emit("analyzer: writing the spec")
-        outcome.spec = analyze(llm, meter, request)
+        analysis = analyze(llm, meter, request)
+        outcome.spec, outcome.structured_outputs = analysis.spec, analysis.structured_outputs
         # The test designer works from the spec alone, in parallel with retrieval + programmer.
         emit("test designer and programmer: working in parallel")
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="crew") as pool:

@@ -13,6 +13,7 @@ times, with exponential backoff (0.5 s doubling, capped at 8 s, jittered) and ho
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import json
 import os
@@ -21,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,11 @@ if TYPE_CHECKING:
 from agents.types import Meter
 
 ROLE_HEADER = "X-Codegen-Agent"
+# Wire contract (ARCHITECTURE.md, "LLM endpoint"): outside servers replay recorded replies by
+# role, task, draft and round, so every request says which it is.
+TASK_HEADER = "X-Codegen-Task"
+CANDIDATE_HEADER = "X-Codegen-Candidate"
+ROUND_HEADER = "X-Codegen-Round"
 # Called after every reply from the endpoint with (role, the SDK call's keyword arguments,
 # reply text): ``agents.replay.recording.FileRecorder`` writes recordings with it.
 Recorder = Callable[[str, dict[str, Any], str], None]
@@ -56,6 +63,113 @@ class Completion:
 
 class LLMError(Exception):
     """The endpoint failed for good (retries exhausted, timeout, bad reply)."""
+
+    def __init__(self, message: str, *, status: int | None = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.status = status  # the HTTP status, when the endpoint answered with one
+        self.detail = detail  # the endpoint's own error message
+
+
+class StructuredMode(StrEnum):
+    """How a server is asked for JSON, best first (ARCHITECTURE.md, "LLM endpoint")."""
+
+    JSON_SCHEMA = "json_schema"  # Structured Outputs, strict
+    JSON_OBJECT = "json_object"  # JSON mode, the schema in the prompt
+    PROMPT = "prompt"  # plain prompting, the schema in the prompt, tolerant parsing
+
+    def fallback(self) -> StructuredMode | None:
+        order = list(StructuredMode)
+        index = order.index(self)
+        return order[index + 1] if index + 1 < len(order) else None
+
+
+# Words in a refusal of ``response_format``: llama.cpp answers HTTP 500 "response_format type
+# must be one of "text" or "json_object", but got: json_schema"; vLLM before 0.5.5 answers
+# 400 with pydantic's "Input should be 'text' or 'json_object'".
+_REFUSAL_WORDS = ("response_format", "json_schema", "json_object", "unsupported", "not supported")
+
+
+def refuses_structured_outputs(exc: LLMError) -> bool:
+    """Whether an error is the server turning down the requested ``response_format``."""
+    detail = exc.detail.lower()
+    if exc.status in (400, 422):
+        return True
+    return exc.status is not None and any(word in detail for word in _REFUSAL_WORDS)
+
+
+def structured_modes_file(cache_dir: Path) -> Path:
+    """Where the working modes are kept under the platform's cache directory."""
+    return Path(cache_dir) / "llm-structured-outputs.json"
+
+
+class StructuredModes:
+    """The working ``StructuredMode`` per endpoint and model, kept in a small JSON file so
+    that later processes (and ``codegen info``) know it without probing again."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._known: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(endpoint: str, model: str) -> str:
+        return f"{endpoint} {model}"
+
+    def all(self) -> dict[str, str]:
+        with self._lock:
+            return {**self._read(), **self._known}
+
+    def get(self, endpoint: str, model: str) -> StructuredMode:
+        value = self.all().get(self.key(endpoint, model))
+        try:
+            return StructuredMode(value) if value else StructuredMode.JSON_SCHEMA
+        except ValueError:
+            return StructuredMode.JSON_SCHEMA
+
+    def set(self, endpoint: str, model: str, mode: StructuredMode) -> None:
+        with self._lock:
+            self._known[self.key(endpoint, model)] = mode.value
+            if self.path is None:
+                return
+            merged = {**self._read(), **self._known}
+            with contextlib.suppress(OSError):  # a read-only home must not fail the request
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+                with os.fdopen(fd, "w") as fh:
+                    json.dump(merged, fh, indent=2, sort_keys=True)
+                os.replace(tmp, self.path)
+
+    def _read(self) -> dict[str, str]:
+        if self.path is None:
+            return {}
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def structured_request(
+    mode: StructuredMode, messages: list[dict[str, str]], name: str, schema: dict[str, Any]
+) -> tuple[list[dict[str, str]], dict[str, Any] | None]:
+    """The messages and ``response_format`` that ask for ``schema`` in ``mode``."""
+    if mode is StructuredMode.JSON_SCHEMA:
+        fmt = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "strict": True, "schema": schema},
+        }
+        return messages, fmt
+    note = SCHEMA_IN_PROMPT.format(schema=json.dumps(schema, sort_keys=True))
+    first, *rest = messages
+    with_schema = [{**first, "content": f"{first['content']}\n\n{note}"}, *rest]
+    fmt = {"type": "json_object"} if mode is StructuredMode.JSON_OBJECT else None
+    return with_schema, fmt
+
+
+SCHEMA_IN_PROMPT = """\
+Reply with one JSON object and nothing else (no prose, no code fence). It must match this \
+JSON Schema:
+{schema}"""
 
 
 @dataclass
@@ -107,8 +221,28 @@ class ResponseCache:
         os.replace(tmp, path)
 
 
+@dataclass(frozen=True)
+class Draft:
+    """Which programmer draft a call writes: ``candidate`` 0-based, ``round`` 1-based."""
+
+    candidate: int = 0
+    round: int = 1
+
+
+class _SDKHolder:
+    """The lazily built SDK client, shared by every task-bound view of one ``LLMClient``."""
+
+    def __init__(self) -> None:
+        self.client: openai.OpenAI | None = None
+        self.lock = threading.Lock()
+
+
 class LLMClient:
-    """One client per process; per-request accounting lives in the ``Meter`` passed to calls."""
+    """One client per process; per-request accounting lives in the ``Meter`` passed to calls.
+
+    ``for_task`` gives a view that tags every request with the task it serves (the
+    ``X-Codegen-Task`` header); the views share the connection pool, cache and settings.
+    """
 
     def __init__(
         self,
@@ -121,6 +255,7 @@ class LLMClient:
         max_retries: int = 4,
         cache_dir: Path | None = None,
         prices: dict[str, dict[str, float]] | None = None,
+        modes_file: Path | None = None,
         recorder: Recorder | None = None,
     ) -> None:
         self.recorder = recorder
@@ -132,26 +267,45 @@ class LLMClient:
         self.max_retries = max_retries
         self._base_url = base_url
         self._api_key = api_key
-        self._client: openai.OpenAI | None = None
+        self._sdk = _SDKHolder()
+        self.modes = StructuredModes(modes_file)
+        self.task: str | None = None
+
+    def for_task(self, task: str) -> LLMClient:
+        """The same client, tagging its requests with ``task`` (benchmark task or request id)."""
+        view = copy.copy(self)
+        view.task = task
+        return view
 
     @property
     def client(self) -> openai.OpenAI:
         # Built lazily: a crew that is fully cached never needs a key or an endpoint.
-        if self._client is None:
-            import openai  # deferred: the SDK costs ~0.5 s to import, most commands never call
+        with self._sdk.lock:
+            if self._sdk.client is None:
+                import openai  # deferred: the SDK costs ~0.5 s to import, most commands never call
 
-            api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
-            try:
-                self._client = openai.OpenAI(
-                    base_url=self._base_url,
-                    # Local servers (vLLM, Ollama) need no key; the SDK insists on one.
-                    api_key=api_key or "not-needed",
-                    timeout=self.timeout_s,
-                    max_retries=self.max_retries,
-                )
-            except openai.OpenAIError as exc:
-                raise LLMError(f"cannot create the LLM client: {exc}") from exc
-        return self._client
+                api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
+                try:
+                    self._sdk.client = openai.OpenAI(
+                        base_url=self._base_url,
+                        # Local servers (vLLM, Ollama) need no key; the SDK insists on one.
+                        api_key=api_key or "not-needed",
+                        timeout=self.timeout_s,
+                        max_retries=self.max_retries,
+                    )
+                except openai.OpenAIError as exc:
+                    raise LLMError(f"cannot create the LLM client: {exc}") from exc
+            return self._sdk.client
+
+    def headers(self, role: str, draft: Draft | None = None) -> dict[str, str]:
+        """The wire-contract headers of one request (never a secret)."""
+        headers = {ROLE_HEADER: role}
+        if self.task:
+            headers[TASK_HEADER] = self.task
+        if draft is not None:
+            headers[CANDIDATE_HEADER] = str(draft.candidate)
+            headers[ROUND_HEADER] = str(draft.round)
+        return headers
 
     @property
     def endpoint(self) -> str:
@@ -174,8 +328,12 @@ class LLMClient:
         meter: Meter,
         *,
         response_format: dict[str, Any] | None = None,
+        draft: Draft | None = None,
     ) -> Completion:
-        """One chat completion for ``role``; raises BudgetExceeded or LLMError."""
+        """One chat completion for ``role``; raises BudgetExceeded or LLMError.
+
+        ``draft`` (programmer calls) names the candidate and round being written.
+        """
         meter.check()  # refuse to spend once the budget is gone
         cfg = self.model_for(role)
         payload: dict[str, Any] = {
@@ -186,6 +344,9 @@ class LLMClient:
             "max_tokens": cfg.max_tokens,
             "response_format": response_format,
         }
+        if draft is not None and draft.candidate:
+            # Drafts 1..N-1 ask the same thing as draft 0 and must not share its cached reply.
+            payload["candidate"] = draft.candidate
         cacheable = self.cache is not None and cfg.temperature == 0
         key = ResponseCache.key(payload) if cacheable else ""
         started = time.perf_counter()
@@ -209,7 +370,7 @@ class LLMClient:
             "messages": messages,
             "temperature": cfg.temperature,
             "max_tokens": cfg.max_tokens,
-            "extra_headers": {ROLE_HEADER: role},
+            "extra_headers": self.headers(role, draft),
         }
         if response_format is not None:
             kwargs["response_format"] = response_format
@@ -225,7 +386,9 @@ class LLMClient:
         except openai.APIStatusError as exc:
             raise LLMError(
                 f"{role}: endpoint answered HTTP {exc.status_code} "
-                f"(retried up to {self.max_retries} times): {_short(exc.message)}"
+                f"(retried up to {self.max_retries} times): {_short(exc.message)}",
+                status=exc.status_code,
+                detail=str(exc.message),
             ) from exc
         except openai.APIConnectionError as exc:
             raise LLMError(f"{role}: cannot reach the LLM endpoint {self.endpoint}") from exc
@@ -264,6 +427,43 @@ class LLMClient:
         meter.check()  # this call may have crossed the budget: stop before the next step
         return done
 
+    def complete_structured(
+        self,
+        role: str,
+        messages: list[dict[str, str]],
+        meter: Meter,
+        *,
+        name: str,
+        schema: dict[str, Any],
+    ) -> tuple[Completion, StructuredMode]:
+        """A completion asked to follow ``schema``, in the best mode the server accepts.
+
+        Starts from the mode remembered for this endpoint and model (``json_schema`` when
+        none is); a refusal moves to the next mode, and the mode that answers is remembered.
+        A server that accepts ``json_schema`` but answers with something other than bare
+        JSON (Ollama before 0.5 ignores it) is remembered as ``json_object``, so later
+        requests carry the schema in the prompt. The caller parses tolerantly either way.
+        """
+        model = self.model_for(role).model
+        mode: StructuredMode | None = self.modes.get(self.endpoint, model)
+        while mode is not None:
+            sent, fmt = structured_request(mode, messages, name, schema)
+            try:
+                done = self.complete(role, sent, meter, response_format=fmt)
+            except LLMError as exc:
+                lower = mode.fallback()
+                if lower is None or not refuses_structured_outputs(exc):
+                    raise
+                mode = lower
+                continue
+            remembered = mode
+            if mode is StructuredMode.JSON_SCHEMA and not _is_bare_json(done.content):
+                remembered = StructuredMode.JSON_OBJECT
+            if self.modes.all().get(StructuredModes.key(self.endpoint, model)) != remembered:
+                self.modes.set(self.endpoint, model, remembered)
+            return done, mode
+        raise AssertionError("unreachable: the last mode raises")  # pragma: no cover
+
     @staticmethod
     def _record(meter: Meter, done: Completion) -> None:
         meter.record(
@@ -274,6 +474,14 @@ class LLMClient:
             latency_s=done.latency_s,
             cached=done.cached,
         )
+
+
+def _is_bare_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -46,6 +46,10 @@ Rules:
   network, no files outside the working directory, each test well under a second;
 - reply with exactly one fenced ```python block holding the whole module, nothing else."""
 
+FORMAT_REASK = """\
+Your previous reply could not be used: {problem}.
+Reply again with exactly one fenced ```python block holding the whole module."""
+
 TEST_DESIGNER_USER = """\
 Specification (JSON):
 {spec_json}"""
@@ -123,7 +127,7 @@ solution.py:
 # Which constants each agent's output depends on (for code versions).
 ROLE_PROMPTS: dict[str, tuple[str, ...]] = {
     "analyzer": (ANALYZER_SYSTEM, ANALYZER_USER, ANALYZER_REASK),
-    "test_designer": (TEST_DESIGNER_SYSTEM, TEST_DESIGNER_USER),
+    "test_designer": (TEST_DESIGNER_SYSTEM, TEST_DESIGNER_USER, FORMAT_REASK),
     "programmer": (
         PROGRAMMER_SYSTEM,
         PROGRAMMER_USER,

@@ -12,8 +12,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from agents import prompts
-from agents.llm import LLMClient
-from agents.types import SPEC_RESPONSE_FORMAT, Meter, Spec, Verdict
+from agents.llm import Draft, LLMClient
+from agents.replies import AgentOutputError, ParsedCode, extract_json, extract_module, extract_tests
+from agents.types import SPEC_JSON_SCHEMA, Analysis, Meter, Spec, Verdict
 from sandbox.api import Sandbox
 from sandbox.types import Limits, TestReport
 
@@ -22,10 +23,6 @@ MAX_REQUEST_CHARS = 20_000
 # Feedback to the programmer is trimmed so a huge traceback cannot blow the context window.
 MAX_FEEDBACK_CHARS = 6_000
 MAX_TRACE_LINES = 25
-
-
-class AgentOutputError(Exception):
-    """An agent's reply broke the wire contract (no code block, invalid spec, ...)."""
 
 
 class BadRequest(ValueError):
@@ -55,26 +52,6 @@ def spec_json(spec: dict[str, Any]) -> str:
 
 
 # -- parsing the wire conventions -------------------------------------------------------------
-_FENCE = re.compile(r"^```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
-
-
-def extract_python_block(text: str, what: str) -> str:
-    """The one fenced ``python`` block of a reply; anything else is a contract violation."""
-    blocks = [
-        m.group("body")
-        for m in _FENCE.finditer(text)
-        if m.group("lang").lower() in ("python", "py")
-    ]
-    if len(blocks) != 1:
-        raise AgentOutputError(
-            f"expected exactly one fenced python block holding {what}, found {len(blocks)}"
-        )
-    code = blocks[0].rstrip() + "\n"
-    if not code.strip():
-        raise AgentOutputError(f"the python block for {what} is empty")
-    return code
-
-
 def parse_verdict(text: str) -> Verdict:
     """APPROVED only when it is the reply's first word; anything else is a rejection."""
     first = re.match(r"\s*[*_#>`\s]*([A-Za-z]+)", text)
@@ -82,17 +59,23 @@ def parse_verdict(text: str) -> Verdict:
 
 
 # -- agents ------------------------------------------------------------------------------
-def analyze(llm: LLMClient, meter: Meter, request: str) -> dict[str, Any]:
-    """Requirements Analyzer: request -> spec (Structured Outputs, one re-ask when invalid)."""
+def analyze(llm: LLMClient, meter: Meter, request: str) -> Analysis:
+    """Requirements Analyzer: request -> spec (Structured Outputs where the server has them,
+    else JSON mode or plain prompting; one re-ask when the spec is invalid)."""
     messages = [
         {"role": "system", "content": prompts.ANALYZER_SYSTEM},
         {"role": "user", "content": prompts.ANALYZER_USER.format(request=request)},
     ]
     error = ""
     for attempt in range(2):
-        reply = llm.complete("analyzer", messages, meter, response_format=SPEC_RESPONSE_FORMAT)
+        reply, mode = llm.complete_structured(
+            "analyzer", messages, meter, name="spec", schema=SPEC_JSON_SCHEMA
+        )
         try:
-            return Spec.model_validate_json(reply.content).model_dump(mode="json")
+            spec = Spec.model_validate_json(extract_json(reply.content))
+            return Analysis(spec=spec.model_dump(mode="json"), structured_outputs=mode.value)
+        except AgentOutputError as exc:
+            error = str(exc)
         except ValidationError as exc:
             error = _validation_summary(exc)
         if attempt == 0:
@@ -113,16 +96,28 @@ def _validation_summary(exc: ValidationError) -> str:
 
 
 def design_tests(llm: LLMClient, meter: Meter, spec: dict[str, Any]) -> str:
-    """Test Designer: spec -> ``test_solution.py``. It only ever sees the spec, never code."""
+    """Test Designer: spec -> ``test_solution.py``. It only ever sees the spec, never code.
+
+    A reply with no usable test module is told what was wrong and asked once more.
+    """
     messages = [
         {"role": "system", "content": prompts.TEST_DESIGNER_SYSTEM},
         {"role": "user", "content": prompts.TEST_DESIGNER_USER.format(spec_json=spec_json(spec))},
     ]
-    reply = llm.complete("test_designer", messages, meter)
-    try:
-        return extract_python_block(reply.content, "test_solution.py")
-    except AgentOutputError as exc:
-        raise AgentOutputError(f"test_designer: {exc}") from exc
+    problem = ""
+    for attempt in range(2):
+        reply = llm.complete("test_designer", messages, meter)
+        try:
+            return extract_tests(reply.content).code
+        except AgentOutputError as exc:
+            problem = str(exc)
+        if attempt == 0:
+            messages = [
+                *messages,
+                {"role": "assistant", "content": reply.content[:4000]},
+                {"role": "user", "content": prompts.FORMAT_REASK.format(problem=problem)},
+            ]
+    raise AgentOutputError(f"test_designer: no usable test module after one re-ask: {problem}")
 
 
 def format_context(chunks: list[dict[str, Any]]) -> str:
@@ -140,11 +135,12 @@ def write_code(
     *,
     previous: str | None = None,
     feedback: str | None = None,
+    draft: Draft | None = None,
 ) -> tuple[str, str]:
     """Programmer: spec + context (+ previous code and feedback) -> ``solution.py``.
 
-    Returns (code, problem): a reply without exactly one python block yields the previous
-    code and the problem, so the loop can feed the contract violation back next round.
+    Returns (code, problem): a reply with no usable code (see ``agents.replies``) yields the
+    previous code and the problem, so the loop can feed the contract violation back next round.
     """
     user = prompts.PROGRAMMER_USER.format(
         spec_json=spec_json(spec), context=format_context(context)
@@ -156,11 +152,17 @@ def write_code(
     if previous is not None and feedback:
         revise = prompts.PROGRAMMER_REVISE.format(code=previous.rstrip(), feedback=feedback)
         messages.append({"role": "user", "content": revise})
-    reply = llm.complete("programmer", messages, meter)
+    reply = llm.complete("programmer", messages, meter, draft=draft or Draft())
     try:
-        return extract_python_block(reply.content, "solution.py"), ""
+        return read_solution(reply.content, spec).code, ""
     except AgentOutputError as exc:
         return previous or "", f"programmer: {exc}"
+
+
+def read_solution(text: str, spec: dict[str, Any]) -> ParsedCode:
+    """``solution.py`` from a programmer reply, read against the spec's functions."""
+    functions = [(f["name"], f["signature"]) for f in spec.get("functions") or []]
+    return extract_module(text, functions)
 
 
 def review(

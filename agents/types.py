@@ -66,10 +66,14 @@ def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 SPEC_JSON_SCHEMA: dict[str, Any] = _strict_schema(Spec)
-SPEC_RESPONSE_FORMAT: dict[str, Any] = {
-    "type": "json_schema",
-    "json_schema": {"name": "spec", "strict": True, "schema": SPEC_JSON_SCHEMA},
-}
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The analyzer's spec, and how the server was asked for it (``StructuredMode`` value)."""
+
+    spec: dict[str, Any]
+    structured_outputs: str
 
 
 # -- usage and budget ------------------------------------------------------------------------
@@ -274,6 +278,7 @@ class CrewOutcome:
     review: str = ""
     context: list[dict[str, Any]] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
+    structured_outputs: str = ""  # how the analyzer's server took the JSON request
 
     @property
     def ok(self) -> bool:
@@ -296,4 +301,5 @@ class CrewOutcome:
             "review": self.review,
             "context": self.context,
             "history": self.history,
+            "structured_outputs": self.structured_outputs,
         }

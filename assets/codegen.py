@@ -51,7 +51,7 @@ from agents.roles import (
 )
 from agents.types import SPEC_JSON_SCHEMA, Budget, Meter, Status, Usage
 from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
-from orchestration.config import Settings
+from settings import Settings
 
 requests_partitions = DynamicPartitionsDefinition(name="requests")
 
@@ -151,8 +151,16 @@ def request_spec(
     meter = _meter(llm, stored.options)
     value: dict[str, Any] = {"request_id": stored.id, "options": stored.options}
     try:
-        spec = analyze(llm.client(), meter, validate_request(stored.text))
-        value.update(status=OK, reason="spec written", spec=spec)
+        analysis = analyze(
+            llm.client().for_task(context.partition_key), meter, validate_request(stored.text)
+        )
+        spec = analysis.spec
+        value.update(
+            status=OK,
+            reason="spec written",
+            spec=spec,
+            structured_outputs=analysis.structured_outputs,
+        )
         write_artifact(_folder(cfg, stored.id), "spec.json", spec)
     except Exception as exc:
         status, reason = classify(exc)
@@ -164,6 +172,7 @@ def request_spec(
             **_status_metadata(value),
             "request": MetadataValue.md(f"> {stored.text[:2000]}"),
             "spec": _md_code(json.dumps(value["spec"], indent=2), "json"),
+            "structured_outputs": value.get("structured_outputs", ""),
             **_usage_metadata(meter.usage),
         },
     )
@@ -188,7 +197,9 @@ def test_suite(
     else:
         meter = _meter(llm, request_spec["options"], request_spec)
         try:
-            tests = design_tests(llm.client(), meter, request_spec["spec"])
+            tests = design_tests(
+                llm.client().for_task(context.partition_key), meter, request_spec["spec"]
+            )
             value = {"status": OK, "reason": "tests written", "tests": tests}
             write_artifact(_folder(cfg, context.partition_key), "test_solution.py", tests)
         except Exception as exc:
@@ -256,7 +267,10 @@ def programmer_draft(
     meter = _meter(llm, request_spec["options"], request_spec)
     try:
         code, problem = write_code(
-            llm.client(), meter, request_spec["spec"], retrieved_context["chunks"]
+            llm.client().for_task(context.partition_key),
+            meter,
+            request_spec["spec"],
+            retrieved_context["chunks"],
         )
         value = {"status": OK, "reason": "draft written", "code": code, "problem": problem}
     except Exception as exc:
@@ -294,7 +308,7 @@ def refine_solution(
         try:
             with sandbox.open() as box:
                 result = refine(
-                    llm.client(),
+                    llm.client().for_task(context.partition_key),
                     meter,
                     box,
                     request_spec["spec"],
@@ -394,7 +408,12 @@ def documentation(
     docs = ""
     if final["status"] == Status.PASSED.value:
         try:
-            docs = document(llm.client(), meter, request_spec["spec"], final["code"])
+            docs = document(
+                llm.client().for_task(context.partition_key),
+                meter,
+                request_spec["spec"],
+                final["code"],
+            )
             write_artifact(folder, "README.md", docs)
         except Exception as exc:
             status, reason = classify(exc)

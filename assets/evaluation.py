@@ -54,7 +54,6 @@ from agents.evaluation.report import (
 from agents.evaluation.samples_file import SamplesFile, read_samples
 from agents.evaluation.store import EvalStore
 from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
-from orchestration.config import Settings
 from orchestration.evaluation import (
     LLM_POOL,
     SANDBOX_POOL,
@@ -62,6 +61,7 @@ from orchestration.evaluation import (
     eval_session,
     samples_config,
 )
+from settings import Settings
 
 humaneval_partitions = StaticPartitionsDefinition(task_keys())
 # 164 tasks in runs of 41: a full backfill is 4 runs (plus the summary). Each run costs an

@@ -1,5 +1,7 @@
 """Dagster resources: thin adapters that hand settings to the domain packages."""
 
+import multiprocessing.util
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -8,21 +10,28 @@ from typing import Any
 from dagster import Config, ConfigurableResource
 from pydantic import Field
 
-from agents.llm import LLMClient, RoleModel
+from agents.llm import LLMClient, RoleModel, structured_modes_file
 from agents.replay.recording import recorder_from_environment
 from agents.types import CrewOptions
-from orchestration import retrieval as retrieval_wiring
-from orchestration.config import Settings, get_settings
 from retrieval.embedders import Embedder, make_embedder
 from retrieval.index import LazyRetriever, StoreConfig, open_store
 from retrieval.stores import VectorStore
 from retrieval.types import Retriever, SearchHit
 from sandbox.api import Sandbox
 from sandbox.types import Limits
+from settings import (
+    AgentModel,
+    ContextSettings,
+    LLMSettings,
+    SandboxSettings,
+    Settings,
+    get_settings,
+)
+from settings import retrieval as retrieval_wiring
 
 
 class SettingsResource(ConfigurableResource):
-    """The platform settings (see orchestration/config.py), optionally re-rooted.
+    """The platform settings (see settings/__init__.py), optionally re-rooted.
 
     ``home`` overrides the data directory, which is how tests get an isolated one.
     """
@@ -37,45 +46,42 @@ class SettingsResource(ConfigurableResource):
 
 
 # -- the crew (issue 4) ---------------------------------------------------------------------
-class RoleModelConfig(Config):
-    model: str = "gpt-4o-mini"
-    temperature: float = 0.0
-    max_tokens: int = 4096
+# Each resource's fields are the settings model's own (inherited, never restated), so a
+# default lives in settings/ only; Dagster still sees typed, launchpad-editable config.
+class RoleModelConfig(AgentModel, Config):
+    """One role's model (``[llm.default]``, ``[llm.agents.<role>]``)."""
 
 
-class LLMResource(ConfigurableResource):
-    """The crew's LLM endpoint and per-role models.
+class ContextConfig(ContextSettings, Config):
+    """How much retrieved context the programmer gets (``[retrieval] top_k`` and budget)."""
+
+
+class LLMResource(LLMSettings, ConfigurableResource):
+    """The crew's LLM endpoint, per-role models, budgets and context size.
 
     No key field on purpose: ``base_url`` None and the key come from the openai SDK's own
     environment (OPENAI_BASE_URL, OPENAI_API_KEY), so the key never enters run config,
     metadata or logs.
     """
 
-    base_url: str | None = None
-    timeout_s: float = 120.0
-    max_retries: int = 4
     default: RoleModelConfig = RoleModelConfig()
     agents: dict[str, RoleModelConfig] = Field(default_factory=dict)
-    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
-    cache_dir: str | None = None  # None: no response cache
-    max_rounds: int = 3
-    budget_tokens: int | None = None
-    budget_usd: float | None = None
+    context: ContextConfig = ContextConfig()
+    # Where ``cache`` keeps responses; derived from CODEGEN_HOME, so not a setting itself.
+    cache_dir: str | None = None
+    # Where each endpoint's working Structured Outputs mode is remembered (None: in memory);
+    # derived from CODEGEN_HOME like cache_dir.
+    modes_file: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "LLMResource":
         llm = settings.llm
+        context = {k: getattr(settings.retrieval, k) for k in ContextSettings.model_fields}
         return cls(
-            base_url=llm.base_url,
-            timeout_s=llm.request_timeout_s,
-            max_retries=llm.max_retries,
-            default=RoleModelConfig(**llm.default.model_dump()),
-            agents={k: RoleModelConfig(**v.model_dump()) for k, v in llm.agents.items()},
-            prices=llm.prices,
+            **llm.model_dump(),
+            context=ContextConfig(**context),
             cache_dir=str(settings.cache_dir / "llm") if llm.cache else None,
-            max_rounds=llm.max_rounds,
-            budget_tokens=llm.budget_tokens,
-            budget_usd=llm.budget_usd,
+            modes_file=str(structured_modes_file(settings.cache_dir)),
         )
 
     def client(self) -> LLMClient:
@@ -83,10 +89,11 @@ class LLMResource(ConfigurableResource):
             base_url=self.base_url,
             default=RoleModel(**self.default.model_dump()),
             roles={k: RoleModel(**v.model_dump()) for k, v in self.agents.items()},
-            timeout_s=self.timeout_s,
+            timeout_s=self.request_timeout_s,
             max_retries=self.max_retries,
-            cache_dir=Path(self.cache_dir) if self.cache_dir else None,
+            cache_dir=Path(self.cache_dir) if self.cache and self.cache_dir else None,
             prices=self.prices,
+            modes_file=Path(self.modes_file) if self.modes_file else None,
             recorder=recorder_from_environment(),  # `--record FILE` (agents/replay)
         )
 
@@ -96,23 +103,18 @@ class LLMResource(ConfigurableResource):
             "max_rounds": self.max_rounds,
             "budget_tokens": self.budget_tokens,
             "budget_usd": self.budget_usd,
+            **self.context.model_dump(),
         }
         return CrewOptions.from_dict({**base, **(overrides or {})})
 
 
-class SandboxResource(ConfigurableResource):
-    """Where generated code and tests run (see sandbox/): backend, pool and limits."""
+class SandboxResource(SandboxSettings, ConfigurableResource):
+    """Where generated code and tests run (see sandbox/): backend, pool and limits.
 
-    backend: str = "auto"
-    image: str = "multiagent-codegen-sandbox:1"
-    pool_size: int = 1
-    isolation: str = "pooled"
-    timeout_s: float = 30.0
-    memory_mb: int = 512
-    pids: int = 128
-    cpus: float = 1.0
-    workdir_mb: int = 64
-    max_output_bytes: int = 1_000_000
+    ``open()`` hands out one sandbox per process and configuration, opened on first use and
+    closed at exit: a request's steps (and requests in one process) share its warm pool
+    instead of starting containers per step.
+    """
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "SandboxResource":
@@ -130,18 +132,38 @@ class SandboxResource(ConfigurableResource):
 
     @contextmanager
     def open(self) -> Iterator[Sandbox]:
-        from sandbox import open_sandbox  # imported late: it probes Docker
+        yield _shared_sandbox(self.backend, self.image, self.pool_size, self.isolation)
 
-        box = open_sandbox(
-            backend=self.backend,
-            image=self.image,
-            pool_size=self.pool_size,
-            isolation=self.isolation,
-        )
-        try:
-            yield box
-        finally:
-            box.close()
+
+_sandboxes: dict[tuple[str, str, int, str], Sandbox] = {}
+_sandboxes_lock = threading.Lock()
+
+
+def _shared_sandbox(backend: str, image: str, pool_size: int, isolation: str) -> Sandbox:
+    key = (backend, image, pool_size, isolation)
+    with _sandboxes_lock:
+        box = _sandboxes.get(key)
+        if box is None:
+            from sandbox import open_sandbox  # imported late: it probes Docker
+
+            box = open_sandbox(
+                backend=backend, image=image, pool_size=pool_size, isolation=isolation
+            )
+            _sandboxes[key] = box
+            if len(_sandboxes) == 1:
+                # Finalize, not atexit: it also runs when a multiprocessing child (a step
+                # of the multiprocess executor) exits, where atexit handlers never run.
+                multiprocessing.util.Finalize(None, close_shared_sandboxes, exitpriority=10)
+        return box
+
+
+def close_shared_sandboxes() -> None:
+    """Close every sandbox ``SandboxResource.open`` handed out (at exit, or in tests)."""
+    with _sandboxes_lock:
+        boxes = list(_sandboxes.values())
+        _sandboxes.clear()
+    for box in boxes:
+        box.close()
 
 
 class _EmptyIndex:

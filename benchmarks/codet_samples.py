@@ -74,9 +74,9 @@ def main() -> None:
 
     home = Path(tempfile.mkdtemp(prefix="codet-bench-"))
     os.environ["CODEGEN_HOME"] = str(home)
-    from orchestration.config import get_settings
     from orchestration.evaluation import score_samples_file
     from sandbox import open_sandbox
+    from settings import get_settings
 
     settings = get_settings()
     settings = settings.model_copy(

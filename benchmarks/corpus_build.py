@@ -80,8 +80,8 @@ def main() -> None:
 
     from dagster import DagsterInstance
 
-    from orchestration.config import get_settings
     from orchestration.corpus import build_corpus
+    from settings import get_settings
 
     get_settings.cache_clear()
     settings = get_settings()

@@ -65,8 +65,8 @@ def main() -> None:
     from assets import codegen
     from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
     from orchestration.cli.generate import run_request
-    from orchestration.config import get_settings
     from sandbox import open_sandbox
+    from settings import get_settings
 
     def text(i: int, path: str) -> str:
         return f"Write primes_up_to(n) with the Sieve of Eratosthenes ({path} #{i})."

@@ -39,8 +39,8 @@ def main() -> None:
     from agents.evaluation.harness import CANONICAL, evaluate
     from agents.evaluation.humaneval import select_keys
     from agents.evaluation.report import summarize
-    from orchestration.config import get_settings
     from orchestration.evaluation import eval_session
+    from settings import get_settings
 
     settings = get_settings()
     keys = select_keys(args.limit)
@@ -86,8 +86,8 @@ def run_backfill(home: Path, keys: list[str]) -> dict[str, object]:
     from dagster import AssetCheckKey, AssetKey, instance_for_test
 
     from orchestration.backfill import configure_pools, drive_backfill, submit_backfill
-    from orchestration.config import get_settings
     from orchestration.definitions import build_definitions
+    from settings import get_settings
 
     shutil.rmtree(home / "eval", ignore_errors=True)  # no cache from the direct runs
     get_settings.cache_clear()

@@ -230,8 +230,8 @@ def main() -> None:
 
     home = Path(tempfile.mkdtemp(prefix="published-tables-"))
     os.environ["CODEGEN_HOME"] = str(home)
-    from orchestration.config import get_settings
     from sandbox import open_sandbox
+    from settings import get_settings
 
     settings = get_settings()
     settings = settings.model_copy(

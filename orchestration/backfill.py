@@ -22,7 +22,7 @@ from dagster import AssetKey, DagsterInstance, Definitions
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 from dagster._core.utils import make_new_backfill_id
 
-from orchestration.config import PROJECT_ROOT, Settings
+from settings import PROJECT_ROOT, Settings
 
 CODE_MODULE = "orchestration.definitions"
 LOCATION_NAME = "multiagent_codegen"

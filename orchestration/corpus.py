@@ -25,8 +25,8 @@ from dagster import (
 )
 
 from assets import corpus as corpus_assets
-from orchestration.config import Settings, get_settings
 from orchestration.resources import resources_for
+from settings import Settings, get_settings
 
 DOWNSTREAM = [
     corpus_assets.clean_documents,

@@ -1,17 +1,28 @@
-"""The code location: one Definitions object wiring assets, checks, jobs and resources."""
+"""The code location: one Definitions object wiring assets, checks, jobs, sensors, resources.
+
+Jobs and sensors are built in their own modules and only meet here (sensor factories take
+the job they launch), so no module below imports this one.
+"""
 
 from __future__ import annotations
 
-from dagster import Definitions, load_asset_checks_from_modules, load_assets_from_modules
+from functools import cache
+
+from dagster import (
+    Definitions,
+    JobDefinition,
+    load_asset_checks_from_modules,
+    load_assets_from_modules,
+)
 
 from assets import codegen, corpus, evaluation, index
-from orchestration.config import get_settings
 from orchestration.corpus import CORPUS_JOBS, CORPUS_SCHEDULES, CORPUS_SENSORS
 from orchestration.evaluation import eval_jobs
 from orchestration.indexing import INDEX_JOBS, INDEX_SENSORS
-from orchestration.jobs import codegen_request_job, submit_request_job
+from orchestration.jobs import CODEGEN_JOB, codegen_request_job, submit_request_job
 from orchestration.resources import resources_for
-from orchestration.sensors import inbox_sensor
+from orchestration.sensors import build_inbox_sensor
+from settings import get_settings
 
 ASSET_MODULES = [corpus, evaluation, codegen, index]
 
@@ -24,8 +35,14 @@ def build_definitions() -> Definitions:
         resources=resources_for(settings),
         jobs=[codegen_request_job, submit_request_job, *CORPUS_JOBS, *INDEX_JOBS, *eval_jobs()],
         schedules=[*CORPUS_SCHEDULES],
-        sensors=[inbox_sensor, *CORPUS_SENSORS, *INDEX_SENSORS],
+        sensors=[build_inbox_sensor(codegen_request_job), *CORPUS_SENSORS, *INDEX_SENSORS],
     )
 
 
 defs = build_definitions()
+
+
+@cache
+def request_job() -> JobDefinition:
+    """The resolved request job, for ``build_reconstructable_job`` (the CLI's own runs)."""
+    return defs.resolve_job_def(CODEGEN_JOB)

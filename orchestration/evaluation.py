@@ -24,9 +24,9 @@ from agents.evaluation.harness import (
 from agents.evaluation.samples_file import SamplesFile
 from agents.evaluation.store import EvalStore
 from assets.resources import LLMResource, RetrieverResource, SandboxResource
-from orchestration.config import Settings
 from sandbox.api import Sandbox
 from sandbox.types import Limits
+from settings import Settings
 
 LLM_POOL = "llm"
 SANDBOX_POOL = "sandbox"

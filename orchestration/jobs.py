@@ -3,11 +3,9 @@
 from dagster import (
     AssetSelection,
     Config,
-    JobDefinition,
     OpExecutionContext,
     define_asset_job,
     job,
-    multiprocess_executor,
     op,
 )
 
@@ -16,6 +14,8 @@ from agents.roles import validate_request
 from agents.types import CrewOptions
 from assets.codegen import GROUP, requests_partitions
 from assets.resources import SettingsResource
+from orchestration.executor import threaded_in_process_executor
+from orchestration.run_queue import KIND_REQUEST, kind_tags
 
 CODEGEN_JOB = "codegen_request"
 
@@ -25,12 +25,10 @@ codegen_request_job = define_asset_job(
     selection=AssetSelection.groups(GROUP),
     partitions_def=requests_partitions,
     description="Run the crew on one request (a partition of `requests`).",
-    # forkserver with the code location preloaded: each step's process starts in well under
-    # a second instead of re-importing Dagster and the platform (measured: ~10 s per step
-    # on the 2-core CI machine with spawn).
-    executor_def=multiprocess_executor.configured(
-        {"start_method": {"forkserver": {"preload_modules": ["orchestration.definitions"]}}}
-    ),
+    # Steps on threads of the run's process: the test designer and the programmer overlap,
+    # and no step pays a process start (see orchestration/executor.py, docs/benchmarks.md).
+    executor_def=threaded_in_process_executor,
+    tags=kind_tags(KIND_REQUEST),
 )
 
 
@@ -60,13 +58,9 @@ def submit_request(
     return stored.id
 
 
-@job(description="Launchpad entry point: put the request text in the run config.")
+@job(
+    description="Launchpad entry point: put the request text in the run config.",
+    tags=kind_tags(KIND_REQUEST),
+)
 def submit_request_job() -> None:
     submit_request()
-
-
-def codegen_job_for_cli() -> JobDefinition:
-    """The resolved request job, for ``build_reconstructable_job`` (the CLI's runs)."""
-    from orchestration.definitions import defs
-
-    return defs.resolve_job_def(CODEGEN_JOB)

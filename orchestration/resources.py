@@ -13,7 +13,7 @@ from typing import Any
 from dagster import FilesystemIOManager
 
 from assets.resources import LLMResource, SandboxResource, SettingsResource, VectorIndexResource
-from orchestration.config import Environment, Settings
+from settings import Environment, Settings
 
 
 def resources_for(settings: Settings) -> dict[str, Any]:

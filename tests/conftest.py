@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestration import config
+import settings as config
 
 
 @pytest.fixture(autouse=True)

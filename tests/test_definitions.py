@@ -46,8 +46,8 @@ def test_resources_follow_the_environment(monkeypatch, isolated_home: Path) -> N
     from dagster import FilesystemIOManager
     from dagster_gcp import GCSPickleIOManager
 
-    from orchestration.config import Settings
     from orchestration.resources import resources_for
+    from settings import Settings
 
     local = resources_for(Settings())
     assert isinstance(local["io_manager"], FilesystemIOManager)

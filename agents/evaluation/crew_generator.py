@@ -15,6 +15,7 @@ from typing import Any
 
 from agents.crew import run_crew
 from agents.evaluation.harness import Candidate, Generator, PublicTask
+from agents.evaluation.humaneval import task_id_from_key
 from agents.llm import LLMClient
 from agents.types import CrewOptions
 from retrieval.types import Retriever
@@ -22,7 +23,7 @@ from sandbox.api import Sandbox
 
 # The files whose text decides what the crew sends and does; their hash is the crew's code
 # version, so editing a prompt invalidates cached candidates.
-_CREW_SOURCES = ("crew.py", "prompts.py", "roles.py", "context.py", "llm.py")
+_CREW_SOURCES = ("crew.py", "prompts.py", "roles.py", "replies.py", "context.py", "llm.py")
 
 
 def crew_code_version() -> str:
@@ -60,7 +61,12 @@ def crew_generator(
     def generate(task: PublicTask, index: int) -> Candidate:
         started = time.perf_counter()
         outcome = run_crew(
-            task.request, llm=llm, sandbox=sandbox, retriever=retriever, options=options
+            task.request,
+            llm=llm,
+            sandbox=sandbox,
+            retriever=retriever,
+            options=options,
+            task_id=task_id_from_key(task.key),
         )
         usage = outcome.usage
         report = outcome.test_report

@@ -10,10 +10,9 @@ from typing import Any
 
 import click
 
-from orchestration.config import get_settings
+from corpus.sources import SOURCES
 from orchestration.instance import configured_instance
-
-SOURCES = ("local", "github_repos", "github_issues", "stackoverflow", "docs", "blogs")
+from settings import get_settings
 
 
 def _summary(name: str, meta: dict[str, Any]) -> str:

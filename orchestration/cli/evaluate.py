@@ -21,8 +21,8 @@ from agents.evaluation.harness import (
 from agents.evaluation.humaneval import KEY_SEPARATOR, select_keys
 from agents.evaluation.report import history_entry, plot_history, summarize
 from agents.evaluation.store import EvalStore
-from orchestration.config import Settings, get_settings
 from orchestration.instance import configured_instance
+from settings import Settings, get_settings
 
 
 @click.group(name="eval")

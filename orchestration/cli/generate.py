@@ -12,8 +12,8 @@ import click
 
 from agents.requests import RequestStore, artifact_dir
 from agents.roles import BadRequest, validate_request
-from orchestration.config import Settings, get_settings
 from orchestration.instance import configured_instance
+from settings import Settings, get_settings
 
 # Exit status when the run completed but the request did not pass (failed_tests, rejected,
 # budget_exceeded, error): distinct from 1 (codegen itself failed) and 2 (usage).
@@ -76,7 +76,7 @@ def run_request(settings: Settings, text: str, options: dict[str, Any]) -> dict[
 
     instance.add_dynamic_partitions(requests_partitions.name, [stored.id])
     click.echo(f"request {stored.id}: running the crew through Dagster", err=True)
-    job = build_reconstructable_job("orchestration.jobs", "codegen_job_for_cli")
+    job = build_reconstructable_job("orchestration.definitions", "request_job")
     with _Progress(instance, stored.id):
         result = execute_job(
             job,

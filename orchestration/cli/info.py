@@ -6,7 +6,8 @@ import json
 
 import click
 
-from orchestration.config import config_file, default_dagster_home, get_settings
+from agents.llm import StructuredModes, structured_modes_file
+from settings import config_file, default_dagster_home, get_settings
 
 
 @click.command()
@@ -18,6 +19,8 @@ def info(as_json: bool) -> None:
         "config_file": str(config_file()),
         "dagster_home": str(default_dagster_home(settings)),
         "settings": settings.public_dict(),
+        # How each endpoint and model was last found to take JSON requests.
+        "structured_outputs": StructuredModes(structured_modes_file(settings.cache_dir)).all(),
     }
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -28,3 +31,6 @@ def info(as_json: bool) -> None:
     click.echo(f"environment   {settings.env.value}")
     click.echo(f"sandbox       {settings.sandbox.backend} ({settings.sandbox.image})")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
+    modes = data["structured_outputs"] or {"(no endpoint used yet)": "json_schema first"}
+    for endpoint_model, mode in sorted(modes.items()):
+        click.echo(f"json mode     {mode} for {endpoint_model}")

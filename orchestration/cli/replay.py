@@ -12,7 +12,7 @@ import click
 
 from agents.replay.importers import FORMATS
 from agents.replay.recording import RecordingError
-from orchestration.config import Settings
+from settings import Settings
 
 
 def recording_settings(settings: Settings, path: Path) -> Settings:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from orchestration.config import get_settings
+from settings import get_settings
 
 
 def _progress(message: str) -> None:

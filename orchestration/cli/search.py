@@ -8,8 +8,8 @@ import time
 
 import click
 
-from orchestration.config import get_settings
-from orchestration.retrieval import embedder_config, store_config
+from settings import get_settings
+from settings.retrieval import embedder_config, store_config
 
 MAX_QUERY_CHARS = 2000  # a query is a sentence or a snippet, not a document
 

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 from fakes.openai_server import PRIMES_SPEC, Reply, ScriptedOpenAIServer
 
-from agents.llm import ROLE_HEADER, LLMClient, LLMError, RoleModel
+from agents.llm import (
+    CANDIDATE_HEADER,
+    ROLE_HEADER,
+    TASK_HEADER,
+    Draft,
+    LLMClient,
+    LLMError,
+    RoleModel,
+)
 from agents.roles import AgentOutputError, analyze, design_tests
 from agents.types import Budget, BudgetExceeded, Meter
 
@@ -39,7 +47,7 @@ def test_analyzer_sends_role_header_and_strict_json_schema(
     server: ScriptedOpenAIServer, tmp_path: Path
 ) -> None:
     server.enqueue("analyzer", PRIMES_SPEC)
-    spec = analyze(client(server, tmp_path), Meter(), "primes up to n")
+    spec = analyze(client(server, tmp_path), Meter(), "primes up to n").spec
     assert spec["functions"][0]["name"] == "primes_up_to"
     [req] = server.requests
     assert req.headers[ROLE_HEADER] == "analyzer" and req.role == "analyzer"
@@ -61,7 +69,7 @@ def test_malformed_analyzer_output_then_valid_on_reask(
     assert len(server.requests) == 2
     assert "not valid JSON" in server.requests[1].prompt_text
 
-    spec = analyze(llm, Meter(), "second request")
+    spec = analyze(llm, Meter(), "second request").spec
     assert spec["purpose"] == PRIMES_SPEC["purpose"]
     assert len(server.requests) == 4
     assert "not a valid specification" in server.requests[3].prompt_text
@@ -121,7 +129,7 @@ def test_deterministic_calls_are_cached_on_disk(
     analyze(client(server, tmp_path), first, "primes")
     # A new client (another process, say) over the same cache directory.
     again = analyze(client(server, tmp_path), second, "primes")
-    assert again["functions"][0]["name"] == "primes_up_to"
+    assert again.spec["functions"][0]["name"] == "primes_up_to"
     assert len(server.requests) == 1
     assert (first.usage.cache_hits, first.usage.cache_misses) == (0, 1)
     assert (second.usage.cache_hits, second.usage.cache_misses) == (1, 0)
@@ -164,3 +172,18 @@ def test_key_comes_from_the_sdk_environment(
     llm = LLMClient(cache_dir=None)
     analyze(llm, Meter(), "primes")
     assert server.requests[0].headers["Authorization"] == "Bearer sk-from-env-123"
+
+
+def test_drafts_of_one_request_do_not_share_a_cached_reply(
+    server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    server.enqueue("programmer", "draft zero", "draft one")
+    llm = client(server, tmp_path).for_task("req-0123456789abcdef")
+    messages = [{"role": "user", "content": "write it"}]
+    zero = llm.complete("programmer", messages, Meter(), draft=Draft(candidate=0, round=1))
+    one = llm.complete("programmer", messages, Meter(), draft=Draft(candidate=1, round=1))
+    again = llm.complete("programmer", messages, Meter(), draft=Draft(candidate=1, round=1))
+    assert (zero.content, one.content, again.content) == ("draft zero", "draft one", "draft one")
+    assert again.cached and len(server.requests) == 2
+    assert [r.headers[CANDIDATE_HEADER] for r in server.requests] == ["0", "1"]
+    assert {r.headers[TASK_HEADER] for r in server.requests} == {"req-0123456789abcdef"}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agents.requests import RequestStore, artifact_dir, is_request_id, write_artifact
-from agents.roles import AgentOutputError, extract_python_block, parse_verdict
+from agents.roles import parse_verdict
 from agents.types import Usage
 
 
@@ -33,19 +33,6 @@ def test_reviewer_verdict(reply: str, approved: bool) -> None:
 def test_rejection_reasons_are_the_lines_after_the_verdict() -> None:
     verdict = parse_verdict("REJECTED\n- handle n < 2\n- add type hints")
     assert verdict.reasons == "- handle n < 2\n- add type hints"
-
-
-def test_exactly_one_python_block() -> None:
-    assert extract_python_block("Here:\n```python\nx = 1\n```\nDone.", "m") == "x = 1\n"
-    assert extract_python_block("```py\ny = 2\n```", "m") == "y = 2\n"
-    with pytest.raises(AgentOutputError, match="found 0"):
-        extract_python_block("x = 1", "solution.py")
-    with pytest.raises(AgentOutputError, match="found 2"):
-        extract_python_block("```python\na = 1\n```\n```python\nb = 2\n```", "solution.py")
-    with pytest.raises(AgentOutputError, match="found 0"):
-        extract_python_block("```bash\nrm -rf /\n```", "solution.py")
-    with pytest.raises(AgentOutputError, match="empty"):
-        extract_python_block("```python\n\n```", "solution.py")
 
 
 def test_request_store_round_trip_and_opaque_ids(tmp_path: Path) -> None:

@@ -170,6 +170,14 @@ def test_happy_path_materializes_every_asset_and_passes_the_blocking_check(
     assert "primes" not in request_id
     assert RequestStore(isolated_home / "requests").get(request_id).text.startswith("Write")
 
+    # Every request names its request (the partition key); the programmer's its draft.
+    assert {r.headers.get("X-Codegen-Task") for r in server.requests} == {request_id}
+    [programmer] = server.requests_for("programmer")
+    assert (programmer.headers["X-Codegen-Candidate"], programmer.headers["X-Codegen-Round"]) == (
+        "0",
+        "1",
+    )
+
     # The key reached the endpoint (that is its job) and nothing else.
     assert all(r.headers["Authorization"] == f"Bearer {SECRET}" for r in server.requests)
     for path in isolated_home.rglob("*"):

@@ -19,11 +19,11 @@ from agents.types import Meter
 from assets import codegen
 from assets.resources import LLMResource, RetrieverResource, SettingsResource
 from corpus.model import Chunk
-from orchestration.config import get_settings
 from retrieval.embedders import MiniLMEmbedder
 from retrieval.index import IndexRetriever, sync_index
 from retrieval.stores import LanceDBStore
 from retrieval.types import Retriever
+from settings import get_settings
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 

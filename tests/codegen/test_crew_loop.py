@@ -86,6 +86,19 @@ def test_happy_path(sandbox: Sandbox, tmp_path: Path) -> None:
     assert any("passed" in e for e in events)
 
 
+@pytest.mark.parametrize("profile", ["llama.cpp", "ollama-0.4"])
+def test_a_server_without_structured_outputs_still_gets_the_crew_through(
+    sandbox: Sandbox, tmp_path: Path, profile: str
+) -> None:
+    with ScriptedOpenAIServer(handler=primes_handler, structured_outputs=profile) as server:
+        out = run_crew(REQUEST, llm=llm_for(server, tmp_path), sandbox=sandbox)
+    assert out.status is Status.PASSED, out.reason
+    assert (
+        out.structured_outputs == {"llama.cpp": "json_object", "ollama-0.4": "json_schema"}[profile]
+    )
+    assert out.to_dict()["structured_outputs"] == out.structured_outputs
+
+
 def test_buggy_draft_fixed_in_round_two_with_failure_text_in_prompt(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -197,11 +210,14 @@ def test_llm_failure_and_malformed_reply_end_with_error(sandbox: Sandbox, tmp_pa
     assert out.spec and out.tests  # what was done before the failure is kept
     assert len(s1.requests_for("programmer")) == 2
 
-    no_block = "Here is the module: def primes_up_to(n): ..."
-    with ScriptedOpenAIServer(script={"test_designer": [no_block]}, handler=primes_handler) as s2:
+    # A test designer that twice sends no test module: told what was wrong, then an error.
+    no_tests = ["Here is the module: def primes_up_to(n): ...", "I would rather not."]
+    with ScriptedOpenAIServer(script={"test_designer": no_tests}, handler=primes_handler) as s2:
         out = run_crew(REQUEST, llm=llm_for(s2, tmp_path / "b"), sandbox=sandbox)
     assert out.status is Status.ERROR
-    assert re.search(r"test_designer: expected exactly one fenced python block", out.reason)
+    assert re.search(r"test_designer: no usable test module after one re-ask", out.reason)
+    reask = s2.requests_for("test_designer")[1]
+    assert "no test module found" in reask.prompt_text
 
 
 def test_bad_requests_end_with_error_and_no_llm_call(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -13,8 +13,10 @@ from agents.inbox import parse_request_file
 from agents.requests import RequestStore, is_request_id
 from agents.roles import BadRequest
 from assets.resources import SettingsResource
-from orchestration.jobs import submit_request_job
-from orchestration.sensors import inbox_sensor
+from orchestration.jobs import codegen_request_job, submit_request_job
+from orchestration.sensors import build_inbox_sensor
+
+inbox_sensor = build_inbox_sensor(codegen_request_job)
 
 
 @pytest.fixture

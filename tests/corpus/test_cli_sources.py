@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from dagster import instance_for_test
 
-from orchestration import config
+import settings as config
 from orchestration.corpus import build_corpus, corpus_reindex_schedule
 from orchestration.definitions import build_definitions
 from tests.corpus.test_pipeline import make_tree, read_chunks

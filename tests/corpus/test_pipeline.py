@@ -12,9 +12,9 @@ from pathlib import Path
 
 from dagster import DagsterInstance, instance_for_test
 
+import settings as config
 from corpus.model import Chunk
 from corpus.store import chunks_path
-from orchestration import config
 from orchestration.corpus import build_corpus
 
 AWS_KEY = "AKIA" + "ZXCVBNMASDFGHJKL"

@@ -10,8 +10,8 @@ from dagster import AssetKey, DagsterInstance, instance_for_test
 
 from agents.evaluation.humaneval import task_keys
 from orchestration.backfill import configure_pools, drive_backfill, submit_backfill
-from orchestration.config import get_settings
 from orchestration.definitions import build_definitions
+from settings import get_settings
 from tests.evaluation.scripted_crew import make_handler
 from tests.fakes.openai_server import ScriptedOpenAIServer
 

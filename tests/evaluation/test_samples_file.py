@@ -79,7 +79,9 @@ def fixture_lines() -> list[dict[str, str]]:
     """Tasks 0 (n = 10, 3 correct), 38 and 10 (whole modules), 2 (one body-only solution)."""
     p0 = get_problem("HumanEval-0")
     lines = [{"task_id": "HumanEval/0", "completion": p0.canonical_solution}] * 3
-    lines += [{"task_id": "HumanEval/0", "completion": f"    return {i % 2 == 0}\n"} for i in range(7)]
+    lines += [
+        {"task_id": "HumanEval/0", "completion": f"    return {i % 2 == 0}\n"} for i in range(7)
+    ]
     p38 = get_problem("HumanEval-38")
     # A module that defines only decode_cyclic: encode_cyclic comes from the prompt's header.
     decode_only = "def decode_cyclic(s: str):\n" + p38.canonical_solution

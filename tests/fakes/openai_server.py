@@ -17,6 +17,11 @@ Outputs), or a :class:`Reply` for full control: an HTTP error with status and he
 
 Every request is recorded in ``server.requests`` (method, path, headers, JSON body, role).
 
+``structured_outputs`` picks how the server treats ``response_format`` (see ``REFUSALS``):
+``"full"`` (default) accepts everything; ``"llama.cpp"``, ``"vllm-0.5"`` and ``"ollama-0.4"``
+refuse or ignore ``json_schema`` with those servers' real error bodies; ``"none"`` refuses any
+``response_format``.
+
 Usage::
 
     with ScriptedOpenAIServer(script={...}) as server:
@@ -146,7 +151,11 @@ class ScriptedOpenAIServer:
         host: str = "127.0.0.1",
         port: int = 0,
         models: Iterable[str] = ("gpt-4o-mini",),
+        structured_outputs: str = "full",
     ) -> None:
+        if structured_outputs not in STRUCTURED_PROFILES:
+            raise ValueError(f"unknown structured_outputs profile {structured_outputs!r}")
+        self.structured_outputs = structured_outputs
         self._queues: dict[str, deque[Any]] = defaultdict(deque)
         for role, replies in (script or {}).items():
             self._queues[role].extend(replies)
@@ -269,7 +278,15 @@ class ScriptedOpenAIServer:
                 if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
                     self._send_json(404, _error_body("not found", "not_found"), {})
                     return
+                refusal = _refusal(server.structured_outputs, body)
+                if refusal is not None:
+                    status, payload = refusal
+                    self._send_json(status, payload, {})
+                    return
                 reply = server._next_reply(role, body)
+                if _ignores_schema(server.structured_outputs, body):
+                    # The server drops the schema, so the model chats around its JSON.
+                    reply.content = f"Here is the JSON:\n```json\n{reply.content}\n```\nDone."
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 if reply.status != 200:
@@ -282,6 +299,58 @@ class ScriptedOpenAIServer:
                 self._send_json(200, _completion(body, reply), reply.headers)
 
         return _Handler
+
+
+# How servers without Structured Outputs answer ``response_format: json_schema``, from their
+# sources and bug reports:
+# - llama.cpp server before Sep 2024 (ggml-org/llama.cpp#9522, #9527): HTTP 500;
+# - vLLM before 0.5.5 (vllm-project/vllm#7654 added it): pydantic rejects the Literal type and
+#   the server answers 400 with its own ErrorResponse shape (no "error" wrapper);
+# - Ollama before 0.5 (ollama/ollama openai.go only mapped json_object): ignored, HTTP 200.
+REFUSALS: dict[str, tuple[int, dict[str, Any]]] = {
+    "llama.cpp": (
+        500,
+        {
+            "error": {
+                "code": 500,
+                "message": 'response_format type must be one of "text" or "json_object", '
+                "but got: json_schema",
+                "type": "server_error",
+            }
+        },
+    ),
+    "vllm-0.5": (
+        400,
+        {
+            "object": "error",
+            "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+            "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+            "'ctx': {'expected': \"'text' or 'json_object'\"}}]",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+    ),
+}
+STRUCTURED_PROFILES = ("full", "llama.cpp", "vllm-0.5", "ollama-0.4", "none")
+
+
+def _format_type(body: dict[str, Any]) -> str | None:
+    fmt = body.get("response_format")
+    return str(fmt.get("type")) if isinstance(fmt, dict) else None
+
+
+def _refusal(profile: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    kind = _format_type(body)
+    if profile == "none" and kind not in (None, "text"):
+        return 400, _error_body(f"response_format {kind!r} is not supported", "invalid_request")
+    if kind == "json_schema" and profile in REFUSALS:
+        return REFUSALS[profile]
+    return None
+
+
+def _ignores_schema(profile: str, body: dict[str, Any]) -> bool:
+    return profile == "ollama-0.4" and _format_type(body) == "json_schema"
 
 
 def _error_body(message: str, kind: str) -> dict[str, Any]:

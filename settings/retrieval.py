@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 
-from orchestration.config import Settings
 from retrieval.embedders import EmbedderConfig
 from retrieval.index import StoreConfig
+from settings import Settings
 
 
 def store_config(settings: Settings) -> StoreConfig:

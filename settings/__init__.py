@@ -88,13 +88,18 @@ class SandboxSettings(BaseModel):
     max_output_bytes: int = 1_000_000
 
 
-class RetrievalSettings(BaseModel):
+class ContextSettings(BaseModel):
+    """How much retrieved context the crew's programmer gets (``[retrieval]`` keys)."""
+
+    top_k: int = 8  # hits per query; also `codegen search`'s default -k
+    context_token_budget: int = 1500  # retrieved context is cut to this many (estimated) tokens
+
+
+class RetrievalSettings(ContextSettings):
     vector_store: str = "lancedb"  # lancedb | weaviate
     lancedb_uri: str | None = None  # default: $CODEGEN_HOME/index
     weaviate_url: str | None = None
     embedder: str = "minilm"  # minilm | static | openai
-    top_k: int = 8
-    context_token_budget: int = 1500
     weaviate_collection: str = "CodeChunk"
     openai_embedding_model: str = "text-embedding-3-small"
     openai_embedding_dimensions: int | None = None
@@ -118,6 +123,8 @@ class GitHubSourceSettings(BaseModel):
     exclude_paths: list[str] = Field(default_factory=lambda: ["*/tests/*", "*/test/*"])
     max_file_bytes: int = 500_000
     max_issues: int = 500
+    # A spent rate limit is waited out until its reset, if that is at most this far away.
+    max_rate_limit_wait_s: float = 900.0
 
 
 class StackOverflowSourceSettings(BaseModel):

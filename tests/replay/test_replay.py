@@ -372,3 +372,48 @@ def test_record_then_replay_gives_the_same_evaluation(
     assert again["pass_at_k"] == first["pass_at_k"]
     assert again["crew_statuses"] == first["crew_statuses"]
     assert len(srv.served) == len(calls) and all(r["status"] == 200 for r in srv.served)
+
+
+@pytest.mark.docker
+def test_generate_record_writes_every_step_process_into_one_recording(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.fakes.openai_server import ScriptedOpenAIServer, primes_handler
+
+    record = tmp_path / "generate.jsonl"
+    with ScriptedOpenAIServer(handler=primes_handler) as scripted:
+        env = {**os.environ, "OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": API_KEY}
+        proc = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "codegen"),
+                "generate",
+                "--json",
+                "--record",
+                str(record),
+                "Write primes_up_to(n) returning all primes <= n.",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
+        )
+        posts = [r for r in scripted.requests if r.method == "POST"]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    request_id = json.loads(proc.stdout)["request_id"]
+    loaded = read_recording(record)
+    # Steps ran in separate processes; each appended under the lock: nothing lost or torn.
+    assert len(loaded.entries) == len(posts)
+    assert {e.role for e in loaded.entries} == {
+        "analyzer",
+        "test_designer",
+        "programmer",
+        "reviewer",
+        "documenter",
+    }
+    assert {e.task for e in loaded.entries} == {request_id}
+    assert API_KEY not in record.read_text()

@@ -10,7 +10,8 @@ Formats (one JSON object a line in every case):
   function body that may run on past the function), becomes candidate i's round-1 reply.
   The matching ``..._test_case.jsonl`` samples become the test designer's replies (seq i),
   each wrapped as a pytest module holding the sample's first five assertions (CodeT's own
-  extraction, ``PostProcessor.test_case_extract``).
+  extraction, ``PostProcessor.test_case_extract``); a sample with none (about half are
+  empty) is an empty reply.
 * ``ldb`` (FloridSleeves/LLMDebugger ``programming/ldb.py`` output): ``task_id``,
   ``implementations[]`` (the seed, then one per debugging iteration), ``generated_test`` (the
   visible tests used). Implementation r becomes the programmer's round r+1 reply; the tests
@@ -231,7 +232,11 @@ def codet_rows(path: Path, tasks_file: Path) -> Iterator[tuple[Problem, list[str
 
 
 def codet_pytest_module(entry_point: str, assertions: list[str]) -> str:
-    body = "\n".join("    " + a.replace("\n", "\n    ") for a in assertions) or "    pass"
+    """The assertions as a pytest module; no assertion (an empty sample) is an empty reply,
+    as the model sent it, never a test that asserts nothing."""
+    if not assertions:
+        return ""
+    body = "\n".join("    " + a.replace("\n", "\n    ") for a in assertions)
     return (
         f"```python\nfrom solution import {entry_point}\n\n\n"
         f"def test_{entry_point}_generated():\n{body}\n```"

@@ -220,6 +220,7 @@ def test_codet_import_truncation_and_test_cases(tmp_path: Path) -> None:
         "has_close_elements([1.0, 2.0], 0.5) == False\nassert True", "has_close_elements"
     ) == ["assert has_close_elements([1.0, 2.0], 0.5) == False"]
     assert "assert has_close_elements([1.0], 0.5) == False" in tests[0].content
+    assert tests[1].content == ""  # an empty test sample stays empty
     # HumanEval/2 had no test samples: its test designer reply is derived from the prompt.
     assert any(
         e.role == "test_designer" and e.source == DERIVED

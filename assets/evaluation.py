@@ -143,9 +143,10 @@ def humaneval_scores(
     settings: SettingsResource,
     llm: LLMResource,
     sandbox: SandboxResource,
+    retriever: RetrieverResource,
 ) -> MaterializeResult:
     cfg = settings.load()
-    config = eval_config(cfg, CREW, None, llm)
+    config = eval_config(cfg, CREW, None, llm, retriever)
     store = EvalStore(cfg.eval_dir)
     with sandbox.open() as box:
 
@@ -251,12 +252,15 @@ def _tasks_table(summary: Summary) -> MetadataValue:
     description="Unbiased pass@k over every scored task, failures by category, tokens and cost.",
 )
 def humaneval_summary(
-    context: AssetExecutionContext, settings: SettingsResource, llm: LLMResource
+    context: AssetExecutionContext,
+    settings: SettingsResource,
+    llm: LLMResource,
+    retriever: RetrieverResource,
 ) -> MaterializeResult:
     cfg = settings.load()
     store = EvalStore(cfg.eval_dir)
     keys = task_keys()
-    crew_cfg = eval_config(cfg, CREW, None, llm)
+    crew_cfg = eval_config(cfg, CREW, None, llm, retriever)
     canon_cfg = eval_config(cfg, CANONICAL, None)
     crew = summarize(store, crew_cfg.config_id, CREW, keys)
     canon = summarize(store, canon_cfg.config_id, CANONICAL, keys)

@@ -181,6 +181,10 @@ class RetrieverResource(ConfigurableResource):
     def get_retriever(self) -> Retriever | None:
         return _EmptyIndex()
 
+    def identity(self) -> dict[str, Any]:
+        """What the crew searches, for an evaluation's identity and cache key."""
+        return {"kind": "empty"}
+
 
 # -- the vector index (issue 6) -------------------------------------------------------------
 class VectorIndexResource(RetrieverResource):
@@ -210,3 +214,15 @@ class VectorIndexResource(RetrieverResource):
     def get_retriever(self) -> Retriever | None:
         # The embedder (seconds to load) is built on the first search of a non-empty index.
         return LazyRetriever(self.open_store(), self.make_embedder)
+
+    def identity(self) -> dict[str, Any]:
+        """Store, embedder and size of the index: a re-built index is another crew. (The
+        chunk count stands in for a content hash, which the store does not keep.)"""
+        store = self.store_config()
+        try:
+            chunks = self.open_store().count()
+        except Exception:  # a missing index searches as empty
+            chunks = 0
+        embedder = retrieval_wiring.embedder_config(self.load_settings(), self.embedder).name
+        where = store.weaviate_url if store.kind == "weaviate" else store.uri
+        return {"kind": store.kind, "where": where, "embedder": embedder, "chunks": chunks}

@@ -24,6 +24,8 @@ from agents.evaluation.harness import (
 from agents.evaluation.samples_file import SamplesFile
 from agents.evaluation.store import EvalStore
 from assets.resources import LLMResource, RetrieverResource, SandboxResource
+from orchestration.resources import retriever_for
+from orchestration.run_queue import KIND_EVALUATION, kind_tags
 from sandbox.api import Sandbox
 from sandbox.types import Limits
 from settings import Settings
@@ -43,16 +45,19 @@ def eval_jobs() -> list[Any]:
             "humaneval_crew_job",
             selection=AssetSelection.assets("humaneval_samples", "humaneval_scores"),
             description="The crew on HumanEval tasks (one partition per task), then scoring.",
+            tags=kind_tags(KIND_EVALUATION),
         ),
         define_asset_job(
             "humaneval_canonical_job",
             selection=AssetSelection.assets("humaneval_canonical"),
             description="The canonical solutions through the same scoring path.",
+            tags=kind_tags(KIND_EVALUATION),
         ),
         define_asset_job(
             "humaneval_summary_job",
             selection=AssetSelection.assets("humaneval_summary"),
             description="pass@k, failures by category, cost; runs the canonical self-check.",
+            tags=kind_tags(KIND_EVALUATION),
         ),
     ]
 
@@ -78,7 +83,11 @@ def scoring_limits(settings: Settings) -> Limits:
 
 
 def eval_config(
-    settings: Settings, mode: str, samples: int | None, llm: LLMResource | None = None
+    settings: Settings,
+    mode: str,
+    samples: int | None,
+    llm: LLMResource | None = None,
+    retriever: RetrieverResource | None = None,
 ) -> EvalConfig:
     """The configuration (and so the cache key) of a run; building it calls no endpoint."""
     limits = scoring_limits(settings)
@@ -87,7 +96,8 @@ def eval_config(
     from agents.evaluation.crew_generator import crew_identity
 
     llm = llm or LLMResource.from_settings(settings)
-    identity = crew_identity(llm.client(), llm.crew_options())
+    retriever = retriever or retriever_for(settings)
+    identity = crew_identity(llm.client(), llm.crew_options(), retriever.identity())
     return EvalConfig(
         mode=mode, samples=samples or settings.eval.samples, limits=limits, identity=identity
     )
@@ -137,7 +147,9 @@ def eval_session(
     """Everything a run needs; resources default to those built from ``settings``."""
     llm = llm or LLMResource.from_settings(settings)
     sandbox = sandbox or SandboxResource.from_settings(settings)
-    cfg = eval_config(settings, mode, samples, llm)
+    # The index the backfill's crew searches, so both paths are the same crew.
+    retriever = retriever or retriever_for(settings)
+    cfg = eval_config(settings, mode, samples, llm, retriever)
     with sandbox.open() as box:
         if mode == CANONICAL:
             generator: Generator = canonical_generator
@@ -145,7 +157,7 @@ def eval_session(
             from agents.evaluation.crew_generator import crew_generator
 
             options = llm.crew_options({"limits": sandbox.limits()})
-            found = (retriever or RetrieverResource()).get_retriever()
+            found = retriever.get_retriever()
             generator = crew_generator(llm.client(), box, options, found)
         yield EvalSession(
             store=EvalStore(settings.eval_dir),

@@ -184,6 +184,9 @@ class EvalSettings(BaseModel):
     sandbox_concurrency: int = 2
     # Tasks worked on concurrently inside one op (CLI runs and ranged backfill runs).
     workers: int = 2
+    # A samples file (JSONL: task_id + completion | solution) the humaneval_file_* assets
+    # score; set by `codegen eval humaneval --samples-file FILE --backfill`.
+    samples_file: str | None = None
 
 
 class StorageSettings(BaseModel):

@@ -36,7 +36,7 @@ import numpy as np
 from retrieval.ann import nlist_for
 from retrieval.embedders import MiniLMEmbedder
 from retrieval.evaluation import stdlib_eval_set
-from retrieval.stores import LanceDBStore
+from retrieval.lancedb_store import LanceDBStore
 
 
 def log(msg: str) -> None:

@@ -22,7 +22,7 @@ from corpus.model import Chunk
 from orchestration.config import get_settings
 from retrieval.embedders import MiniLMEmbedder
 from retrieval.index import IndexRetriever, sync_index
-from retrieval.stores import LanceDBStore
+from retrieval.lancedb_store import LanceDBStore
 from retrieval.types import Retriever
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])

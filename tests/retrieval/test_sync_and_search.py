@@ -13,7 +13,7 @@ from corpus.model import Chunk
 from orchestration.cli import main
 from retrieval.embedders import Embedder, MiniLMEmbedder
 from retrieval.index import IndexRetriever, LazyRetriever, sync_index
-from retrieval.stores import LanceDBStore
+from retrieval.lancedb_store import LanceDBStore
 
 
 class Counting:

@@ -131,6 +131,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--workdir", default=".codegen/bench/index_scale")
     ap.add_argument("--quality-index", default=".codegen/bench/retrieval_quality/index-minilm")
+    ap.add_argument("--embedder", default="minilm", help="minilm (ONNX) or minilm-torch")
     ap.add_argument("--model-cache", default=".codegen/bench/retrieval_quality/cache")
     ap.add_argument("--filtered-queries", type=int, default=50)
     ap.add_argument("--block", type=int, default=100_000)
@@ -144,7 +145,7 @@ def main() -> None:
     import pyarrow as pa
 
     started = time.perf_counter()
-    embedder = make_embedder(EmbedderConfig(name="minilm", cache_dir=args.model_cache))
+    embedder = make_embedder(EmbedderConfig(name=args.embedder, cache_dir=args.model_cache))
     base, origin = real_embeddings(Path(args.quality_index), embedder)
     log(f"{len(base)} real embeddings ({origin})")
     _, eval_queries = stdlib_eval_set(

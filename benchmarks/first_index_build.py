@@ -4,7 +4,7 @@ Prints JSON.
 What a new user waits for: `codegen corpus build` (fetch, clean, dedupe, chunk, embed,
 index, quality check) on an empty CODEGEN_HOME, whose default corpus is the interpreter's
 standard library. Each embedder gets its own fresh home and its own model cache (so the
-ONNX export, or the static distillation, is part of its first build, as it is for a user).
+ONNX export is part of its first build, as it is for a user).
 Baseline: the torch MiniLM build (``minilm-torch``) in the same run; the builds run one after
 the other, so the load average at each start and end is reported beside them.
 

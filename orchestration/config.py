@@ -92,7 +92,7 @@ class RetrievalSettings(BaseModel):
     vector_store: str = "lancedb"  # lancedb | weaviate
     lancedb_uri: str | None = None  # default: $CODEGEN_HOME/index
     weaviate_url: str | None = None
-    embedder: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | static | openai
+    embedder: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | openai
     top_k: int = 8
     context_token_budget: int = 1500
     weaviate_collection: str = "CodeChunk"

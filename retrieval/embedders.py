@@ -1,5 +1,5 @@
-"""Embedders behind one interface: packaged MiniLM under ONNX Runtime (default) or torch, a
-static distilled variant, OpenAI.
+"""Embedders behind one interface: packaged MiniLM under ONNX Runtime (default) or torch,
+OpenAI.
 
 Every embedder has an ``identity``: a string naming the model *and* the exact weights or
 settings that produce its vectors. The index stores it; a different identity means every
@@ -371,68 +371,6 @@ class OnnxMiniLMEmbedder:
         return self.embed_documents([text])[0]
 
 
-def _distil_static(minilm_dir: Path, target: Path, pca_dims: int) -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from model2vec.distill import distill
-
-    model = distill(model_name=str(minilm_dir), pca_dims=pca_dims)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    model.save_pretrained(str(tmp))
-    tmp.replace(target)
-
-
-@lru_cache(maxsize=2)
-def _load_static(path: str) -> Any:
-    from model2vec import StaticModel
-
-    return StaticModel.from_pretrained(path)
-
-
-@dataclass
-class StaticEmbedder:
-    """A model2vec static model distilled once from the verified MiniLM weights.
-
-    Distillation runs every vocabulary token through MiniLM (about two minutes on two cores)
-    and is cached under ``cache_dir``, keyed by the MiniLM hash and the PCA size, so a
-    different teacher or size is a different identity.
-    """
-
-    cache_dir: str
-    pca_dims: int = 256
-    model_dir: str | None = None
-
-    def __post_init__(self) -> None:
-        import model2vec
-
-        minilm, digest = verified_minilm_dir(self.model_dir)
-        self._digest = digest
-        self._m2v_version = model2vec.__version__
-        name = f"minilm-static-{digest[:16]}-pca{self.pca_dims}-m2v{self._m2v_version}"
-        self._path = Path(self.cache_dir) / "models" / name
-        if not (self._path / "model.safetensors").exists():
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            _distil_static(minilm, self._path, self.pca_dims)
-
-    @property
-    def identity(self) -> str:
-        return (
-            f"static:model2vec-{self._m2v_version}-distill(all-MiniLM-L6-v2@{self._digest[:16]})"
-            f":pca{self.pca_dims}"
-        )
-
-    @property
-    def dim(self) -> int:
-        return int(_load_static(str(self._path)).dim)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise(_load_static(str(self._path)).encode(list(texts)))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
-
-
 @dataclass
 class OpenAIEmbedder:
     """OpenAI (or compatible) ``/v1/embeddings``; the SDK reads OPENAI_API_KEY/OPENAI_BASE_URL."""
@@ -496,15 +434,14 @@ class OpenAIEmbedder:
 class EmbedderConfig:
     """Plain values the Dagster/CLI layer hands over to choose an embedder."""
 
-    name: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | static | openai
+    name: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | openai
     cache_dir: str = ""
     openai_model: str = "text-embedding-3-small"
     openai_dimensions: int | None = None
     openai_base_url: str | None = None
-    static_pca_dims: int = 256
 
 
-EMBEDDERS = ("minilm", "minilm-torch", "static", "openai")
+EMBEDDERS = ("minilm", "minilm-torch", "openai")
 
 
 def make_embedder(config: EmbedderConfig) -> Embedder:
@@ -515,9 +452,9 @@ def make_embedder(config: EmbedderConfig) -> Embedder:
     if config.name == "minilm-torch":
         return MiniLMEmbedder()
     if config.name == "static":
-        if not config.cache_dir:
-            raise EmbedderError("the static embedder needs a cache directory")
-        return StaticEmbedder(cache_dir=config.cache_dir, pca_dims=config.static_pca_dims)
+        # Removed: its hybrid ranked below BM25 alone whatever the fusion weights
+        # (docs/benchmarks.md#retrieval), and the ONNX default is the fast path now.
+        raise EmbedderError("the static embedder was removed; use minilm (the default)")
     if config.name == "openai":
         return OpenAIEmbedder(
             model=config.openai_model,

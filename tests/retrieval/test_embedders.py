@@ -103,9 +103,11 @@ def test_default_embedder_is_onnx_and_torch_stays_selectable(tmp_path: Path) -> 
         make_embedder(EmbedderConfig(name="minilm"))
 
 
-def test_unknown_embedder_is_a_clear_error() -> None:
+def test_unknown_or_removed_embedder_is_a_clear_error() -> None:
     with pytest.raises(EmbedderError, match="unknown embedder 'bert'"):
         make_embedder(EmbedderConfig(name="bert"))
+    with pytest.raises(EmbedderError, match="static embedder was removed"):
+        make_embedder(EmbedderConfig(name="static", cache_dir="/tmp"))
 
 
 class _EmbeddingsHandler(BaseHTTPRequestHandler):

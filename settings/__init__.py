@@ -99,7 +99,7 @@ class RetrievalSettings(ContextSettings):
     vector_store: str = "lancedb"  # lancedb | weaviate
     lancedb_uri: str | None = None  # default: $CODEGEN_HOME/index
     weaviate_url: str | None = None
-    embedder: str = "minilm"  # minilm | static | openai
+    embedder: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | openai
     weaviate_collection: str = "CodeChunk"
     openai_embedding_model: str = "text-embedding-3-small"
     openai_embedding_dimensions: int | None = None

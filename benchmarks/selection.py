@@ -49,6 +49,8 @@ TESTS_PER_SAMPLE = 5  # CodeT's choice
 DRIVER = r"""
 import json, os, signal, sys
 task = json.load(open("task.json"))
+tests = [compile(t, "<test>", "exec") for t in task["tests"]]
+MAX_TIMEOUTS = 3  # a program that hangs on this many tests fails the rest unrun
 
 class Timeout(BaseException):
     pass
@@ -59,14 +61,34 @@ def on_alarm(*_):
 signal.signal(signal.SIGALRM, on_alarm)
 
 def timed(fn, seconds):
+    # True, False, or None on a timeout.
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         fn()
         return True
+    except Timeout:
+        return None
     except BaseException:
         return False
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+
+def run_program(program):
+    ns = {}
+    if not timed(lambda: exec(program, ns), 2.0):
+        return [False] * len(tests), False
+    passes, timeouts = [], 0
+    for test in tests:
+        if timeouts >= MAX_TIMEOUTS:
+            passes.append(False)
+            continue
+        ok = timed(lambda: exec(test, dict(ns)), 0.5)
+        timeouts += ok is None
+        passes.append(bool(ok))
+    def hidden():
+        exec(task["hidden"], ns)
+        ns["check"](ns[task["entry_point"]])
+    return passes, bool(timed(hidden, 5.0))
 
 for index, program in enumerate(task["programs"]):
     read, write = os.pipe()
@@ -74,13 +96,7 @@ for index, program in enumerate(task["programs"]):
     if pid == 0:
         os.close(read)
         sys.stdout = sys.stderr = open(os.devnull, "w")
-        ns = {}
-        loaded = timed(lambda: exec(program, ns), 2.0)
-        passes = [loaded and timed(lambda t=t: exec(t, dict(ns)), 0.5) for t in task["tests"]]
-        def hidden():
-            exec(task["hidden"], ns)
-            ns["check"](ns[task["entry_point"]])
-        correct = loaded and timed(hidden, 5.0)
+        passes, correct = run_program(program)
         os.write(write, json.dumps({"passes": passes, "correct": correct}).encode())
         os._exit(0)
     os.close(write)
@@ -103,7 +119,7 @@ for index, program in enumerate(task["programs"]):
     try:
         row = json.loads(b"".join(chunks))
     except ValueError:
-        row = {"passes": [False] * len(task["tests"]), "correct": False}
+        row = {"passes": [False] * len(tests), "correct": False}
     print(json.dumps({"index": index, **row}), flush=True)
 """
 

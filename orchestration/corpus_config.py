@@ -12,6 +12,7 @@ import dataclasses
 import os
 from typing import Any
 
+from corpus.dedupe import DedupeParams
 from corpus.sources import source_spec
 from settings import Settings
 
@@ -30,3 +31,9 @@ def source_config(settings: Settings, source: str) -> Any:
     if spec.secret_env and spec.secret_field:
         values[spec.secret_field] = os.environ.get(spec.secret_env) or None
     return config_type(**{k: v for k, v in values.items() if k in accepted})
+
+
+def dedupe_params(settings: Settings) -> DedupeParams:
+    """The word-shingle settings; code's own parameters keep DedupeParams' measured defaults."""
+    c = settings.corpus
+    return DedupeParams(c.dedupe_shingle_size, c.dedupe_num_perm, c.dedupe_threshold)

@@ -20,6 +20,7 @@ from agents.evaluation.harness import (
 from agents.evaluation.store import EvalStore
 from assets.resources import LLMResource, RetrieverResource, SandboxResource
 from orchestration.resources import retriever_for
+from orchestration.run_queue import KIND_EVALUATION, kind_tags
 from sandbox.api import Sandbox
 from sandbox.types import Limits
 from settings import Settings
@@ -39,16 +40,19 @@ def eval_jobs() -> list[Any]:
             "humaneval_crew_job",
             selection=AssetSelection.assets("humaneval_samples", "humaneval_scores"),
             description="The crew on HumanEval tasks (one partition per task), then scoring.",
+            tags=kind_tags(KIND_EVALUATION),
         ),
         define_asset_job(
             "humaneval_canonical_job",
             selection=AssetSelection.assets("humaneval_canonical"),
             description="The canonical solutions through the same scoring path.",
+            tags=kind_tags(KIND_EVALUATION),
         ),
         define_asset_job(
             "humaneval_summary_job",
             selection=AssetSelection.assets("humaneval_summary"),
             description="pass@k, failures by category, cost; runs the canonical self-check.",
+            tags=kind_tags(KIND_EVALUATION),
         ),
     ]
 

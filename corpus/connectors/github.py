@@ -70,13 +70,19 @@ class RateLimitWaitTooLong(Exception):
 def rate_limit_wait(
     status: int, headers: Any, now: Callable[[], float] = time.time
 ) -> float | None:
-    """Seconds until a spent primary rate limit resets, or None when this is not one.
+    """Seconds to wait on a rate-limited answer, or None when this is not one.
 
-    Measured against the response's ``Date`` (the server's clock, truncated to the second, so
-    waking at ``reset`` by it is never early) when there is one, else the local clock plus a
-    second for skew.
+    A secondary rate limit names its wait (``Retry-After``). A spent primary one waits for
+    ``X-RateLimit-Reset``, measured against the response's ``Date`` (the server's clock,
+    truncated to the second, so waking at ``reset`` by it is never early) when there is one,
+    else the local clock plus a second for skew.
     """
-    if status not in (403, 429) or headers.get("X-RateLimit-Remaining") != "0":
+    if status not in (403, 429):
+        return None
+    retry_after = headers.get("Retry-After") or ""
+    if retry_after.isdigit():
+        return float(retry_after)
+    if headers.get("X-RateLimit-Remaining") != "0":
         return None
     reset = headers.get("X-RateLimit-Reset") or ""
     if not reset.isdigit():
@@ -122,7 +128,8 @@ class RateLimitRetry(Retry):
             # Not a rate limit: give the caller the 403 itself (raise_on_status is off).
             raise MaxRetryError(kwargs.get("_pool"), url, ResponseError("403 is not retried"))
         if wait is not None and wait > self.max_wait_s:
-            reset = int(response.headers["X-RateLimit-Reset"])
+            header = response.headers.get("X-RateLimit-Reset") or ""
+            reset = int(header) if header.isdigit() else int(time.time() + wait)
             raise RateLimitWaitTooLong(wait, reset, self.max_wait_s)
         retry = super().increment(method, url, response, *args, **kwargs)
         assert isinstance(retry, RateLimitRetry)

@@ -173,6 +173,12 @@ def test_github_repos_wait_for_the_reset_and_a_403_without_a_spent_quota_is_not_
         report = refresh_source("github_repos", gh_config(gh), tmp_path)
         assert report.status == "ok" and report.rate_limit_waits == 1, report.message
         assert len(stored(tmp_path, "github_repos")) == 2
+        # A secondary rate limit names its wait (Retry-After): waited out too.
+        secondary = [(403, {"Retry-After": "1"}, b'{"message": "secondary rate limit"}')]
+        gh.hook = lambda path: secondary.pop() if secondary and "/branches/" in path else None
+        gh.repos["acme/widgets"].sha = "d" * 40
+        report = refresh_source("github_repos", gh_config(gh), tmp_path)
+        assert report.status == "ok" and report.rate_limit_waits == 1, report.message
         # A 403 that is not a rate limit (no access) fails at once with its own message.
         forbidden = (403, {"Content-Type": "application/json"}, b'{"message": "Not accessible"}')
         gh.hook = lambda path: forbidden if path.endswith("/branches/main") else None

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.replies import parse_python
 from sandbox.types import TestReport
 
 Row = tuple[bool, ...]
@@ -141,8 +142,8 @@ def spec_example_tests(spec: dict[str, Any]) -> str:
     for index, example in enumerate(spec.get("examples") or []):
         call, expected = str(example.get("call", "")), str(example.get("expected", ""))
         try:
-            ast.parse(call, mode="eval")
-            ast.parse(expected, mode="eval")
+            parse_python(call, mode="eval")
+            parse_python(expected, mode="eval")
         except SyntaxError:
             continue
         functions.append(
@@ -184,9 +185,10 @@ def without_tests(tests: str, names: Sequence[str], every_name: Sequence[str]) -
         if all(n in named for n in every_name if test_function(n) == f)
     }
     try:
-        tree = ast.parse(tests)
+        tree = parse_python(tests)
     except SyntaxError:
         return tests
+    assert isinstance(tree, ast.Module)
     lines = tests.splitlines(keepends=True)
     drop: set[int] = set()
     for node in tree.body:

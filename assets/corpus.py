@@ -19,10 +19,9 @@ from dagster import (
 from assets.resources import SettingsResource
 from corpus import pipeline
 from corpus.chunk import Budget
-from corpus.dedupe import DedupeParams
 from corpus.sources import SOURCES, load_reports, refresh_source
 from corpus.store import chunks_path, clean_path, deduped_path, raw_path
-from orchestration.corpus_config import source_config
+from orchestration.corpus_config import dedupe_params, source_config
 
 CORPUS_SOURCES = list(SOURCES)
 source_partitions = StaticPartitionsDefinition(CORPUS_SOURCES)
@@ -97,8 +96,7 @@ def deduped_documents(
     context: AssetExecutionContext, settings: SettingsResource
 ) -> MaterializeResult:
     cfg = settings.load()
-    c = cfg.corpus
-    params = DedupeParams(c.dedupe_shingle_size, c.dedupe_num_perm, c.dedupe_threshold)
+    params = dedupe_params(cfg)
     stats = pipeline.dedupe_stage(cfg.corpus_dir, params, context.log.info)
     ratio = 1 - stats.documents_out / stats.documents_in if stats.documents_in else 0.0
     return MaterializeResult(
@@ -129,7 +127,7 @@ def deduped_documents(
 def chunks(context: AssetExecutionContext, settings: SettingsResource) -> MaterializeResult:
     cfg = settings.load()
     budget = Budget(cfg.corpus.chunk_max_tokens, cfg.corpus.chunk_min_tokens)
-    stats = pipeline.chunk_stage(cfg.corpus_dir, budget, context.log.info)
+    stats = pipeline.chunk_stage(cfg.corpus_dir, budget, context.log.info, dedupe_params(cfg))
     dist = pipeline.size_distribution(stats.token_sizes)
     return MaterializeResult(
         metadata={
@@ -138,6 +136,7 @@ def chunks(context: AssetExecutionContext, settings: SettingsResource) -> Materi
             "new_chunks": stats.new_chunks,
             "removed_chunks": stats.removed_chunks,
             "duplicate_chunks_dropped": stats.duplicate_chunks,
+            "near_duplicate_code_chunks_dropped": stats.near_duplicate_chunks,
             "runnable_examples": stats.examples,
             "cache_hits": stats.cache_hits,
             "by_kind": _table(pipeline.dump_counter(stats.by_kind), "kind"),

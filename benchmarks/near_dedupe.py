@@ -1,61 +1,100 @@
-"""Near-duplicate detection: precision and recall on planted duplicates across two sources.
+"""Near-duplicate detection: precision and recall on planted duplicates, code-aware vs raw tokens.
 
-Source A ("local") holds N distinct standard-library modules (chosen so that no two of them
-share more than 50% of their 5-gram shingles, i.e. no natural near duplicates). Source B
-("github_repos") holds, for a subset of them, an exact copy (re-indented and re-cased, equal
-after normalisation) or a near copy (1-5% of lines edited: an identifier renamed, a comment
-added, a line deleted, a literal changed), plus distinct modules that are not in A (negatives).
+Two parts, each run twice on the same candidates in the same process: with today's default
+(code shingled as normalised tokens, confirmed by fingerprints; see ``corpus/dedupe.py``) and
+with the previous version (every document shingled on raw word tokens, as prose still is),
+which is the baseline. A third figure, exact hashing alone, is the floor.
 
-Labels come from the planting, not from the detector. Pairs are scored at cluster level:
-predicted pairs are all pairs in one duplicate cluster, true pairs are (original, planted copy).
-Baseline in the same run: exact-hash dedupe alone (what you get without MinHash).
+**Modules.** Source A ("local") holds N distinct standard-library modules (no two share more
+than 50% of their raw 5-gram shingles nor of their normalised ones, i.e. no natural near
+duplicates or type-2 clones). Source B ("github_repos") holds, for a quarter of them each:
+an exact copy (re-indented and re-cased, equal after normalisation); a near copy (1-5% of lines
+edited: an identifier renamed, a comment added, a line deleted, a literal changed); a type-2
+clone (2, 3, 5 or 8 local names renamed throughout, the module docstring reworded, and 1% of
+lines' numbers changed); and for the last quarter nothing. Plus distinct modules in neither
+(negatives).
 
-    .venv/bin/python benchmarks/near_dedupe.py [--originals 300] [--seed 7]
+**Short functions.** Functions of 2-8 lines from the standard library, as the chunker would
+cut them. Negatives: pairs of genuinely different functions with exactly the same normalised
+token stream (so the shingles alone cannot tell them apart); "different" is decided with the
+syntax tree, not by the detector: the two have different names and read different
+attributes, call or use different free names (``self.name`` / ``self.age``). Pairs that
+differ only in what they bind or in literals are left out of the pool, being copies by the
+type-2 definition. Positives: copies of other short functions (ones with no other function of
+the same shape in the stdlib, so no natural copies blur the labels) with one or two
+parameters or locals renamed and the docstring, if any, reworded (another "repository",
+another document).
+
+Labels come from the planting and the syntax tree, never from the detector. Pairs are scored
+at cluster level: predicted pairs are all pairs in one duplicate cluster.
+
+    .venv/bin/python benchmarks/near_dedupe.py [--originals 300] [--short-pairs 300] [--seed 7]
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import random
 import re
 import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import replace
 from itertools import combinations
+from pathlib import Path
 
 from corpus.connectors.local import SKIPPED_DIRS, stdlib_path
-from corpus.dedupe import Candidate, DedupeParams, DedupeResult, dedupe, exact_key
+from corpus.dedupe import (
+    Candidate,
+    DedupeParams,
+    DedupeResult,
+    code_tokens,
+    dedupe,
+    exact_key,
+)
 
 _WORD = re.compile(r"\w+|[^\w\s]")
+NEW_NAMES = ["acc", "buf", "cur", "elem", "entry", "node", "obj", "res", "tmp", "val"]
 
 
-def shingles(text: str, k: int = 5) -> set[str]:
-    toks = _WORD.findall(text.casefold())
-    return {" ".join(toks[i : i + k]) for i in range(max(len(toks) - k + 1, 1))}
+def shingles(tokens: list[str], k: int = 5) -> set[str]:
+    return {" ".join(tokens[i : i + k]) for i in range(max(len(tokens) - k + 1, 1))}
+
+
+def raw_shingles(text: str) -> set[str]:
+    return shingles(_WORD.findall(text.casefold()))
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def pick_modules(count: int, rng: random.Random) -> list[tuple[str, str]]:
-    """Distinct stdlib modules of 2-60 kB, no two sharing > 50% of shingles."""
+def stdlib_files(min_bytes: int, max_bytes: int) -> list[Path]:
     root = stdlib_path()
-    files = [
+    return sorted(
         p
         for p in root.rglob("*.py")
         if not SKIPPED_DIRS.intersection(p.relative_to(root).parts)
-        and 2_000 <= p.stat().st_size <= 60_000
-    ]
+        and min_bytes <= p.stat().st_size <= max_bytes
+    )
+
+
+def pick_modules(count: int, rng: random.Random) -> list[tuple[str, str]]:
+    """Distinct stdlib modules of 2-60 kB, no two sharing > 50% of raw or normalised shingles."""
+    root = stdlib_path()
+    files = stdlib_files(2_000, 60_000)
     rng.shuffle(files)
-    chosen: list[tuple[str, str, set[str]]] = []
+    chosen: list[tuple[str, str, set[str], set[str]]] = []
     for p in files:
         text = p.read_text(encoding="utf-8", errors="replace")
-        sh = shingles(text)
-        if all(jaccard(sh, other) < 0.5 for _, _, other in chosen):
-            chosen.append((p.relative_to(root).as_posix(), text, sh))
+        raw, norm = raw_shingles(text), shingles(code_tokens(text))
+        if all(jaccard(raw, r) < 0.5 and jaccard(norm, n) < 0.5 for _, _, r, n in chosen):
+            chosen.append((p.relative_to(root).as_posix(), text, raw, norm))
         if len(chosen) == count:
             break
-    return [(name, text) for name, text, _ in chosen]
+    return [(name, text) for name, text, _, _ in chosen]
 
 
 def exact_copy(text: str) -> str:
@@ -85,6 +124,63 @@ def near_copy(text: str, rate: float, rng: random.Random) -> str:
     return "\n".join(lines)
 
 
+def bound_names(tree: ast.AST) -> list[str]:
+    """Parameters and locally assigned names of the functions in ``tree``, most used first."""
+    counts: dict[str, int] = defaultdict(int)
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.arg) and node.arg not in ("self", "cls"):
+                    counts[node.arg] += 1
+                elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    counts[node.id] += 1
+    return sorted((n for n in counts if len(n) > 1), key=lambda n: (-counts[n], n))
+
+
+def rename(text: str, names: Iterable[str], rng: random.Random) -> str:
+    taken = set(re.findall(r"\w+", text))
+    for old in names:
+        new = rng.choice(NEW_NAMES)
+        while new in taken:
+            new += "2"
+        taken.add(new)
+        text = re.sub(rf"(?<![\w.]){re.escape(old)}\b", new, text)
+    return text
+
+
+def reword_docstring(text: str, tree: ast.AST, sentence: str) -> str:
+    body = getattr(tree, "body", [])
+    if not body or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Constant):
+        return text
+    if not isinstance(body[0].value.value, str):
+        return text
+    lines = text.splitlines(keepends=True)
+    node = body[0]
+    start, end = node.lineno - 1, node.end_lineno or node.lineno
+    indent = re.match(r"\s*", lines[start]).group()  # type: ignore[union-attr]
+    return "".join(lines[:start]) + f'{indent}"""{sentence}"""\n' + "".join(lines[end:])
+
+
+def type2_clone(text: str, n_names: int, rng: random.Random) -> str | None:
+    """Rename ``n_names`` locals throughout, reword the docstring, bump 1% of lines' numbers."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    names = bound_names(tree)
+    if len(names) < n_names:
+        return None
+    # A mix of much- and little-used names, as someone adapting the module would rename.
+    picked = rng.sample(names[: max(n_names * 3, 10)], n_names)
+    out = reword_docstring(text, tree, "Utilities adapted from another project; see NOTICE.")
+    out = rename(out, picked, rng)
+    lines = out.splitlines()
+    numbered = [i for i, line in enumerate(lines) if re.search(r"\b\d+\b", line)]
+    for i in rng.sample(numbered, min(len(numbered), max(1, len(lines) // 100))):
+        lines[i] = re.sub(r"\b\d+\b", lambda m: str(int(m.group()) + 1), lines[i], count=1)
+    return "\n".join(lines) + "\n"
+
+
 def cluster_pairs(result: DedupeResult) -> set[frozenset[str]]:
     # Exact removals point at their winner; near clusters list members.
     groups: dict[str, set[str]] = {}
@@ -108,83 +204,200 @@ def score(pred: set[frozenset[str]], truth: set[frozenset[str]]) -> dict[str, fl
     }
 
 
+def exact_only(cands: list[Candidate]) -> set[frozenset[str]]:
+    by_key: dict[str, list[str]] = defaultdict(list)
+    for c in cands:
+        by_key[exact_key(c.text)].append(c.id)
+    return {frozenset(p) for ids in by_key.values() for p in combinations(sorted(ids), 2)}
+
+
+def run_both(
+    cands: list[Candidate], params: DedupeParams
+) -> dict[str, tuple[set[frozenset[str]], float]]:
+    """Today's code-aware dedupe and the raw-token baseline on the same candidates."""
+    out = {}
+    for name, batch in (
+        ("raw_tokens_baseline", [replace(c, code=False) for c in cands]),
+        ("code_aware", cands),
+    ):
+        started = time.perf_counter()
+        result = dedupe(batch, params)
+        out[name] = (cluster_pairs(result), round(time.perf_counter() - started, 2))
+    return out
+
+
+def modules_part(n: int, params: DedupeParams, rng: random.Random) -> dict[str, object]:
+    modules = pick_modules(n + n // 2, rng)
+    originals, negatives = modules[:n], modules[n:]
+    cands = [Candidate(f"A:{m}", t, (0,), code=True) for m, t in originals]
+    truth: dict[str, set[frozenset[str]]] = {"exact": set(), "near": set(), "type2": set()}
+    type2_names: dict[frozenset[str], int] = {}
+    for i, (name, text) in enumerate(originals):
+        kind = i % 4
+        copy: str | None = None
+        if kind == 0:
+            copy, label = exact_copy(text), "exact"
+        elif kind == 1:
+            copy, label = near_copy(text, rng.choice([0.01, 0.02, 0.03, 0.05]), rng), "near"
+        elif kind == 2:
+            n_names = rng.choice([2, 3, 5, 8])
+            copy, label = type2_clone(text, n_names, rng), "type2"
+        if copy is None:
+            continue
+        cid = f"B:{label}:{name}"
+        cands.append(Candidate(cid, copy, (1,), code=True))
+        pair = frozenset({f"A:{name}", cid})
+        truth[label].add(pair)
+        if label == "type2":
+            type2_names[pair] = n_names
+    cands += [Candidate(f"B:neg:{m}", t, (1,), code=True) for m, t in negatives]
+    all_truth = set().union(*truth.values())
+    runs = run_both(cands, params)
+    report: dict[str, object] = {
+        "documents": len(cands),
+        "planted_pairs": {k: len(v) for k, v in truth.items()},
+        "exact_hash_only": score(exact_only(cands), all_truth),
+    }
+    for name, (pred, seconds) in runs.items():
+        false_pos = pred - all_truth
+        by_names = {}
+        for k in sorted(set(type2_names.values())):
+            pairs = {p for p, v in type2_names.items() if v == k}
+            by_names[f"{k} names renamed"] = score(pred & pairs, pairs)["recall"]
+        report[name] = {
+            "all": score(pred, all_truth),
+            **{
+                label: {"recall": score(pred & pairs, pairs)["recall"]}
+                for label, pairs in truth.items()
+            },
+            "type2_recall_by_names_renamed": by_names,
+            "false_positive_pairs": sorted(sorted(p) for p in false_pos)[:10],
+            "missed": sorted(sorted(p) for p in all_truth - pred)[:10],
+            "seconds": seconds,
+        }
+    return report
+
+
+def short_functions(max_lines: int = 8) -> list[tuple[str, str, ast.FunctionDef]]:
+    """(module:qualified line, source, node) of every 2-8 line function in the stdlib."""
+    root = stdlib_path()
+    out = []
+    for p in stdlib_files(500, 200_000):
+        text = p.read_text(encoding="utf-8", errors="replace")
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        lines = text.splitlines()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and not node.decorator_list:
+                end = node.end_lineno or node.lineno
+                if 2 <= end - node.lineno + 1 <= max_lines:
+                    src = "\n".join(lines[node.lineno - 1 : end])
+                    out.append((f"{p.relative_to(root).as_posix()}:{node.lineno}", src, node))
+    return out
+
+
+def free_names(node: ast.FunctionDef) -> frozenset[str]:
+    bound = {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
+    bound |= {
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - bound
+    used |= {"." + a.attr for a in ast.walk(node) if isinstance(a, ast.Attribute)}
+    return frozenset(used)
+
+
+def short_part(pairs_wanted: int, params: DedupeParams, rng: random.Random) -> dict[str, object]:
+    funcs = short_functions()
+    rng.shuffle(funcs)
+    by_shape: dict[tuple[str, ...], list[tuple[str, str, ast.FunctionDef]]] = defaultdict(list)
+    for f in funcs:
+        by_shape[tuple(code_tokens(f[1]))].append(f)
+    negatives: set[frozenset[str]] = set()
+    cands: list[Candidate] = []
+    used: set[str] = set()
+    for members in by_shape.values():
+        # Within a shape, keep only members that are genuinely different from every other
+        # kept one: another name, and other free names (what they read, call, use).
+        kept: list[tuple[str, str, ast.FunctionDef]] = []
+        for f in members:
+            if all(
+                f[2].name != g[2].name
+                and free_names(f[2]) != free_names(g[2])
+                and f[1].strip() != g[1].strip()
+                for g in kept
+            ):
+                kept.append(f)
+        if len(kept) < 2:
+            continue
+        a, b = kept[0], kept[1]
+        negatives.add(frozenset({a[0], b[0]}))
+        for f in (a, b):
+            cands.append(Candidate(f[0], f[1], (0,), code=True, group=f[0].split(":")[0]))
+            used.add(f[0])
+        if len(negatives) >= pairs_wanted:
+            break
+    truth: set[frozenset[str]] = set()
+    for key, src, node in funcs:
+        if len(truth) >= pairs_wanted:
+            break
+        if key in used or len(by_shape[tuple(code_tokens(src))]) > 1:
+            continue  # an original must have no natural look-alike (the codecs' encode()s)
+        names = bound_names(ast.Module(body=[node], type_ignores=[]))
+        if not names:
+            continue
+        picked = rng.sample(names, min(len(names), rng.choice([1, 2])))
+        body_doc = ast.get_docstring(node) is not None
+        copy = rename(src, picked, rng)
+        if body_doc:
+            copy = re.sub(r'("""|\'\'\')[\s\S]*?\1', '"""Adapted helper."""', copy, count=1)
+        if exact_key(copy) == exact_key(src):
+            continue
+        cid = f"B:{key}"
+        cands.append(Candidate(key, src, (0,), code=True, group=key.split(":")[0]))
+        cands.append(Candidate(cid, copy, (1,), code=True, group="B:" + key.split(":")[0]))
+        truth.add(frozenset({key, cid}))
+        used.add(key)
+    runs = run_both(cands, params)
+    report: dict[str, object] = {
+        "functions": len(cands),
+        "shape_sharing_negative_pairs": len(negatives),
+        "planted_renamed_copies": len(truth),
+        "exact_hash_only": score(exact_only(cands), truth),
+    }
+    examples = [sorted(p) for p in sorted(negatives, key=sorted)[:3]]
+    report["negative_examples"] = [
+        [next(c.text for c in cands if c.id == i) for i in pair] for pair in examples
+    ]
+    for name, (pred, seconds) in runs.items():
+        report[name] = {
+            **score(pred, truth),
+            "negative_pairs_merged": len(pred & negatives),
+            "false_positive_pairs": sorted(sorted(p) for p in pred - truth)[:10],
+            "seconds": seconds,
+        }
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--originals", type=int, default=300)
+    parser.add_argument("--short-pairs", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--fingerprint-overlap", type=float, default=None, help="explore")
     args = parser.parse_args()
-    rng = random.Random(args.seed)
-
-    modules = pick_modules(args.originals + args.originals // 2, rng)
-    originals, negatives = modules[: args.originals], modules[args.originals :]
-    cands: list[Candidate] = [Candidate(f"A:{n}", t, (0,)) for n, t in originals]
-    truth_exact: set[frozenset[str]] = set()
-    truth_near: set[frozenset[str]] = set()
-    rates: dict[str, float] = {}
-    for i, (name, text) in enumerate(originals):
-        kind = i % 3  # a third exact copies, a third near copies, a third not copied
-        if kind == 0:
-            cands.append(Candidate(f"B:exact:{name}", exact_copy(text), (1,)))
-            truth_exact.add(frozenset({f"A:{name}", f"B:exact:{name}"}))
-        elif kind == 1:
-            rate = rng.choice([0.01, 0.02, 0.03, 0.05])
-            cid = f"B:near:{name}"
-            cands.append(Candidate(cid, near_copy(text, rate, rng), (1,)))
-            truth_near.add(frozenset({f"A:{name}", cid}))
-            rates[cid] = rate
-    cands += [Candidate(f"B:neg:{n}", t, (1,)) for n, t in negatives]
-
     params = DedupeParams()
-    start = time.perf_counter()
-    result = dedupe(cands, params)
-    took = time.perf_counter() - start
-    pred = cluster_pairs(result)
-    truth = truth_exact | truth_near
-
-    # Baseline: exact (normalised) hash only.
-    by_key: dict[str, list[str]] = {}
-    for c in cands:
-        by_key.setdefault(exact_key(c.text), []).append(c.id)
-    baseline = {frozenset(p) for ids in by_key.values() for p in combinations(sorted(ids), 2)}
-
-    true_j = {
-        cid: round(jaccard(shingles(dict((c.id, c.text) for c in cands)[cid]), shingles(t)), 3)
-        for cid in rates
-        for n, t in originals
-        if cid == f"B:near:{n}"
-    }
-    by_rate: dict[str, dict[str, float]] = {}
-    for rate in sorted(set(rates.values())):
-        pairs = {p for p in truth_near if any(rates.get(m) == rate for m in p)}
-        ids = [m for p in pairs for m in p if m in rates]
-        by_rate[f"{rate:.0%} lines edited"] = {
-            "pairs": len(pairs),
-            "recall": score(pred & pairs, pairs)["recall"] if pairs else 1.0,
-            "min_true_jaccard": min(true_j[i] for i in ids) if ids else None,
-        }
+    if args.fingerprint_overlap is not None:
+        params = replace(params, code_fingerprint_overlap=args.fingerprint_overlap)
     print(
         json.dumps(
             {
-                "documents": len(cands),
-                "sources": {
-                    "A(local)": len(originals),
-                    "B(github_repos)": len(cands) - len(originals),
-                },
                 "params": params.__dict__,
-                "minhash_lsh": {
-                    "all": score(pred, truth),
-                    "exact": score(
-                        {p for p in pred if p in truth_exact} | (pred - truth), truth_exact
-                    ),
-                    "near": score(
-                        {p for p in pred if p in truth_near} | (pred - truth), truth_near
-                    ),
-                    "near_recall_by_edit_rate": by_rate,
-                    "seconds": round(took, 2),
-                },
-                "baseline_exact_hash_only": score(baseline, truth),
-                "false_positive_pairs": sorted(sorted(p) for p in pred - truth)[:10],
-                "missed_pairs": sorted(sorted(p) for p in truth - pred)[:10],
+                "modules": modules_part(args.originals, params, random.Random(args.seed)),
+                "short_functions": short_part(
+                    args.short_pairs, params, random.Random(args.seed + 1)
+                ),
             },
             indent=1,
         )

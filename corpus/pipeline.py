@@ -29,8 +29,19 @@ from corpus.chunk import (
     make_chunks,
 )
 from corpus.clean import CLEAN_VERSION, DEFAULT_MAX_BYTES, clean_document, is_vendored
-from corpus.dedupe import Candidate, DedupeParams, dedupe, exact_key, rank_of, signature
-from corpus.model import Chunk, Document
+from corpus.dedupe import (
+    CODE_LANGUAGES,
+    NORMALISER_VERSION,
+    Candidate,
+    DedupeParams,
+    Fingerprint,
+    code_fingerprint,
+    dedupe,
+    exact_key,
+    rank_of,
+    signature,
+)
+from corpus.model import Chunk, Document, content_hash
 from corpus.secrets import SECRETS_VERSION, has_secret
 from corpus.store import (
     cache_path,
@@ -180,6 +191,37 @@ def clean_stage(
     return stats
 
 
+def _cached_signatures(
+    cache: StageCache, params: DedupeParams
+) -> Callable[[Candidate, bool], np.ndarray]:
+    """Signatures by content and recipe: unchanged text is never shingled again."""
+
+    def signature_of(c: Candidate, code: bool) -> np.ndarray:
+        # Word shingles ignore case and spacing, as exact_key does; code tokens keep case.
+        key = _key(params.key(code), content_hash(c.text) if code else exact_key(c.text))
+        raw = cache.get_bytes("minhash", key)
+        if raw is not None:
+            return np.frombuffer(raw, dtype=np.uint32)
+        sig = signature(c.text, params, code)
+        cache.put_bytes("minhash", key, sig.astype(np.uint32).tobytes())
+        return sig
+
+    return signature_of
+
+
+def _cached_fingerprints(cache: StageCache) -> Callable[[Candidate], Fingerprint]:
+    def fingerprint_of(c: Candidate) -> Fingerprint:
+        key = _key(NORMALISER_VERSION, content_hash(c.text))
+        hit = cache.get_json("fingerprint", key)
+        if hit is not None:
+            return Fingerprint.from_json(hit)
+        found = code_fingerprint(c.text)
+        cache.put_json("fingerprint", key, found.to_json())
+        return found
+
+    return fingerprint_of
+
+
 @dataclass
 class DedupeStats:
     memoized: bool = False  # True when replayed from the stage manifest
@@ -198,20 +240,15 @@ def dedupe_stage(corpus_dir: Path, params: DedupeParams, progress: Progress = _n
     if (memo := _memo_get(corpus_dir, "dedupe", memo_key, outputs)) is not None:
         return _restore(DedupeStats, memo)
     docs = {d.id: d for d in read_documents(clean_path(corpus_dir))}
-    candidates = [Candidate(d.id, d.text, rank_of(d.metadata)) for d in docs.values()]
+    candidates = [
+        Candidate(d.id, d.text, rank_of(d.metadata), code=d.language in CODE_LANGUAGES)
+        for d in docs.values()
+    ]
     with StageCache(cache_path(corpus_dir)) as cache:
-
-        def signature_of(c: Candidate) -> np.ndarray:
-            key = _key(params.key(), exact_key(c.text))
-            raw = cache.get_bytes("minhash", key)
-            if raw is not None:
-                return np.frombuffer(raw, dtype=np.uint32)
-            sig = signature(c.text, params)
-            cache.put_bytes("minhash", key, sig.astype(np.uint32).tobytes())
-            return sig
-
         progress(f"dedupe: {len(candidates)} documents")
-        result = dedupe(candidates, params, signature_of)
+        result = dedupe(
+            candidates, params, _cached_signatures(cache, params), _cached_fingerprints(cache)
+        )
     removed = {**result.exact_removed, **result.near_removed}
     stats = DedupeStats(
         documents_in=len(candidates),
@@ -242,6 +279,7 @@ class ChunkStats:
     new_chunks: int = 0
     removed_chunks: int = 0
     duplicate_chunks: int = 0
+    near_duplicate_chunks: int = 0  # code chunks that copy another document's (type-2 clones)
     cache_hits: int = 0
     by_kind: Counter[str] = field(default_factory=Counter)
     by_source: Counter[str] = field(default_factory=Counter)
@@ -249,6 +287,10 @@ class ChunkStats:
     examples: int = 0
 
 
+# Chunks near-deduplicated as code: definitions. A module header is mostly its docstring,
+# which the code fingerprint ignores on purpose, so two headers importing the same modules
+# would look alike; they are not compared.
+CODE_UNIT_KINDS = frozenset({"function", "method", "class"})
 _EXAMPLE_DIRS = re.compile(r"(?:^|/)(?:examples?|demos?|samples?)/")
 _DOCTEST = re.compile(r"^\s*>>> ", re.MULTILINE)
 
@@ -267,10 +309,26 @@ def _tag_examples(doc: Document, chunks: list[Chunk]) -> list[Chunk]:
     return out
 
 
-def chunk_stage(corpus_dir: Path, budget: Budget, progress: Progress = _noop) -> ChunkStats:
-    """Chunk every kept document into ``chunks.jsonl`` (the contract the index reads)."""
+def chunk_stage(
+    corpus_dir: Path,
+    budget: Budget,
+    progress: Progress = _noop,
+    params: DedupeParams | None = None,
+) -> ChunkStats:
+    """Chunk every kept document into ``chunks.jsonl`` (the contract the index reads).
+
+    Chunks with the same text are one chunk. Code definitions (functions, methods, classes)
+    are also near-deduplicated across documents with the documents' method
+    (``corpus.dedupe``): a function copied into another module, locals renamed, is one hit in
+    search, not two. The chunk kept is the one of the
+    better document (``rank_of``); chunks of one document are never merged with each other.
+    ``params`` None: the default dedupe parameters.
+    """
+    params = params or DedupeParams()
     target = chunks_path(corpus_dir)
-    memo_key = _key(CHUNKER_VERSION, budget, fingerprint(deduped_path(corpus_dir)))
+    memo_key = _key(
+        CHUNKER_VERSION, budget, params, params.key(True), fingerprint(deduped_path(corpus_dir))
+    )
     if (memo := _memo_get(corpus_dir, "chunk", memo_key, [target])) is not None:
         # Nothing upstream changed: the stored chunks stand, and none of them is new.
         return _restore(ChunkStats, {**memo, "new_chunks": 0, "removed_chunks": 0})
@@ -303,25 +361,40 @@ def chunk_stage(corpus_dir: Path, budget: Budget, progress: Progress = _noop) ->
             cache.put_json("chunks", key, records)
             return records
 
+        unique: list[dict[str, Any]] = []
+        code: list[Candidate] = []
+        for doc in read_documents(deduped_path(corpus_dir)):
+            stats.documents += 1
+            rank = rank_of(doc.metadata)
+            for c in doc_chunks(doc):
+                # Identical text = identical id: keep the first, so ids stay unique.
+                if c["id"] in seen:
+                    stats.duplicate_chunks += 1
+                    continue
+                seen.add(c["id"])
+                unique.append(c)
+                if c["language"] in CODE_LANGUAGES and c["kind"] in CODE_UNIT_KINDS:
+                    code.append(Candidate(c["id"], c["text"], rank, code=True, group=doc.id))
+            if stats.documents % 500 == 0:
+                progress(f"chunk: {stats.documents} documents, {len(unique)} chunks")
+        progress(f"chunk: near-duplicate check of {len(code)} code chunks")
+        near = dedupe(code, params, _cached_signatures(cache, params), _cached_fingerprints(cache))
+        removed = near.exact_removed.keys() | near.near_removed.keys()
+        stats.near_duplicate_chunks = len(removed)
+
         def records() -> Iterator[dict[str, Any]]:
-            for doc in read_documents(deduped_path(corpus_dir)):
-                stats.documents += 1
-                for c in doc_chunks(doc):
-                    # Identical text = identical id: keep the first, so ids stay unique.
-                    if c["id"] in seen:
-                        stats.duplicate_chunks += 1
-                        continue
-                    seen.add(c["id"])
-                    stats.chunks += 1
-                    stats.by_kind[c["kind"]] += 1
-                    stats.by_source[c["source"]] += 1
-                    stats.token_sizes.append(c["metadata"]["tokens"])
-                    stats.examples += "example" in c["metadata"]
-                    yield c
-                if stats.documents % 500 == 0:
-                    progress(f"chunk: {stats.documents} documents, {stats.chunks} chunks")
+            for c in unique:
+                if c["id"] in removed:
+                    continue
+                stats.chunks += 1
+                stats.by_kind[c["kind"]] += 1
+                stats.by_source[c["source"]] += 1
+                stats.token_sizes.append(c["metadata"]["tokens"])
+                stats.examples += "example" in c["metadata"]
+                yield c
 
         write_jsonl_atomic(target, records())
+        seen -= removed
     stats.new_chunks = len(seen - previous)
     stats.removed_chunks = len(previous - seen)
     _memo_put(corpus_dir, "chunk", memo_key, [target], _as_dict(stats))

@@ -7,6 +7,8 @@ time and stores the same documents.
 
 from __future__ import annotations
 
+import copy
+import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +30,6 @@ from corpus.connectors.local import (
 from corpus.model import Document
 from corpus.store import fingerprint, raw_path, read_documents, state_dir, write_jsonl_atomic
 
-SOURCES = ("local", "github_repos", "github_issues", "stackoverflow", "docs", "blogs")
-
 Progress = Callable[[str], None]
 # A connector yields documents and updates ``state`` in place with its next cursor.
 Connector = Callable[[Any, dict[str, Any], SourceReport, Progress], Iterator[Document]]
@@ -37,50 +37,89 @@ Connector = Callable[[Any, dict[str, Any], SourceReport, Progress], Iterator[Doc
 
 @dataclass
 class LocalConfig:
-    paths: list[str] = field(default_factory=list)  # empty: the standard library
-    max_bytes: int = 1_000_000
+    local_paths: list[str] = field(default_factory=list)  # empty: the standard library
+    max_document_bytes: int = 1_000_000
 
 
-def _local(
+def fetch_local(
     cfg: LocalConfig, state: dict[str, Any], report: SourceReport, progress: Progress
 ) -> Iterator[Document]:
-    roots = [Path(p) for p in cfg.paths] or [stdlib_path()]
+    roots = _local_roots(cfg)
     for root in roots:
         if not root.expanduser().is_dir():
             raise SourceError(f"local path is not a directory: {root}")
     stats = LocalScanStats()
-    for n, doc in enumerate(iter_local_documents(roots, max_bytes=cfg.max_bytes, stats=stats), 1):
+    docs = iter_local_documents(roots, max_bytes=cfg.max_document_bytes, stats=stats)
+    for n, doc in enumerate(docs, 1):
         if n % 500 == 0:
             progress(f"local: {n} files read")
         yield doc
     report.skipped.update(stats.skipped)
 
 
-def _connector(source: str) -> tuple[Connector, bool]:
-    """The connector and whether it is incremental (merges into the stored set)."""
-    if source == "local":
-        return _local, False
-    if source == "github_repos":
-        from corpus.connectors.github import fetch_repos
+def _local_roots(cfg: LocalConfig) -> list[Path]:
+    return [Path(p) for p in cfg.local_paths] or [stdlib_path()]
 
-        return fetch_repos, True
-    if source == "github_issues":
-        from corpus.connectors.github import fetch_issues
 
-        return fetch_issues, True
-    if source == "stackoverflow":
-        from corpus.connectors.stackexchange import fetch_questions
+def _load(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
 
-        return fetch_questions, True
-    if source == "docs":
-        from corpus.connectors.docs import fetch_docs
 
-        return fetch_docs, True
-    if source == "blogs":
-        from corpus.connectors.feeds import fetch_feeds
+@dataclass(frozen=True)
+class SourceSpec:
+    """One corpus source. Connector and config type are named, not imported: connectors pull in
+    their SDKs (PyGithub, stackapi, feedparser), and a run imports only the sources it uses."""
 
-        return fetch_feeds, True
-    raise SourceError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
+    connector_path: str  # "module:function", a Connector
+    config_path: str  # "module:Class", the dataclass the connector takes
+    # Its section of the corpus settings (``CorpusSettings.<key>``); None: the corpus section
+    # itself. Fields of the section (and the shared HTTP settings) fill the config's fields.
+    settings_key: str | None
+    secret_env: str | None = None  # environment variable holding its credential
+    secret_field: str | None = None  # the config field that receives it
+    incremental: bool = True  # merges each fetch into the stored set (else a full snapshot)
+
+    def connector(self) -> Connector:
+        return _load(self.connector_path)
+
+    def config_type(self) -> type[Any]:
+        return _load(self.config_path)
+
+
+_GITHUB = "corpus.connectors.github"
+REGISTRY: dict[str, SourceSpec] = {
+    "local": SourceSpec(
+        "corpus.sources:fetch_local", "corpus.sources:LocalConfig", None, incremental=False
+    ),
+    "github_repos": SourceSpec(
+        f"{_GITHUB}:fetch_repos", f"{_GITHUB}:GitHubConfig", "github", "GITHUB_TOKEN", "token"
+    ),
+    "github_issues": SourceSpec(
+        f"{_GITHUB}:fetch_issues", f"{_GITHUB}:GitHubConfig", "github", "GITHUB_TOKEN", "token"
+    ),
+    "stackoverflow": SourceSpec(
+        "corpus.connectors.stackexchange:fetch_questions",
+        "corpus.connectors.stackexchange:StackExchangeConfig",
+        "stackoverflow",
+        "STACKEXCHANGE_KEY",
+        "key",
+    ),
+    "docs": SourceSpec(
+        "corpus.connectors.docs:fetch_docs", "corpus.connectors.docs:DocsConfig", "docs"
+    ),
+    "blogs": SourceSpec(
+        "corpus.connectors.feeds:fetch_feeds", "corpus.connectors.feeds:FeedsConfig", "blogs"
+    ),
+}
+SOURCES = tuple(REGISTRY)
+
+
+def source_spec(source: str) -> SourceSpec:
+    try:
+        return REGISTRY[source]
+    except KeyError:
+        raise SourceError(f"unknown source {source!r}; known: {', '.join(SOURCES)}") from None
 
 
 def _save_report(corpus_dir: Path, report: SourceReport) -> SourceReport:
@@ -121,22 +160,24 @@ def _refresh(
         report.status, report.message = "disabled", f"{source} is not in corpus.sources"
         write_jsonl_atomic(target, [])  # a disabled source contributes nothing downstream
         return report
-    connector, incremental = _connector(source)
+    spec = source_spec(source)
     state = load_state(state_dir(corpus_dir), source)
     if source == "local":
         # The local "cursor": a fingerprint of the tree. Unchanged tree, unchanged raw file.
-        roots = [Path(p) for p in config.paths] or [stdlib_path()]
+        roots = _local_roots(config)
         tree = tree_fingerprint([r for r in roots if r.expanduser().is_dir()])
-        tree_key = f"{tree}:{config.max_bytes}"
+        tree_key = f"{tree}:{config.max_document_bytes}"
         if state.get("tree") == tree_key and state.get("raw") == fingerprint(target):
             report.message = "unchanged since the last run"
             report.documents = int(state.get("documents", 0))
             report.skipped.update(state.get("skipped", {}))
             return report
-    new_state = dict(state)
+    # Deep: connectors update nested cursors (per page, per repo) in place; a shallow copy
+    # would alias them, so a changed cursor compared equal and was never saved.
+    new_state = copy.deepcopy(state)
     fetched: dict[str, Document] = {}
     try:
-        for doc in connector(config, new_state, report, progress):
+        for doc in spec.connector()(config, new_state, report, progress):
             fetched[doc.id] = doc
             report.bytes += len(doc.text)
     except SourceDisabled as exc:
@@ -147,17 +188,17 @@ def _refresh(
         report.status, report.message = ("partial" if fetched else "failed"), str(exc)
         new_state = state  # do not skip past what we failed to fetch
     report.fetched = len(fetched)
-    if report.status == "failed" and not incremental:
+    if report.status == "failed" and not spec.incremental:
         # Keep the last good snapshot whole rather than replacing it with nothing.
         report.documents = sum(1 for _ in read_documents(target))
         return report
     merged: dict[str, Document] = {}
-    if incremental or report.status != "ok":
+    if spec.incremental or report.status != "ok":
         replaced = {(k, v) for k, v, replace in report.replace_scopes if replace}
         merged = {
             d.id: d
             for d in read_documents(target)
-            if not any(d.metadata.get(k) == v for k, v in replaced)
+            if d.id not in report.gone and not any(d.metadata.get(k) == v for k, v in replaced)
         }
     merged.update(fetched)
     report.documents = write_jsonl_atomic(target, (merged[k].to_dict() for k in sorted(merged)))

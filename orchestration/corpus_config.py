@@ -1,39 +1,39 @@
-"""Settings -> the plain config each corpus connector takes (domain code never sees Settings)."""
+"""Settings -> the plain config each corpus connector takes (domain code never sees Settings).
+
+One rule for every source, driven by its entry in ``corpus.sources.REGISTRY``: the config's
+fields are filled from the source's settings section, the shared HTTP settings where the
+config has such fields, and its secret from the environment, read here at the edge and never
+stored in settings or metadata.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
+from corpus.dedupe import DedupeParams
+from corpus.sources import source_spec
 from settings import Settings
 
 
 def source_config(settings: Settings, source: str) -> Any:
+    spec = source_spec(source)
+    corpus = settings.corpus
+    section = corpus if spec.settings_key is None else getattr(corpus, spec.settings_key)
+    config_type = spec.config_type()
+    accepted = {f.name for f in dataclasses.fields(config_type)}
+    values: dict[str, Any] = {
+        "timeout_s": corpus.http_timeout_s,
+        "retries": corpus.http_retries,
+        **section.model_dump(),
+    }
+    if spec.secret_env and spec.secret_field:
+        values[spec.secret_field] = os.environ.get(spec.secret_env) or None
+    return config_type(**{k: v for k, v in values.items() if k in accepted})
+
+
+def dedupe_params(settings: Settings) -> DedupeParams:
+    """The word-shingle settings; code's own parameters keep DedupeParams' measured defaults."""
     c = settings.corpus
-    common = {"timeout_s": c.http_timeout_s, "retries": c.http_retries}
-    if source == "local":
-        from corpus.sources import LocalConfig
-
-        return LocalConfig(paths=list(c.local_paths), max_bytes=c.max_document_bytes)
-    if source in ("github_repos", "github_issues"):
-        from corpus.connectors.github import GitHubConfig
-
-        # The token is read here, at the edge, and never stored in settings or metadata.
-        return GitHubConfig(
-            **c.github.model_dump(), token=os.environ.get("GITHUB_TOKEN") or None, **common
-        )
-    if source == "stackoverflow":
-        from corpus.connectors.stackexchange import StackExchangeConfig
-
-        return StackExchangeConfig(
-            **c.stackoverflow.model_dump(), key=os.environ.get("STACKEXCHANGE_KEY") or None
-        )
-    if source == "docs":
-        from corpus.connectors.docs import DocsConfig
-
-        return DocsConfig(**c.docs.model_dump(), **common)
-    if source == "blogs":
-        from corpus.connectors.feeds import FeedsConfig
-
-        return FeedsConfig(**c.blogs.model_dump(), **common)
-    raise ValueError(f"unknown source {source!r}")
+    return DedupeParams(c.dedupe_shingle_size, c.dedupe_num_perm, c.dedupe_threshold)

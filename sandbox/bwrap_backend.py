@@ -201,6 +201,7 @@ class BwrapSandbox(PooledSandbox):
             # host kill(-1) would reach the user's other processes.
             self.backend = "unsafe-host"
             self.wipe_dirs = ()
+            self.confine_links = True  # the work dir is a host dir: a link would reach the host
             isolation = "strict"
         concurrency = min(max(concurrency, 1), UID_BLOCK // 2)
         super().__init__(pool_size=concurrency, isolation=isolation, default_limits=default_limits)

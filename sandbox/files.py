@@ -1,7 +1,10 @@
 """Validation of the files copied into a sandbox, and reading a host directory safely.
 
-Paths must be relative, normalised and stay inside the work dir; links are carried as links
-and must point inside it too, so nothing the sandbox reads can resolve to a host file.
+Paths must be relative, normalised and stay inside the work dir. Links are carried as links,
+target verbatim, and never followed on the host: a link to an absolute path or out of the
+work dir resolves inside the sandbox's own file system (a private root and tmpfs dirs), so it
+dangles or finds the sandbox's files, never the host's. Only where there is no sandbox (the
+unsafe-host mode) must links stay inside the work dir (``confine_links``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from sandbox.errors import UnsafePathError
 
 MAX_FILES = 10_000
 MAX_DEPTH = 32
+MAX_LINK_TARGET = 4095  # PATH_MAX less the NUL: symlink(2) refuses longer targets
 
 
 @dataclass(frozen=True)
@@ -49,9 +53,13 @@ def _check_path(path: str) -> str:
     return norm
 
 
-def _check_link(path: str, target: str) -> None:
-    if not target or "\x00" in target:
+def _check_link(path: str, target: str, confine: bool) -> None:
+    if not isinstance(target, str) or not target or "\x00" in target:
         raise UnsafePathError(f"link {path!r} has an empty or NUL target")
+    if len(target.encode("utf-8", "surrogateescape")) > MAX_LINK_TARGET:
+        raise UnsafePathError(f"link {path!r} has a target longer than {MAX_LINK_TARGET} bytes")
+    if not confine:
+        return
     if target.startswith("/"):
         raise UnsafePathError(f"link {path!r} points to the absolute path {target!r}")
     resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
@@ -59,8 +67,14 @@ def _check_link(path: str, target: str) -> None:
         raise UnsafePathError(f"link {path!r} -> {target!r} points outside the work dir")
 
 
-def encode_files(files: Mapping[str, FileContent], max_total_bytes: int) -> list[dict[str, Any]]:
-    """Validate ``files`` and encode them for the supervisor's job message."""
+def encode_files(
+    files: Mapping[str, FileContent], max_total_bytes: int, confine_links: bool = False
+) -> list[dict[str, Any]]:
+    """Validate ``files`` and encode them for the supervisor's job message.
+
+    ``confine_links``: refuse links that are absolute or lead out of the work dir (needed only
+    where the work dir is on the host itself).
+    """
     if len(files) > MAX_FILES:
         raise UnsafePathError(f"too many files: {len(files)} > {MAX_FILES}")
     entries: list[dict[str, Any]] = []
@@ -72,7 +86,7 @@ def encode_files(files: Mapping[str, FileContent], max_total_bytes: int) -> list
             raise UnsafePathError(f"file path {raw_path!r} is given twice")
         seen.add(path)
         if isinstance(content, Symlink):
-            _check_link(path, content.target)
+            _check_link(path, content.target, confine_links)
             entries.append({"path": path, "link": content.target})
             continue
         if isinstance(content, str):
@@ -98,31 +112,40 @@ def encode_files(files: Mapping[str, FileContent], max_total_bytes: int) -> list
 def read_dir(root: Path, max_total_bytes: int) -> dict[str, FileContent]:
     """Read a host directory into a files mapping without following any link.
 
-    Links become ``Symlink`` entries (validated later); sockets, FIFOs and devices are refused.
+    Links become ``Symlink`` entries holding their target verbatim; sockets, FIFOs and devices
+    are refused. ``os.fwalk`` opens each directory relative to its parent's descriptor with
+    O_NOFOLLOW, and files are opened relative to their directory's descriptor with O_NOFOLLOW,
+    so a directory or file swapped for a link mid-walk is refused, never followed: nothing
+    outside ``root`` is read.
     """
     root = Path(root)
     if not root.is_dir():
         raise UnsafePathError(f"{root} is not a directory")
     out: dict[str, FileContent] = {}
     total = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    for dirpath, dirnames, filenames, dir_fd in os.fwalk(root, follow_symlinks=False):
         rel_dir = os.path.relpath(dirpath, root)
         for name in sorted(dirnames + filenames):
-            full = os.path.join(dirpath, name)
             rel = name if rel_dir == "." else posixpath.join(rel_dir.replace(os.sep, "/"), name)
-            st = os.lstat(full)
+            st = os.lstat(name, dir_fd=dir_fd)
             if stat.S_ISLNK(st.st_mode):
-                out[rel] = Symlink(os.readlink(full))
+                out[rel] = Symlink(os.readlink(name, dir_fd=dir_fd))
             elif stat.S_ISREG(st.st_mode):
                 total += st.st_size
                 if total > max_total_bytes:
                     raise UnsafePathError(f"{root} holds more than {max_total_bytes} bytes")
-                # O_NOFOLLOW: a file swapped for a link after lstat is refused, not followed.
-                fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
+                try:
+                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+                except OSError as exc:
+                    raise UnsafePathError(f"{os.path.join(dirpath, name)}: {exc.strerror}") from exc
                 with os.fdopen(fd, "rb") as fh:
+                    if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                        raise UnsafePathError(f"{os.path.join(dirpath, name)} changed while read")
                     out[rel] = fh.read(max_total_bytes + 1)
             elif not stat.S_ISDIR(st.st_mode):
-                raise UnsafePathError(f"{full} is not a regular file, directory or link")
+                raise UnsafePathError(
+                    f"{os.path.join(dirpath, name)} is not a regular file, directory or link"
+                )
             if len(out) > MAX_FILES:
                 raise UnsafePathError(f"{root} holds more than {MAX_FILES} files")
     return out

@@ -56,6 +56,9 @@ class PooledSandbox(BaseSandbox):
     """Subclasses start and discard boxes; checkout, reuse and the job round trip live here."""
 
     wipe_dirs: tuple[str, ...] = ()
+    # Links copied in may point anywhere: they resolve in the sandbox's own file system. Only
+    # a backend whose work dir is on the host must keep them inside it.
+    confine_links: bool = False
 
     def __init__(
         self,
@@ -178,7 +181,14 @@ class PooledSandbox(BaseSandbox):
         extra: Mapping[str, Any] | None = None,
     ) -> tuple[ExecResult, dict[str, bytes]]:
         job_extra = {**self._job_extra(limits), **(extra or {})}
-        job = encode_job(files, command, limits, wipe=list(self.wipe_dirs), extra=job_extra)
+        job = encode_job(
+            files,
+            command,
+            limits,
+            wipe=list(self.wipe_dirs),
+            extra=job_extra,
+            confine_links=self.confine_links,
+        )
         started = time.perf_counter()
         box = self._checkout(self._shape(limits))
         reusable = False

@@ -45,6 +45,7 @@ def encode_job(
     *,
     wipe: list[str],
     extra: Mapping[str, Any] | None = None,
+    confine_links: bool = False,
 ) -> bytes:
     if not command or not all(isinstance(c, str) and c and "\x00" not in c for c in command):
         raise ValueError("command must be a non-empty list of non-empty strings")
@@ -52,7 +53,7 @@ def encode_job(
     if min(numbers) <= 0 or limits.max_output_bytes <= 0:
         raise ValueError(f"limits must be positive: {limits}")
     job: dict[str, Any] = {
-        "files": encode_files(files, limits.workdir_mb * 1024 * 1024),
+        "files": encode_files(files, limits.workdir_mb * 1024 * 1024, confine_links),
         "command": list(command),
         "env": dict(SANDBOX_ENV),
         "workdir": WORKDIR,

@@ -28,9 +28,14 @@ class SourceReport:
     skipped: Counter[str] = field(default_factory=Counter)
     requests: int = 0
     bytes: int = 0
+    rate_limit_waits: int = 0  # times a spent rate limit was waited out
+    rate_limit_waited_s: float = 0.0
     # (metadata key, value, replace): after a complete fetch of that scope (e.g. one
     # repository), its stored documents are replaced by the fetched ones (deletions included).
     replace_scopes: list[tuple[str, str, bool]] = field(default_factory=list)
+    # Ids of stored documents known to be gone upstream (a page now 404, a deleted feed
+    # entry): tombstones, removed from the stored set on this run.
+    gone: set[str] = field(default_factory=set)
 
     def skip(self, reason: str, n: int = 1) -> None:
         if n > 0:
@@ -44,6 +49,9 @@ class SourceReport:
             "documents": self.documents,
             "skipped": dict(sorted(self.skipped.items())),
             "requests": self.requests,
+            "removed_upstream": len(self.gone),
+            "rate_limit_waits": self.rate_limit_waits,
+            "rate_limit_waited_s": self.rate_limit_waited_s,
         }
 
 

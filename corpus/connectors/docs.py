@@ -4,6 +4,11 @@ robots.txt is respected, requests to one host are spaced by ``delay_s``, pages a
 size, and each page's ETag / Last-Modified is kept as the cursor: an unchanged page answers
 304 and its stored copy stands. Raw HTML is stored; the clean stage extracts the main
 content (code blocks whole).
+
+Tombstones: a stored page that now answers 404 or 410 is gone; so is one no longer reached by
+a complete crawl of its start URL (every page answered, ``max_pages`` not hit), or no longer
+in its sitemap, and every page of a start URL removed from the configuration. A page that
+failed transiently (a timeout, a 5xx) is not gone, and makes that crawl incomplete.
 """
 
 from __future__ import annotations
@@ -74,6 +79,18 @@ def _title(html: bytes) -> str:
         return ""
 
 
+GONE_STATUSES = (404, 410)
+
+
+def _doc_id(url: str) -> str:
+    return content_hash(f"docs:{url}")[:32]
+
+
+def _tombstone(url: str, validators: dict[str, dict[str, Any]], report: SourceReport) -> None:
+    report.gone.add(_doc_id(url))
+    validators.pop(url, None)
+
+
 def fetch_docs(
     cfg: DocsConfig, state: dict[str, Any], report: SourceReport, progress: Any
 ) -> Iterator[Document]:
@@ -81,6 +98,8 @@ def fetch_docs(
         raise SourceDisabled("no corpus.docs.urls configured")
     client = PoliteClient(cfg.user_agent, cfg.timeout_s, cfg.retries, cfg.delay_s)
     validators: dict[str, dict[str, Any]] = state.setdefault("pages", {})
+    for url in [u for u, v in validators.items() if v.get("start") not in (None, *cfg.urls)]:
+        _tombstone(url, validators, report)  # its start URL is no longer configured
     for start in cfg.urls:
         queue: deque[str] = deque()
         prefix = start.rsplit("/", 1)[0] + "/"
@@ -99,6 +118,8 @@ def fetch_docs(
         except requests.RequestException as exc:
             raise SourceError(f"docs site {start} unreachable: {exc}") from exc
         seen: set[str] = set()
+        present: set[str] = set()  # answered 200 or 304: still there
+        complete = True
         while queue and len(seen) < cfg.max_pages:
             url = queue.popleft()
             if url in seen or (prefix and not url.startswith(prefix)):
@@ -114,18 +135,27 @@ def fetch_docs(
                 got = client.get(url, old.get("etag"), old.get("last_modified"))
             except TooLarge:
                 report.skip("oversized")
+                present.add(url)  # there, just not indexable now: the stored copy stands
                 continue
             except requests.RequestException as exc:
                 report.skip("fetch_error")
                 progress(f"docs: {url}: {type(exc).__name__}")
+                complete = False
                 continue
             if got.status == 304:
                 report.skip("not_modified")
+                present.add(url)
+                validators.setdefault(url, {})["start"] = start
                 # The stored copy stands; keep crawling through the links it had.
                 queue.extend(u for u in old.get("links", []) if u not in seen)
                 continue
             if got.status != 200:
                 report.skip(f"http_{got.status}")
+                if got.status in GONE_STATUSES:
+                    if url in validators:
+                        _tombstone(url, validators, report)
+                else:
+                    complete = False  # a 5xx or a 403 says nothing about the page being gone
                 continue
             if "html" not in got.content_type:
                 report.skip("not_html")
@@ -136,9 +166,11 @@ def fetch_docs(
                 k: v for k, v in (("etag", got.etag), ("last_modified", got.last_modified)) if v
             }
             validators[url]["links"] = sorted(set(links))
+            validators[url]["start"] = start
+            present.add(url)
             text = got.body.decode("utf-8", "replace")
             yield Document(
-                id=content_hash(f"docs:{url}")[:32],
+                id=_doc_id(url),
                 source="docs",
                 uri=url,
                 title=_title(got.body) or url,
@@ -146,5 +178,11 @@ def fetch_docs(
                 language="html",
                 metadata={"site": urlsplit(url).netloc, "path": urlsplit(url).path},
             )
+        if queue and len(seen) >= cfg.max_pages:
+            complete = False  # cut short: unvisited pages may well still be there
+        if complete:
+            for url in [u for u, v in validators.items() if v.get("start") == start]:
+                if url not in present:
+                    _tombstone(url, validators, report)
         progress(f"docs: {start}: {len(seen)} pages visited")
     report.requests += client.requests

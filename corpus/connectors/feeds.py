@@ -3,10 +3,17 @@
 The feed is fetched with requests (ETag / Last-Modified as the cursor, so an unchanged feed
 costs one 304) and parsed by feedparser from bytes. An entry's full content is used when the
 feed carries it; otherwise the article page is fetched and the clean stage extracts it.
+
+Tombstones: a feed lists only its newest entries, so an entry missing from it has either been
+deleted or aged out. One missing while it is newer than the oldest entry still listed was
+deleted; an older one is checked at its article URL (404 or 410: deleted; otherwise aged out,
+kept in the corpus and no longer tracked). Entries of a feed removed from the configuration go
+too. A feed that fails, is malformed or answers 304 tombstones nothing.
 """
 
 from __future__ import annotations
 
+import calendar
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +26,7 @@ from corpus.connectors.http import PoliteClient, TooLarge
 from corpus.model import Document, content_hash
 
 SHORT_CONTENT = 500  # characters: below this a feed entry is a teaser, not the article
+GONE_STATUSES = (404, 410)
 
 
 @dataclass
@@ -31,13 +39,58 @@ class FeedsConfig:
     user_agent: str = "multiagent-codegen-corpus/0.1"
 
 
+def _doc_id(key: str) -> str:
+    return content_hash(f"blogs:{key}")[:32]
+
+
+def _published(entry: Any) -> int | None:
+    parsed = entry.get("published_parsed") or entry.get("updated_parsed")
+    return calendar.timegm(parsed) if parsed else None
+
+
+def _missing_entries(
+    known: dict[str, dict[str, Any]],
+    listed: dict[str, dict[str, Any]],
+    client: PoliteClient,
+    report: SourceReport,
+) -> dict[str, dict[str, Any]]:
+    """Tombstone deleted entries among ``known`` but not ``listed``; return those to keep
+    tracking (their article could not be checked this time)."""
+    dates = [e["published"] for e in listed.values() if e.get("published") is not None]
+    oldest_listed = min(dates) if dates else None
+    still_tracked: dict[str, dict[str, Any]] = {}
+    for key, entry in known.items():
+        if key in listed:
+            continue
+        published = entry.get("published")
+        if oldest_listed is not None and published is not None and published >= oldest_listed:
+            report.gone.add(entry["id"])  # within the feed's window, yet gone from it
+            continue
+        link = entry.get("link") or ""
+        if not link.startswith("http"):
+            continue  # nothing to check: aged out, kept
+        try:
+            status = client.get(link).status
+        except (requests.RequestException, TooLarge):
+            still_tracked[key] = entry  # cannot tell now; ask again next run
+            continue
+        if status in GONE_STATUSES:
+            report.gone.add(entry["id"])
+        elif status >= 500:
+            still_tracked[key] = entry
+    return still_tracked
+
+
 def fetch_feeds(
     cfg: FeedsConfig, state: dict[str, Any], report: SourceReport, progress: Any
 ) -> Iterator[Document]:
     if not cfg.feeds:
         raise SourceDisabled("no corpus.blogs.feeds configured")
     client = PoliteClient(cfg.user_agent, cfg.timeout_s, cfg.retries, cfg.delay_s)
-    validators: dict[str, dict[str, str]] = state.setdefault("feeds", {})
+    validators: dict[str, dict[str, Any]] = state.setdefault("feeds", {})
+    for gone_feed in [f for f in validators if f not in cfg.feeds]:
+        # No longer configured: its entries go, as a repository dropped from github_repos.
+        report.gone.update(e["id"] for e in validators.pop(gone_feed).get("entries", {}).values())
     failures = []
     for feed_url in cfg.feeds:
         old = validators.get(feed_url, {})
@@ -57,6 +110,7 @@ def fetch_feeds(
             report.skip("malformed_feed")
             continue
         count = 0
+        listed: dict[str, dict[str, Any]] = {}
         for entry in parsed.entries:
             link = entry.get("link") or ""
             key = entry.get("id") or link or entry.get("title", "")
@@ -75,11 +129,12 @@ def fetch_feeds(
                 except (requests.RequestException, TooLarge):
                     report.skip("article_fetch_failed")
             title = entry.get("title", "") or link
+            listed[key] = {"id": _doc_id(key), "link": link, "published": _published(entry)}
             if "<html" not in body[:500].lower():
                 body = f"<html><body><article><h1>{title}</h1>{body}</article></body></html>"
             count += 1
             yield Document(
-                id=content_hash(f"blogs:{key}")[:32],
+                id=listed[key]["id"],
                 source="blogs",
                 uri=link or feed_url,
                 title=title,
@@ -92,9 +147,13 @@ def fetch_feeds(
                     "updated_at": entry.get("updated") or entry.get("published"),
                 },
             )
+        known = old.get("entries", {})
+        # A feed parsed only in part (bozo) may list a fraction of its entries: no tombstones.
+        kept = known if parsed.bozo else _missing_entries(known, listed, client, report)
         validators[feed_url] = {
             k: v for k, v in (("etag", got.etag), ("last_modified", got.last_modified)) if v
         }
+        validators[feed_url]["entries"] = {**kept, **listed}
         progress(f"blogs: {feed_url}: {count} entries")
     report.requests += client.requests
     if failures:

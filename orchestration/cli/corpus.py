@@ -10,10 +10,9 @@ from typing import Any
 
 import click
 
+from corpus.sources import SOURCES
 from orchestration.instance import configured_instance
 from settings import get_settings
-
-SOURCES = ("local", "github_repos", "github_issues", "stackoverflow", "docs", "blogs")
 
 
 def _summary(name: str, meta: dict[str, Any]) -> str:

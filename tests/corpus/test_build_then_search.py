@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,13 @@ def test_corpus_build_indexes_and_search_finds_the_code(
     tree.mkdir()
     for name in ("shlex.py", "fnmatch.py", "textwrap.py"):
         shutil.copy(STDLIB / name, tree / name)
+    # A vendored copy, as found across repositories: two locals renamed throughout and the
+    # module docstring reworded (a type-2 clone word shingles miss).
+    fnmatch = (STDLIB / "fnmatch.py").read_text()
+    vendored = re.sub(r"\bres\b", "parts", re.sub(r"\bpat\b", "glob", fnmatch))
+    vendored = vendored.replace("Filename matching with shell patterns.", "Vendored glob helpers.")
+    (tree / "globbing.py").write_text(vendored)
+    copies = ("fnmatch.py", "globbing.py")
 
     before = codegen("search", "split a string like a shell", home=isolated_home)
     assert before.returncode != 0
@@ -50,8 +58,11 @@ def test_corpus_build_indexes_and_search_finds_the_code(
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)
     hits = hits["hits"] if isinstance(hits, dict) else hits
-    assert hits and hits[0]["uri"].endswith("fnmatch.py"), hits
+    assert hits and hits[0]["uri"].endswith(("fnmatch.py", "globbing.py")), hits
     assert hits[0]["start_line"] >= 1 and hits[0]["end_line"] >= hits[0]["start_line"]
+    # One copy of translate() in the hits, not two: the clone was deduplicated.
+    assert sum("def translate(" in h["text"] for h in hits) == 1, hits
+    assert len({h["uri"] for h in hits} & {(tree / n).as_uri() for n in copies}) == 1, hits
 
     # Nothing changed: the second build embeds nothing.
     again = codegen("corpus", "build", "--local", str(tree), "--json", home=isolated_home)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -136,11 +137,58 @@ def test_github_rate_limit_and_mid_pagination_error_keep_stored_data(tmp_path: P
         assert (state_dir(tmp_path) / "github_issues.json").read_text() == cursor_before
 
         gh.fail_issue_page = None
-        gh.rate_remaining = 0
+        gh.rate_remaining = 0  # resets in 2030: far beyond the maximum wait
         report = refresh_source("github_issues", gh_config(gh), tmp_path)
-        assert report.status == "failed"
+        assert report.status == "failed" and report.rate_limit_waits == 0
         assert "rate limit exhausted" in report.message and "GITHUB_TOKEN" in report.message
+        assert "2030-03-17T17:46:40+00:00" in report.message
+        assert "max_rate_limit_wait_s (900 s)" in report.message
         assert stored(tmp_path, "github_issues").keys() == after.keys()
+        assert (state_dir(tmp_path) / "github_issues.json").read_text() == cursor_before
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_github_spent_rate_limit_is_waited_out_mid_pagination(tmp_path: Path, status: int) -> None:
+    """The quota runs out between pages; the source waits for the reset and finishes."""
+    with FakeGitHub([widgets()], per_page=1) as gh:
+        gh.rate_limited_status = status
+        gh.rate_remaining = 3  # repo, page 1, comments of #1; page 2 is refused
+        gh.rate_reset = int(time.time()) + 2  # a real reset, a second or two away
+        report = refresh_source("github_issues", gh_config(gh), tmp_path)
+        assert report.status == "ok", report.message
+        assert gh.rate_limited_responses >= 1 and report.rate_limit_waits >= 1
+        assert 0 < report.rate_limit_waited_s <= 3
+        numbers = sorted(d.metadata["number"] for d in stored(tmp_path, "github_issues").values())
+        assert numbers == [1, 2, 3]  # every page, none twice
+        cursor = json.loads((state_dir(tmp_path) / "github_issues.json").read_text())
+        assert cursor["since"]["acme/widgets"].startswith("2024-01-03")
+
+
+def test_github_repos_wait_for_the_reset_and_a_403_without_a_spent_quota_is_not_retried(
+    tmp_path: Path,
+) -> None:
+    with FakeGitHub([widgets()]) as gh:
+        gh.rate_remaining = 0
+        gh.rate_reset = int(time.time()) + 1
+        report = refresh_source("github_repos", gh_config(gh), tmp_path)
+        assert report.status == "ok" and report.rate_limit_waits == 1, report.message
+        assert len(stored(tmp_path, "github_repos")) == 2
+        # A secondary rate limit names its wait (Retry-After): waited out too.
+        secondary = [(403, {"Retry-After": "1"}, b'{"message": "secondary rate limit"}')]
+        gh.hook = lambda path: secondary.pop() if secondary and "/branches/" in path else None
+        gh.repos["acme/widgets"].sha = "d" * 40
+        report = refresh_source("github_repos", gh_config(gh), tmp_path)
+        assert report.status == "ok" and report.rate_limit_waits == 1, report.message
+        # A 403 that is not a rate limit (no access) fails at once with its own message.
+        forbidden = (403, {"Content-Type": "application/json"}, b'{"message": "Not accessible"}')
+        gh.hook = lambda path: forbidden if path.endswith("/branches/main") else None
+        gh.repos["acme/widgets"].sha = "c" * 40
+        seen = len(gh.requests)
+        report = refresh_source("github_repos", gh_config(gh), tmp_path)
+        assert report.status == "failed" and "403" in report.message
+        assert "Not accessible" in report.message
+        assert len(gh.requests) - seen == 2  # repo, branch: no retry of the 403
+        assert len(stored(tmp_path, "github_repos")) == 2  # nothing lost
 
 
 def test_github_source_without_repos_is_disabled(tmp_path: Path) -> None:

@@ -28,7 +28,8 @@ def make_tree(root: Path) -> Path:
     for i in range(6):
         funcs = "\n\n".join(
             f'def func_{i}_{j}(value: int) -> int:\n    """Return value plus {j}."""\n'
-            + "\n".join(f"    value = value * {k} + {j}" for k in range(8))
+            # Constants differ per module: the modules are different code of one shape.
+            + "\n".join(f"    value = value * {k + 10 * i} + {j}" for k in range(8))
             + "\n    return value"
             for j in range(5)
         )

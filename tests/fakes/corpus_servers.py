@@ -1,8 +1,8 @@
 """Loopback HTTP servers that speak the corpus sources' real wire shapes, from fixtures.
 
 * :class:`FakeGitHub`: GitHub REST v3 (repos, branches, tarball redirect + archive, issues
-  with ``Link`` pagination and ``since``, comments, rate-limit headers and 403 when the quota
-  is spent, injectable 500s on a given page).
+  with ``Link`` pagination and ``since``, comments, rate-limit headers and a 403 or 429 when
+  the quota is spent until ``X-RateLimit-Reset`` passes, injectable 500s on a given page).
 * :class:`FakeStackExchange`: the Stack Exchange API 2.3 wrapper object (``items``,
   ``has_more``, ``quota_max``, ``quota_remaining``, ``backoff``, ``error_id`` errors).
 * :class:`FakeSite`: static files (HTML pages, ``sitemap.xml``, ``robots.txt``, RSS/Atom feeds)
@@ -19,6 +19,7 @@ import io
 import json
 import tarfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -126,6 +127,11 @@ class FakeGitHub(_Server):
         self.repos = {r.name: r for r in repos}
         self.per_page = per_page
         self.rate_remaining: int | None = None  # None: unlimited
+        self.rate_limit = 60  # the quota restored once the reset time has passed
+        self.rate_reset = 1_900_000_000  # epoch seconds (X-RateLimit-Reset)
+        self.rate_limited_status = 403  # GitHub answers a spent primary limit with 403 or 429
+        self.rate_limited_responses = 0
+        self.hook: Callable[[str], Response | None] | None = None  # answers a path first
         self.fail_issue_page: int | None = None  # answer 500 on this page of issues
         self.archive_downloads = 0
 
@@ -149,16 +155,21 @@ class FakeGitHub(_Server):
         if self.rate_remaining is None:
             return {}
         return {
-            "X-RateLimit-Limit": "60",
+            "X-RateLimit-Limit": str(self.rate_limit),
             "X-RateLimit-Remaining": str(max(self.rate_remaining, 0)),
-            "X-RateLimit-Reset": "1900000000",
+            "X-RateLimit-Reset": str(self.rate_reset),
         }
 
     def handle(self, path: str, query: dict[str, str], headers: dict[str, str]) -> Response:
+        if self.hook is not None and (hooked := self.hook(path)) is not None:
+            return hooked
         if self.rate_remaining is not None:
+            if self.rate_remaining <= 0 and time.time() >= self.rate_reset:
+                self.rate_remaining = self.rate_limit
             if self.rate_remaining <= 0:
+                self.rate_limited_responses += 1
                 return _json(
-                    403,
+                    self.rate_limited_status,
                     {
                         "message": "API rate limit exceeded for 127.0.0.1.",
                         "documentation_url": "https://docs.github.com/rest/rate-limit",

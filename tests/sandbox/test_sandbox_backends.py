@@ -269,4 +269,8 @@ def test_unsafe_host_only_by_name_and_still_limited() -> None:
         assert ok.exit_code == 0 and ok.stdout == "True\n" and ok.backend == "unsafe-host"
         slow = box.run({}, ["python3", "-c", "import time; time.sleep(30)"])
         assert slow.timed_out
+        # Its work dir is on the host, so a link there could reach host files: refused.
+        for target in ("/etc/passwd", "../outside"):
+            with pytest.raises(UnsafePathError, match=r"absolute|outside"):
+                box.run({"leak": Symlink(target)}, ["cat", "leak"])
         box.close()

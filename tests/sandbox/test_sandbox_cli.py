@@ -94,13 +94,55 @@ def test_exec_prints_the_json_result(project: Path, backend: str) -> None:
     assert json.loads(timeout.stdout)["timed_out"] is True
 
 
+@pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param("docker", marks=pytest.mark.docker),
+        pytest.param("bwrap", marks=pytest.mark.bwrap),
+    ],
+)
+def test_exec_runs_with_absolute_and_outside_links(
+    project: Path, tmp_path: Path, backend: str
+) -> None:
+    """A real project's links (a virtualenv's python, a linked config) do not block the run."""
+    ensure_docker_image() if backend == "docker" else ensure_rootfs_or_skip()
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("HOST-SECRET-CONTENT\n")
+    (project / "leak").symlink_to(secret)
+    (project / "up").symlink_to("../host-secret.txt")
+    (project / "python").symlink_to("/usr/bin/python3")
+    code = (
+        "import os\n"
+        "for name in ('leak', 'up', 'python'):\n"
+        "    print(name, os.readlink(name), os.path.exists(name))\n"
+        "print(open('leak').read())\n"
+    )
+    result = codegen(
+        "sandbox",
+        "exec",
+        "--dir",
+        str(project),
+        "--timeout",
+        "20",
+        "--backend",
+        backend,
+        "--",
+        "python3",
+        "-c",
+        code,
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert "HOST-SECRET-CONTENT" not in data["stdout"] + data["stderr"]
+    lines = data["stdout"].splitlines()
+    assert lines[:2] == [f"leak {secret} False", "up ../host-secret.txt False"]
+    assert lines[2] == "python /usr/bin/python3 True"  # the sandbox's own interpreter
+    assert data["exit_code"] != 0 and "FileNotFoundError" in data["stderr"]
+
+
 def test_exec_errors_are_one_line(project: Path, tmp_path: Path) -> None:
     assert "does not exist" in one_line_error(
         codegen("sandbox", "exec", "--dir", str(tmp_path / "missing"), "--", "true")
-    )
-    (project / "leak").symlink_to("/etc/shadow")
-    assert "points to the absolute path" in one_line_error(
-        codegen("sandbox", "exec", "--dir", str(project), "--", "cat", "leak")
     )
     one_line_error(codegen("sandbox", "exec", "--dir", str(project)))  # no command
     one_line_error(codegen("sandbox", "exec", "--dir", str(project), "--timeout", "-1", "--", "x"))

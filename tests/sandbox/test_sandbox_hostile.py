@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sandbox_support import SMALL, assert_clean, assert_still_works, record_timing
 
-from sandbox import Symlink, UnsafePathError, open_sandbox
+from sandbox import Symlink, open_sandbox
 from sandbox.api import Sandbox
 from sandbox.types import ExecResult
 
@@ -216,10 +216,50 @@ def test_host_file_by_absolute_path_and_through_links(sb: Sandbox, host_canary: 
     assert "HOST-SECRET-CONTENT" not in result.stdout, result.stdout
     assert f"{host_canary} FileNotFoundError" in result.stdout
     assert "runtime-link FileNotFoundError" in result.stdout
-    # A link placed in the copied-in directory is refused before anything runs.
-    for target in (str(host_canary), "../../../../" + str(host_canary).lstrip("/")):
-        with pytest.raises(UnsafePathError):
-            sb.run({"leak": Symlink(target)}, ["cat", "leak"], SMALL)
+
+
+def test_copied_in_links_are_kept_and_lead_nowhere_on_the_host(
+    sb: Sandbox, host_canary: Path
+) -> None:
+    """Links in the copied-in dir arrive as links, verbatim; none reaches a host file."""
+    links = {
+        "secret": str(host_canary),  # absolute, to a host file readable by anyone
+        "outside": "../../../../../.." + str(host_canary),  # relative, climbing out
+        "root": "/",
+        "loop_a": "loop_b",
+        "loop_b": "loop_a",
+        "self": "self",
+        "inside": "pkg/data.txt",
+    }
+    code = (
+        "import json, os\n"
+        f"names = {sorted(links)!r}\n"
+        f"via_root = 'root' + {str(host_canary)!r}\n"
+        "out = {}\n"
+        "for name in [*names, via_root]:\n"
+        "    try:\n"
+        "        out[name] = [os.readlink(name) if os.path.islink(name) else None,"
+        " open(name).read()]\n"
+        "    except OSError as exc:\n"
+        "        out[name] = [os.readlink(name) if os.path.islink(name) else None,"
+        " type(exc).__name__ + ':' + str(exc.errno)]\n"
+        "print(json.dumps(out))\n"
+    )
+    files = {name: Symlink(target) for name, target in links.items()}
+    files["pkg/data.txt"] = "INSIDE-CONTENT\n"
+    result = attack(sb, "copied-in links", code, files)
+    assert result.exit_code == 0, result
+    assert "HOST-SECRET-CONTENT" not in result.stdout + result.stderr
+    seen = json.loads(result.stdout)
+    for name, target in links.items():
+        assert seen[name][0] == target, (name, seen[name])  # copied as a link, not followed
+    assert seen["secret"][1] == "FileNotFoundError:2"
+    assert seen["outside"][1] == "FileNotFoundError:2"
+    assert seen["root" + str(host_canary)][1] == "FileNotFoundError:2"
+    assert seen["root"][1].startswith("IsADirectoryError")  # the sandbox's own root
+    for loop in ("loop_a", "loop_b", "self"):
+        assert seen[loop][1] == "OSError:40", seen[loop]  # ELOOP
+    assert seen["inside"][1] == "INSIDE-CONTENT\n"
 
 
 def test_writing_outside_the_work_dir(sb: Sandbox) -> None:

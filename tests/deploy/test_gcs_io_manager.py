@@ -86,9 +86,10 @@ def test_request_asset_values_round_trip_through_the_bucket(
         draft = f"{PREFIX}/storage/{first.run_id}/files/solution_code.programmer_draft/result"
         assert stored == {f"{PREFIX}/{key}/{req.id}" for key in UPSTREAM_KEYS} | {draft}
         blob = client.bucket(BUCKET).blob(f"{PREFIX}/solution_code/{req.id}")
-        solution = pickle.loads(blob.download_as_bytes())
-        assert solution["status"] == "passed"
-        assert "def primes_up_to" in solution["code"]
+        state = pickle.loads(blob.download_as_bytes())  # the crew's state after refinement
+        assert state.request_id == req.id
+        assert state.solution.ended is None and "def primes_up_to" in state.solution.code
+        assert state.solution.report.passed == state.solution.report.total > 0
 
         # A fresh run of the last asset alone: every input is read back from the bucket.
         calls_before = len(server.requests)
@@ -101,10 +102,11 @@ def test_request_asset_values_round_trip_through_the_bucket(
         )
         assert second.success
         assert [r.role for r in server.requests[calls_before:]] == ["documenter"]
-        docs = pickle.loads(
+        final = pickle.loads(
             client.bucket(BUCKET).blob(f"{PREFIX}/documentation/{req.id}").download_as_bytes()
         )
-        assert docs["status"] == "passed" and "# primes_up_to" in docs["docs"]
+        assert final.solution.code == state.solution.code  # read back, not recomputed
+        assert "# primes_up_to" in final.docs.docs
         [event] = [
             e
             for e in second.get_asset_materialization_events()

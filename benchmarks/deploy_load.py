@@ -68,6 +68,8 @@ def main() -> None:
         try:
             stack.up()
             home = stack.home_path()
+            # Every request makes every model call (settings file in the shared volume).
+            (home / "codegen.toml").write_text("[llm]\ncache = false\n")
             if args.baseline:
                 base, _ = run_load(
                     stack, home, cli_requests=args.cli, inbox_requests=args.inbox, faults=False

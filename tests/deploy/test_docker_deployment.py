@@ -17,7 +17,8 @@ from orchestration.jobs import CODEGEN_JOB
 if TYPE_CHECKING:
     from tests.deploy.conftest import Deployment
 
-pytestmark = pytest.mark.docker
+# The first test also brings the deployment up (the session fixture): a minute or two.
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]
 
 INSTANCE_QUERY = """
 {

@@ -14,7 +14,8 @@ from deploy.load import FINISHED, run_load
 if TYPE_CHECKING:
     from tests.deploy.conftest import Deployment
 
-pytestmark = pytest.mark.docker
+# Thirty runs, each in its own container, on a 2-core machine: minutes, not seconds.
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(2400)]
 
 CLI_REQUESTS, INBOX_REQUESTS = 10, 20
 

@@ -128,7 +128,15 @@ def project_wheel(dest: Path) -> Path:
             PROJECT_ROOT,
             src,
             ignore=shutil.ignore_patterns(
-                ".git", ".venv", ".codegen", "__pycache__", "*.egg-info", "build", ".*cache"
+                ".git",
+                ".venv",
+                ".lock-venv",
+                ".codegen",
+                "__pycache__",
+                "*.egg-info",
+                "build",
+                "dist",
+                ".*cache",
             ),
         )
         _pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(dest), str(src))

@@ -12,6 +12,7 @@ from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import Field
 
 from agents.llm import LLMClient, RoleModel, structured_modes_file
+from agents.replay.recording import recorder_from_environment
 from agents.types import CrewOptions
 from retrieval.embedders import Embedder, make_embedder
 from retrieval.index import LazyRetriever, StoreConfig, open_store
@@ -94,12 +95,14 @@ class LLMResource(LLMSettings, ConfigurableResource):
             cache_dir=Path(self.cache_dir) if self.cache and self.cache_dir else None,
             prices=self.prices,
             modes_file=Path(self.modes_file) if self.modes_file else None,
+            recorder=recorder_from_environment(),  # `--record FILE` (agents/replay)
         )
 
     def crew_options(self, overrides: dict[str, Any] | None = None) -> CrewOptions:
         """Defaults from this resource, overridden by the request's own stored options."""
         base = {
             "max_rounds": self.max_rounds,
+            "candidates": self.candidates,
             "budget_tokens": self.budget_tokens,
             "budget_usd": self.budget_usd,
             **self.context.model_dump(),

@@ -186,6 +186,11 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
 @click.argument("request")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option("--max-rounds", type=click.IntRange(1, 20), help="Refinement rounds (default 3).")
+@click.option(
+    "--candidates",
+    type=click.IntRange(1, 20),
+    help="Programmer drafts, one picked by execution (default: [llm] candidates).",
+)
 @click.option("--budget-tokens", type=click.IntRange(1), help="Stop after this many tokens.")
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Dollar budget.")
 @click.option(
@@ -196,13 +201,22 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
     help="queue: through the daemon's run queue; here: in this process, outside the queue; "
     "auto: queue when a daemon serves the instance, else here.",
 )
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the crew's LLM traffic to this recording (codegen replay serve replays it); "
+    "runs here, not through the daemon's queue.",
+)
 def generate(
     request: str,
     as_json: bool,
     max_rounds: int | None,
+    candidates: int | None,
     budget_tokens: int | None,
     budget_usd: float | None,
     launch: str,
+    record_path: Path | None = None,
 ) -> None:
     """Turn REQUEST into tested, documented code (a partition of the `requests` assets).
 
@@ -225,12 +239,22 @@ def generate(
         k: v
         for k, v in {
             "max_rounds": max_rounds,
+            "candidates": candidates,
             "budget_tokens": budget_tokens,
             "budget_usd": budget_usd,
         }.items()
         if v is not None
     }
-    summary = _summary(run_request(get_settings(), text, options, launch))
+    settings = get_settings()
+    if record_path is not None:
+        # Runs the daemon launches never see this process's environment, hence the recorder.
+        if launch == "queue":
+            raise click.UsageError("--record runs the request here: drop --launch queue")
+        from orchestration.cli.replay import recording_settings
+
+        settings = recording_settings(settings, record_path)
+        launch = "here"
+    summary = _summary(run_request(settings, text, options, launch))
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:

@@ -201,6 +201,13 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
     help="queue: through the daemon's run queue; here: in this process, outside the queue; "
     "auto: queue when a daemon serves the instance, else here.",
 )
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the crew's LLM traffic to this recording (codegen replay serve replays it); "
+    "runs here, not through the daemon's queue.",
+)
 def generate(
     request: str,
     as_json: bool,
@@ -209,6 +216,7 @@ def generate(
     budget_tokens: int | None,
     budget_usd: float | None,
     launch: str,
+    record_path: Path | None = None,
 ) -> None:
     """Turn REQUEST into tested, documented code (a partition of the `requests` assets).
 
@@ -237,7 +245,16 @@ def generate(
         }.items()
         if v is not None
     }
-    summary = _summary(run_request(get_settings(), text, options, launch))
+    settings = get_settings()
+    if record_path is not None:
+        # Runs the daemon launches never see this process's environment, hence the recorder.
+        if launch == "queue":
+            raise click.UsageError("--record runs the request here: drop --launch queue")
+        from orchestration.cli.replay import recording_settings
+
+        settings = recording_settings(settings, record_path)
+        launch = "here"
+    summary = _summary(run_request(settings, text, options, launch))
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:

@@ -1,5 +1,6 @@
 """Dagster resources: thin adapters that hand settings to the domain packages."""
 
+import importlib
 import multiprocessing.util
 import threading
 from collections.abc import Iterator
@@ -7,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dagster import Config, ConfigurableResource
+from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import Field
 
 from agents.llm import LLMClient, RoleModel, structured_modes_file
@@ -101,6 +102,7 @@ class LLMResource(LLMSettings, ConfigurableResource):
         """Defaults from this resource, overridden by the request's own stored options."""
         base = {
             "max_rounds": self.max_rounds,
+            "candidates": self.candidates,
             "budget_tokens": self.budget_tokens,
             "budget_usd": self.budget_usd,
             **self.context.model_dump(),
@@ -211,7 +213,24 @@ class VectorIndexResource(RetrieverResource):
         settings = self.load_settings()
         return make_embedder(retrieval_wiring.embedder_config(settings, self.embedder))
 
+    def local_index_missing(self) -> bool:
+        """A LanceDB index that was never built: an empty directory, or none at all."""
+        store = self.store_config()
+        if store.kind != "lancedb" or "://" in store.uri:
+            return False
+        path = Path(store.uri)
+        return not path.is_dir() or not any(path.iterdir())
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        # Searching a built index starts by importing LanceDB (seconds of CPU). Importing it
+        # now, while the run's first step waits on the model, keeps that off the path
+        # between the analyzer and the programmer, which then overlaps the test designer.
+        if not self.local_index_missing():
+            threading.Thread(target=importlib.import_module, args=("lancedb",), daemon=True).start()
+
     def get_retriever(self) -> Retriever | None:
+        if self.local_index_missing():
+            return _EmptyIndex()  # nothing to search: no store to open, no LanceDB to import
         # The embedder (seconds to load) is built on the first search of a non-empty index.
         return LazyRetriever(self.open_store(), self.make_embedder)
 

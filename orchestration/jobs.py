@@ -1,5 +1,7 @@
 """Jobs of the code location: one request through the crew, and submitting a request."""
 
+from typing import Literal
+
 from dagster import (
     AssetSelection,
     Config,
@@ -39,6 +41,7 @@ class SubmitRequestConfig(Config):
     max_rounds: int | None = None
     budget_tokens: int | None = None
     budget_usd: float | None = None
+    review: Literal["agent", "human", "both"] | None = None  # default: [review] mode
 
 
 @op(description="Store the request; the inbox sensor launches its run on its next tick.")

@@ -21,6 +21,8 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("orchestration.cli.corpus", "corpus_group"),
     ("orchestration.cli.evaluate", "eval_group"),
     ("orchestration.cli.generate", "generate"),
+    ("orchestration.cli.review", "review"),
+    ("orchestration.cli.review", "requests"),
     ("orchestration.cli.search", "search"),
 ]
 

@@ -146,11 +146,12 @@ class ReviewStore:
     def _why_not(
         self, conn: sqlite3.Connection, request_id: str, row: tuple[int, str] | None
     ) -> str:
-        exists = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'requests'"
-        ).fetchone() and conn.execute(
-            "SELECT 1 FROM requests WHERE id = ?", (request_id,)
-        ).fetchone()
+        exists = (
+            conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'requests'"
+            ).fetchone()
+            and conn.execute("SELECT 1 FROM requests WHERE id = ?", (request_id,)).fetchone()
+        )
         if not exists:
             return f"unknown request {request_id!r}"
         if row is None:

@@ -38,7 +38,10 @@ def build_definitions() -> Definitions:
             codegen_request_job,
             submit_request_job,
             review_request_job,
-            *CORPUS_JOBS, *INDEX_JOBS, *eval_jobs()],
+            *CORPUS_JOBS,
+            *INDEX_JOBS,
+            *eval_jobs(),
+        ],
         schedules=[*CORPUS_SCHEDULES],
         sensors=[
             build_inbox_sensor(codegen_request_job),

@@ -1,7 +1,5 @@
 """Jobs of the code location: one request through the crew, and submitting a request."""
 
-from typing import Literal
-
 from dagster import (
     AssetSelection,
     Config,
@@ -12,7 +10,7 @@ from dagster import (
 )
 
 from agents.requests import RequestStore
-from agents.roles import validate_request
+from agents.roles import BadRequest, validate_request
 from agents.types import CrewOptions
 from assets.codegen import GROUP, requests_partitions
 from assets.resources import SettingsResource
@@ -41,7 +39,7 @@ class SubmitRequestConfig(Config):
     max_rounds: int | None = None
     budget_tokens: int | None = None
     budget_usd: float | None = None
-    review: Literal["agent", "human", "both"] | None = None  # default: [review] mode
+    review: str | None = None  # agent | human | both; default: [review] mode
 
 
 @op(description="Store the request; the inbox sensor launches its run on its next tick.")
@@ -54,6 +52,10 @@ def submit_request(
         for k, v in config.model_dump().items()
         if k in CrewOptions.__dataclass_fields__ and v is not None
     }
+    try:
+        CrewOptions.from_dict(options)  # e.g. an unknown review mode
+    except TypeError as exc:
+        raise BadRequest(f"bad options: {exc}") from exc
     stored = RequestStore(settings.load().requests_dir).add(
         text, options, source="launchpad", state="queued"
     )

@@ -431,6 +431,8 @@ def _solution_step(crew: Crew, state: CrewState, meter: Meter) -> SolutionResult
                 max_rounds=state.options.max_rounds,
                 limits=state.options.limits or crew.limits,
                 on_event=crew.on_event,
+                # In human mode a person signs off instead of the Reviewer agent.
+                agent_review=state.options.review != "human",
             )
     except Exception as exc:  # e.g. no sandbox backend: still a status and a report
         status, reason = classify(exc)

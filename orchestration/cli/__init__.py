@@ -52,7 +52,10 @@ def _one_line(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        cli.main(args=argv, prog_name="codegen", standalone_mode=False)
+        # Outside standalone mode click returns a command's Exit code instead of raising it.
+        code = cli.main(args=argv, prog_name="codegen", standalone_mode=False)
+        if isinstance(code, int) and code:
+            return code
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
         return 2

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from dagster import (
     AssetKey,
+    AssetSelection,
     DagsterInstance,
     SensorResult,
     build_sensor_context,
@@ -49,7 +50,8 @@ SELECTION = [
     codegen.documentation,
     codegen.review_not_pending,
 ]
-REVIEW_SELECTION = [codegen.human_review, codegen.documentation, codegen.review_not_pending]
+# What the review_request job rematerializes (its upstream assets load from storage).
+REVIEW_SELECTION = AssetSelection.assets(codegen.human_review, codegen.documentation)
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -215,7 +217,8 @@ def test_both_mode_agent_rejects_first_then_a_person_approves_from_the_launchpad
 
         # The launchpad's run config carries the verdict; the run claims the round itself.
         second = materialize(
-            REVIEW_SELECTION,
+            SELECTION,
+            selection=REVIEW_SELECTION,
             partition_key=request_id,
             instance=instance,
             resources=resources(server),
@@ -226,7 +229,8 @@ def test_both_mode_agent_rejects_first_then_a_person_approves_from_the_launchpad
         folder = isolated_home / "artifacts" / request_id
         before = digest(folder)
         third = materialize(
-            REVIEW_SELECTION,
+            SELECTION,
+            selection=REVIEW_SELECTION,
             partition_key=request_id,
             instance=instance,
             resources=resources(server),
@@ -272,7 +276,8 @@ def test_a_forgotten_review_times_out_as_rejected(
         again = sensor(context)
         assert isinstance(again, SensorResult) and not again.run_requests
         assert materialize(
-            REVIEW_SELECTION,
+            SELECTION,
+            selection=REVIEW_SELECTION,
             partition_key=request_id,
             instance=instance,
             resources=resources(server),

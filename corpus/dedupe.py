@@ -117,6 +117,17 @@ class Fingerprint:
     tree: frozenset[str] | None
     tokens: frozenset[str]
 
+    def to_json(self) -> dict[str, list[str] | None]:
+        return {
+            "tree": None if self.tree is None else sorted(self.tree),
+            "tokens": sorted(self.tokens),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Fingerprint:
+        tree = data.get("tree")
+        return cls(None if tree is None else frozenset(tree), frozenset(data["tokens"]))
+
     def overlap(self, other: Fingerprint) -> float:
         if self.tree is not None and other.tree is not None:
             a, b = self.tree, other.tree
@@ -258,11 +269,12 @@ def dedupe(
     candidates: Sequence[Candidate],
     params: DedupeParams,
     signature_of: Callable[[Candidate, bool], np.ndarray] | None = None,
+    fingerprint_of: Callable[[Candidate], Fingerprint] | None = None,
 ) -> DedupeResult:
     """Which candidates to keep.
 
-    ``signature_of(candidate, code)`` lets callers serve cached signatures (``code``: of the
-    normalised tokens).
+    ``signature_of(candidate, code)`` and ``fingerprint_of(candidate)`` let callers serve
+    cached signatures (``code``: of the normalised tokens) and code fingerprints.
     """
     from datasketch import MinHash, MinHashLSH
 
@@ -304,7 +316,7 @@ def dedupe(
 
     def fingerprint(c: Candidate) -> Fingerprint:
         if c.id not in prints:
-            prints[c.id] = code_fingerprint(c.text)
+            prints[c.id] = fingerprint_of(c) if fingerprint_of else code_fingerprint(c.text)
         return prints[c.id]
 
     uf = _UnionFind({c.id: c.group for c in survivors})

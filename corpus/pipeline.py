@@ -31,14 +31,17 @@ from corpus.chunk import (
 from corpus.clean import CLEAN_VERSION, DEFAULT_MAX_BYTES, clean_document, is_vendored
 from corpus.dedupe import (
     CODE_LANGUAGES,
+    NORMALISER_VERSION,
     Candidate,
     DedupeParams,
+    Fingerprint,
+    code_fingerprint,
     dedupe,
     exact_key,
     rank_of,
     signature,
 )
-from corpus.model import Chunk, Document
+from corpus.model import Chunk, Document, content_hash
 from corpus.secrets import SECRETS_VERSION, has_secret
 from corpus.store import (
     cache_path,
@@ -194,7 +197,8 @@ def _cached_signatures(
     """Signatures by content and recipe: unchanged text is never shingled again."""
 
     def signature_of(c: Candidate, code: bool) -> np.ndarray:
-        key = _key(params.key(code), exact_key(c.text))
+        # Word shingles ignore case and spacing, as exact_key does; code tokens keep case.
+        key = _key(params.key(code), content_hash(c.text) if code else exact_key(c.text))
         raw = cache.get_bytes("minhash", key)
         if raw is not None:
             return np.frombuffer(raw, dtype=np.uint32)
@@ -203,6 +207,19 @@ def _cached_signatures(
         return sig
 
     return signature_of
+
+
+def _cached_fingerprints(cache: StageCache) -> Callable[[Candidate], Fingerprint]:
+    def fingerprint_of(c: Candidate) -> Fingerprint:
+        key = _key(NORMALISER_VERSION, content_hash(c.text))
+        hit = cache.get_json("fingerprint", key)
+        if hit is not None:
+            return Fingerprint.from_json(hit)
+        found = code_fingerprint(c.text)
+        cache.put_json("fingerprint", key, found.to_json())
+        return found
+
+    return fingerprint_of
 
 
 @dataclass
@@ -229,7 +246,9 @@ def dedupe_stage(corpus_dir: Path, params: DedupeParams, progress: Progress = _n
     ]
     with StageCache(cache_path(corpus_dir)) as cache:
         progress(f"dedupe: {len(candidates)} documents")
-        result = dedupe(candidates, params, _cached_signatures(cache, params))
+        result = dedupe(
+            candidates, params, _cached_signatures(cache, params), _cached_fingerprints(cache)
+        )
     removed = {**result.exact_removed, **result.near_removed}
     stats = DedupeStats(
         documents_in=len(candidates),
@@ -268,6 +287,10 @@ class ChunkStats:
     examples: int = 0
 
 
+# Chunks near-deduplicated as code: definitions. A module header is mostly its docstring,
+# which the code fingerprint ignores on purpose, so two headers importing the same modules
+# would look alike; they are not compared.
+CODE_UNIT_KINDS = frozenset({"function", "method", "class"})
 _EXAMPLE_DIRS = re.compile(r"(?:^|/)(?:examples?|demos?|samples?)/")
 _DOCTEST = re.compile(r"^\s*>>> ", re.MULTILINE)
 
@@ -294,9 +317,10 @@ def chunk_stage(
 ) -> ChunkStats:
     """Chunk every kept document into ``chunks.jsonl`` (the contract the index reads).
 
-    Chunks with the same text are one chunk. Code chunks are also near-deduplicated across
-    documents with the documents' method (``corpus.dedupe``): a function copied into another
-    module, locals renamed, is one hit in search, not two. The chunk kept is the one of the
+    Chunks with the same text are one chunk. Code definitions (functions, methods, classes)
+    are also near-deduplicated across documents with the documents' method
+    (``corpus.dedupe``): a function copied into another module, locals renamed, is one hit in
+    search, not two. The chunk kept is the one of the
     better document (``rank_of``); chunks of one document are never merged with each other.
     ``params`` None: the default dedupe parameters.
     """
@@ -349,12 +373,12 @@ def chunk_stage(
                     continue
                 seen.add(c["id"])
                 unique.append(c)
-                if c["language"] in CODE_LANGUAGES:
+                if c["language"] in CODE_LANGUAGES and c["kind"] in CODE_UNIT_KINDS:
                     code.append(Candidate(c["id"], c["text"], rank, code=True, group=doc.id))
             if stats.documents % 500 == 0:
                 progress(f"chunk: {stats.documents} documents, {len(unique)} chunks")
         progress(f"chunk: near-duplicate check of {len(code)} code chunks")
-        near = dedupe(code, params, _cached_signatures(cache, params))
+        near = dedupe(code, params, _cached_signatures(cache, params), _cached_fingerprints(cache))
         removed = near.exact_removed.keys() | near.near_removed.keys()
         stats.near_duplicate_chunks = len(removed)
 

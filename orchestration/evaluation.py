@@ -13,10 +13,15 @@ from typing import Any
 
 from agents.evaluation.harness import (
     CANONICAL,
+    SAMPLES,
     EvalConfig,
     Generator,
+    Progress,
+    TaskOutcome,
     canonical_generator,
+    evaluate_samples,
 )
+from agents.evaluation.samples_file import SamplesFile
 from agents.evaluation.store import EvalStore
 from assets.resources import LLMResource, RetrieverResource, SandboxResource
 from orchestration.resources import retriever_for
@@ -96,6 +101,37 @@ def eval_config(
     return EvalConfig(
         mode=mode, samples=samples or settings.eval.samples, limits=limits, identity=identity
     )
+
+
+def samples_config(settings: Settings, samples: SamplesFile) -> EvalConfig:
+    """A samples file's configuration: its bytes' digest (so an edited file is a new
+    configuration, while its unchanged samples still hit the per-sample verdict cache)."""
+    return EvalConfig(
+        mode=SAMPLES,
+        samples=max(len(m) for m in samples.modules.values()),
+        limits=scoring_limits(settings),
+        identity={"samples_file": samples.digest[:16]},
+    )
+
+
+def score_samples_file(
+    settings: Settings,
+    samples: SamplesFile,
+    sandbox: Sandbox,
+    on_done: Progress | None = None,
+) -> tuple[EvalConfig, list[TaskOutcome], dict[str, str]]:
+    """Score a validated samples file (``--samples-file``, benchmarks): same store, scorer
+    and per-sample cache as the crew and canonical modes, ``[eval] workers`` at a time."""
+    config = samples_config(settings, samples)
+    outcomes, errors = evaluate_samples(
+        EvalStore(settings.eval_dir),
+        config,
+        samples.modules,
+        sandbox,
+        workers=max(1, settings.eval.workers),
+        on_done=on_done,
+    )
+    return config, outcomes, errors
 
 
 @contextmanager

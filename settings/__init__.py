@@ -99,7 +99,7 @@ class RetrievalSettings(ContextSettings):
     vector_store: str = "lancedb"  # lancedb | weaviate
     lancedb_uri: str | None = None  # default: $CODEGEN_HOME/index
     weaviate_url: str | None = None
-    embedder: str = "minilm"  # minilm | static | openai
+    embedder: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | openai
     weaviate_collection: str = "CodeChunk"
     openai_embedding_model: str = "text-embedding-3-small"
     openai_embedding_dimensions: int | None = None
@@ -184,6 +184,9 @@ class EvalSettings(BaseModel):
     sandbox_concurrency: int = 2
     # Tasks worked on concurrently inside one op (CLI runs and ranged backfill runs).
     workers: int = 2
+    # A samples file (JSONL: task_id + completion | solution) the humaneval_file_* assets
+    # score; set by `codegen eval humaneval --samples-file FILE --backfill`.
+    samples_file: str | None = None
 
 
 class StorageSettings(BaseModel):

@@ -24,6 +24,7 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("orchestration.cli.review", "review"),
     ("orchestration.cli.review", "requests"),
     ("orchestration.cli.search", "search"),
+    ("orchestration.cli.replay", "replay_group"),
 ]
 
 

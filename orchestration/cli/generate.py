@@ -216,6 +216,13 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     help="queue: through the daemon's run queue; here: in this process, outside the queue; "
     "auto: queue when a daemon serves the instance, else here.",
 )
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the crew's LLM traffic to this recording (codegen replay serve replays it); "
+    "runs here, not through the daemon's queue.",
+)
 def generate(
     request: str,
     as_json: bool,
@@ -224,6 +231,7 @@ def generate(
     budget_usd: float | None,
     review: str | None,
     launch: str,
+    record_path: Path | None = None,
 ) -> None:
     """Turn REQUEST into tested, documented code (a partition of the `requests` assets).
 
@@ -253,7 +261,16 @@ def generate(
         }.items()
         if v is not None
     }
-    show_outcome(summarize(run_request(get_settings(), text, options, launch)), as_json)
+    settings = get_settings()
+    if record_path is not None:
+        # Runs the daemon launches never see this process's environment, hence the recorder.
+        if launch == "queue":
+            raise click.UsageError("--record runs the request here: drop --launch queue")
+        from orchestration.cli.replay import recording_settings
+
+        settings = recording_settings(settings, record_path)
+        launch = "here"
+    show_outcome(summarize(run_request(settings, text, options, launch)), as_json)
 
 
 def show_outcome(summary: dict[str, Any], as_json: bool) -> None:

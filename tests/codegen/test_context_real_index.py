@@ -21,7 +21,7 @@ from assets.resources import LLMResource, RetrieverResource, SettingsResource
 from corpus.model import Chunk
 from retrieval.embedders import MiniLMEmbedder
 from retrieval.index import IndexRetriever, sync_index
-from retrieval.stores import LanceDBStore
+from retrieval.lancedb_store import LanceDBStore
 from retrieval.types import Retriever
 from settings import get_settings
 

@@ -1,7 +1,8 @@
 """The crew, defined once: steps over a typed request state, run in this process or as
 Dagster assets.
 
-``STEPS`` is the sequence: ``spec -> (tests || context -> draft) -> solution -> docs``, each
+``STEPS`` is the sequence: ``spec -> (tests || context -> draft) -> solution -> review ->
+docs``, each
 step naming the steps it needs. A step is a plain function of the services (``Crew``), the
 ``CrewState`` so far and a budget ``Meter``, returning its typed ``StepResult``; ``run_step``
 runs one (or carries an earlier step's ending on without work), ``run_steps`` runs whatever

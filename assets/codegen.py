@@ -1,12 +1,15 @@
 """Code-generation assets: every request is one partition of the ``requests`` dynamic partitions.
 
 ``request_spec -> (test_suite || retrieved_context -> solution_code[draft]) ->
-solution_code[refine] -> documentation``, with a blocking sandbox check and a bandit check on
-``solution_code``. The sequence is ``agents.crew.STEPS``, the one the in-process
-``run_crew`` runs too: each asset (or op) merges its upstream ``CrewState`` values, runs its
-step with ``agents.crew.advance`` and returns the new state. Failures never raise: a step
-after an ending carries it on, and ``report.json`` (written by ``agents.crew.write_report``
-alone) always says how the request ended.
+solution_code[refine] -> human_review -> documentation``, with a blocking sandbox check and a
+bandit check on ``solution_code``. ``human_review`` passes agent-mode requests straight on; in
+human and both modes it ends the run in ``awaiting_review`` until the ``review_request`` job
+rematerializes it (and ``documentation``) with a person's verdict as run config. The
+sequence is ``agents.crew.STEPS``, the one the in-process ``run_crew`` runs too: each asset
+(or op) merges its upstream ``CrewState`` values, runs its step with ``agents.crew.advance``
+and returns the new state. Failures never raise: a step after an ending carries it on, and
+``report.json`` (written by ``agents.crew.write_report`` alone) always says how the request
+ended.
 """
 
 import json

@@ -326,3 +326,22 @@ def test_racing_verdicts_exactly_one_wins(isolated_home: Path) -> None:
         [verdict] = [v for v in store.verdicts(request_id) if v.review_round == review_round]
         assert verdict.text == f"verdict {won[0][1]}"
     assert [v.review_round for v in store.verdicts(request_id)] == [1, 2]
+
+
+# -- the review mode's ways in ---------------------------------------------------------------
+def test_review_mode_from_an_inbox_json_and_bad_modes_refused(
+    tmp_path: Path, isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agents.inbox import parse_request_file
+    from agents.roles import BadRequest
+
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"request": REQUEST, "options": {"review": "both"}}))
+    assert parse_request_file(good)[1] == {"review": "both"}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"request": REQUEST, "options": {"review": "nobody"}}))
+    with pytest.raises(BadRequest, match="review must be one of agent, human, both"):
+        parse_request_file(bad)
+    rc, _, err = run_cli(capsys, "generate", REQUEST, "--review", "nobody")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "nobody" in err
+    assert not (isolated_home / "requests").exists()  # nothing was stored

@@ -117,8 +117,13 @@ class ReviewStore:
             ).fetchall()
         return [_pending(r) for r in rows]
 
-    def claim(self, request_id: str, kind: str, text: str, reviewer: str) -> Claim:
-        """Take the verdict for the request's open round, or raise ReviewError saying why not."""
+    def claim(
+        self, request_id: str, kind: str, text: str, reviewer: str, review_round: int = 0
+    ) -> Claim:
+        """Take the verdict for the request's open round, or raise ReviewError saying why not.
+
+        ``review_round`` (0: whichever is open) guards a verdict meant for an earlier round
+        from landing on a later one."""
         if kind not in VERDICT_KINDS:
             raise ReviewError(f"unknown verdict {kind!r} (one of {', '.join(VERDICT_KINDS)})")
         if kind == "reject" and not text.strip():
@@ -128,13 +133,21 @@ class ReviewStore:
         with self._db() as conn:
             # Compare-and-set: only one UPDATE finds the round still awaiting.
             won = conn.execute(
-                "UPDATE reviews SET status = ?, claim = ? WHERE request_id = ? AND status = ?",
-                (DECIDING, token, request_id, AWAITING),
+                "UPDATE reviews SET status = ?, claim = ? WHERE request_id = ? AND status = ?"
+                " AND (? = 0 OR review_round = ?)",
+                (DECIDING, token, request_id, AWAITING, review_round, review_round),
             ).rowcount
             row = conn.execute(
                 "SELECT review_round, status FROM reviews WHERE request_id = ?", (request_id,)
             ).fetchone()
             if not won:
+                if row is not None and review_round and row[0] != review_round:
+                    raise ReviewError(
+                        f"a verdict for review round {review_round} of {request_id} was already "
+                        f"given (its open round is {row[0]})"
+                        if review_round < row[0]
+                        else f"request {request_id} has no review round {review_round}"
+                    )
                 raise ReviewError(self._why_not(conn, request_id, row))
             verdict = HumanVerdict(kind, text.strip(), reviewer, decided_at, row[0])
             conn.execute(
@@ -162,6 +175,19 @@ class ReviewStore:
                 "and is being applied"
             )
         return f"request {request_id} is not awaiting review (its last review round was {row[0]})"
+
+    def release(self, request_id: str, token: str) -> None:
+        """Undo a claim whose run failed before applying it: the round awaits a verdict again."""
+        with self._db() as conn:
+            reopened = conn.execute(
+                "UPDATE reviews SET status = ?, claim = NULL WHERE request_id = ? AND claim = ?"
+                " AND status = ?",
+                (AWAITING, request_id, token, DECIDING),
+            ).rowcount
+            if reopened:
+                conn.execute(
+                    "DELETE FROM verdicts WHERE request_id = ? AND claim = ?", (request_id, token)
+                )
 
     def claimed(self, request_id: str, token: str) -> tuple[HumanVerdict, ReviewResult]:
         """The verdict claimed with ``token`` and the review it resumes; ReviewError if the

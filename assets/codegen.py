@@ -314,6 +314,7 @@ class ReviewVerdictConfig(Config):
     note: str = ""  # the approval's note, or the rejection's points (required to reject)
     reviewer: str = ""  # who decided; the launchpad's default is "launchpad"
     claim: str = ""  # set by `codegen review`, which claimed the round already
+    review_round: int = 0  # the round the verdict is for (0: the open one)
 
 
 @asset(
@@ -336,20 +337,25 @@ def human_review(
     request_id = context.partition_key
     reviews = ReviewStore(settings.load().requests_dir)
     state = solution_code
+    token = config.claim
     if config.verdict:
         try:
-            if config.claim:
-                verdict, prior = reviews.claimed(request_id, config.claim)
-            else:  # the launchpad: this run claims the round itself
-                claim = reviews.claim(
-                    request_id, config.verdict, config.note, config.reviewer or "launchpad"
-                )
-                verdict, prior = reviews.claimed(request_id, claim.token)
+            if not token:  # the launchpad: this run claims the round itself
+                reviewer = config.reviewer or "launchpad"
+                token = reviews.claim(
+                    request_id, config.verdict, config.note, reviewer, config.review_round
+                ).token
+            verdict, prior = reviews.claimed(request_id, token)
         except ReviewError as exc:
             # Nothing is materialized: the stored request and its artifacts stay as they were.
             raise Failure(description=str(exc), allow_retries=False) from exc
         state = replace(state, review_prior=prior, verdict=verdict)
-    state = advance("review", _crew(context, settings, llm, sandbox=sandbox), state)
+    try:
+        state = advance("review", _crew(context, settings, llm, sandbox=sandbox), state)
+    except BaseException:
+        if token:  # the verdict was not applied: its round awaits one again
+            reviews.release(request_id, token)
+        raise
     review = state.review
     pending = None
     if state.status is Status.AWAITING_REVIEW and review is not None:

@@ -50,7 +50,7 @@ review_request_job = define_asset_job(
 
 
 def verdict_run_config(verdict: str, note: str, reviewer: str, claim: str = "") -> dict[str, Any]:
-    """The run config of a ``review_request`` run carrying this verdict."""
+    """The run config of a ``review_request`` run carrying this (claimed) verdict."""
     config = {"verdict": verdict, "note": note, "reviewer": reviewer, "claim": claim}
     return {"ops": {human_review.node_def.name: {"config": config}}}
 

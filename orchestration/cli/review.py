@@ -27,6 +27,12 @@ LISTED_STATUSES = (*UNDER_WAY, *(s.value for s in Status))
 @click.option("--reject", "points", metavar="POINTS", help="Send it back with these points.")
 @click.option("--note", default="", help="A note recorded with the approval.")
 @click.option("--reviewer", help="Who decides (default: the login name).")
+@click.option(
+    "--round",
+    "review_round",
+    type=click.IntRange(1),
+    help="The review round this verdict is for (refused if another round is open).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def review(
     request_id: str,
@@ -34,6 +40,7 @@ def review(
     points: str | None,
     note: str,
     reviewer: str | None,
+    review_round: int | None,
     as_json: bool,
 ) -> None:
     """Give a person's verdict on REQUEST_ID, which awaits review.
@@ -52,9 +59,10 @@ def review(
         raise click.UsageError(f"not a request id: {request_id!r}")
     settings = get_settings()
     kind, text = ("approve", note) if approve else ("reject", points or "")
+    reviews = ReviewStore(settings.requests_dir)
     try:
-        claim = ReviewStore(settings.requests_dir).claim(
-            request_id, kind, text, reviewer or getpass.getuser()
+        claim = reviews.claim(
+            request_id, kind, text, reviewer or getpass.getuser(), review_round or 0
         )
     except ReviewError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -73,6 +81,7 @@ def review(
     folder = artifact_dir(settings.artifacts_dir, request_id)
     report = json.loads((folder / "report.json").read_text())
     if not success:
+        reviews.release(request_id, claim.token)  # not applied: the round awaits a verdict
         raise click.ClickException(
             f"review run {run_id} for request {request_id} failed (see the Dagster UI)"
         )

@@ -308,11 +308,12 @@ def test_racing_verdicts_exactly_one_wins(isolated_home: Path) -> None:
     store = ReviewStore(root)
     for review_round in (1, 2):  # a fresh round is open to a verdict again
         assert store.open_round(request_id, ReviewResult(mode="human")) == review_round
-        ctx = multiprocessing.get_context("spawn")
+        # Forked processes (each its own SQLite connection) start fast: imports are inherited.
+        ctx = multiprocessing.get_context("fork")
         start, results = ctx.Event(), ctx.Queue()
         procs = [
             ctx.Process(target=_claim, args=(str(root), request_id, n, start, results))
-            for n in range(6)
+            for n in range(4)
         ]
         for proc in procs:
             proc.start()
@@ -326,6 +327,19 @@ def test_racing_verdicts_exactly_one_wins(isolated_home: Path) -> None:
         [verdict] = [v for v in store.verdicts(request_id) if v.review_round == review_round]
         assert verdict.text == f"verdict {won[0][1]}"
     assert [v.review_round for v in store.verdicts(request_id)] == [1, 2]
+
+    # A late verdict meant for round 1 never lands on round 3.
+    assert store.open_round(request_id, ReviewResult(mode="human")) == 3
+    with pytest.raises(ReviewError, match=r"review round 1 .* was already given"):
+        store.claim(request_id, "reject", "late", "bob", review_round=1)
+    # A claim whose run failed is released: the round takes a verdict again, once.
+    claim = store.claim(request_id, "approve", "", "bob", review_round=3)
+    store.release(request_id, claim.token)
+    assert store.get(request_id).status == "awaiting"  # type: ignore[union-attr]
+    store.claim(request_id, "approve", "", "carol")
+    with pytest.raises(ReviewError, match="already given"):
+        store.claim(request_id, "approve", "", "dave")
+    assert [v.reviewer for v in store.verdicts(request_id)][-1] == "carol"
 
 
 # -- the review mode's ways in ---------------------------------------------------------------

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +53,7 @@ SELECTION = [
     codegen.review_not_pending,
 ]
 # What the review_request job rematerializes (its upstream assets load from storage).
+CODEGEN = str(Path(sys.executable).parent / "codegen")
 REVIEW_SELECTION = AssetSelection.assets(codegen.human_review, codegen.documentation)
 
 
@@ -59,9 +62,19 @@ def digest(folder: Path) -> dict[str, str]:
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """The CLI in this process: for commands that run no job."""
     rc = main(list(args))
     out = capsys.readouterr()
     return rc, out.out, out.err
+
+
+def run_job_cli(*args: str) -> tuple[int, str, str]:
+    """The CLI in its own process, as a user runs it: a command that runs a job loads the
+    code location, whose resources hold this test's CODEGEN_HOME (read when it loads)."""
+    proc = subprocess.run(
+        [CODEGEN, *args], capture_output=True, text=True, timeout=300, check=False
+    )
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 @pytest.mark.docker
@@ -76,8 +89,8 @@ def test_cli_human_review_reject_then_approve(
         monkeypatch.setenv("CODEGEN_SANDBOX__POOL_SIZE", "1")
         config.get_settings.cache_clear()
 
-        rc, out, err = run_cli(
-            capsys, "generate", REQUEST, "--review", "human", "--launch", "here", "--json"
+        rc, out, err = run_job_cli(
+            "generate", REQUEST, "--review", "human", "--launch", "here", "--json"
         )
         assert rc == 4, err
         first = json.loads(out)
@@ -111,7 +124,7 @@ def test_cli_human_review_reject_then_approve(
             assert lines[0].startswith("codegen: error:") and words in lines[0], lines
         assert digest(folder) == before
 
-        rc, out, err = run_cli(capsys, "review", request_id, "--reject", POINTS, "--json")
+        rc, out, err = run_job_cli("review", request_id, "--reject", POINTS, "--json")
         assert rc == 4, err
         second = json.loads(out)
         assert second["status"] == "awaiting_review" and second["rounds"] == 2
@@ -121,8 +134,8 @@ def test_cli_human_review_reject_then_approve(
         assert revision.headers["X-Codegen-Round"] == "2"
         assert "# revised after human review" in (folder / "solution.py").read_text()
 
-        rc, out, err = run_cli(
-            capsys, "review", request_id, "--approve", "--note", "ship it", "--reviewer", "alice"
+        rc, out, err = run_job_cli(
+            "review", request_id, "--approve", "--note", "ship it", "--reviewer", "alice"
         )
         assert rc == 0, err
         assert "passed" in out

@@ -50,6 +50,7 @@ def crew_identity(
         "default": asdict(llm.default),
         "roles": {k: asdict(v) for k, v in sorted(llm.roles.items())},
         "max_rounds": options.max_rounds,
+        "candidates": options.candidates,
         "budget_tokens": options.budget_tokens,
         "budget_usd": options.budget_usd,
         "crew_version": crew_code_version(),

@@ -200,6 +200,11 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
 @click.argument("request")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option("--max-rounds", type=click.IntRange(1, 20), help="Refinement rounds (default 3).")
+@click.option(
+    "--candidates",
+    type=click.IntRange(1, 20),
+    help="Programmer drafts, one picked by execution (default: [llm] candidates).",
+)
 @click.option("--budget-tokens", type=click.IntRange(1), help="Stop after this many tokens.")
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Dollar budget.")
 @click.option(
@@ -227,6 +232,7 @@ def generate(
     request: str,
     as_json: bool,
     max_rounds: int | None,
+    candidates: int | None,
     budget_tokens: int | None,
     budget_usd: float | None,
     review: str | None,
@@ -255,6 +261,7 @@ def generate(
         k: v
         for k, v in {
             "max_rounds": max_rounds,
+            "candidates": candidates,
             "budget_tokens": budget_tokens,
             "budget_usd": budget_usd,
             "review": review,

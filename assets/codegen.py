@@ -306,6 +306,10 @@ def solution_code(
     return refine_solution(request_spec, test_suite, retrieved_context, draft)
 
 
+# The job that brings a verdict (orchestration/review.py); named here so the asset can tell it.
+REVIEW_JOB = "review_request"
+
+
 class ReviewVerdictConfig(Config):
     """A person's verdict (the ``review_request`` job's run config). Empty: no verdict yet,
     so in human and both modes the request waits (``awaiting_review``)."""
@@ -338,6 +342,13 @@ def human_review(
     reviews = ReviewStore(settings.load().requests_dir)
     state = solution_code
     token = config.claim
+    if not config.verdict and context.job_name == REVIEW_JOB:
+        # Without a verdict this would restart the review and drop a rejection's revision.
+        raise Failure(
+            description="the review_request job needs a verdict: ops.human_review.config."
+            "verdict approve or reject (with note: the points)",
+            allow_retries=False,
+        )
     if config.verdict:
         try:
             if not token:  # the launchpad: this run claims the round itself

@@ -29,12 +29,11 @@ from dagster._core.definitions.unresolved_asset_job_definition import (
 )
 
 from agents.review import ReviewError, ReviewStore
-from assets.codegen import documentation, human_review, requests_partitions
+from assets.codegen import REVIEW_JOB, documentation, human_review, requests_partitions
 from assets.resources import SettingsResource
 from orchestration.executor import threaded_in_process_executor
 from orchestration.run_queue import KIND_REQUEST, kind_tags
 
-REVIEW_JOB = "review_request"
 REVIEW_SENSOR = "review_sensor"
 
 review_request_job = define_asset_job(

@@ -21,6 +21,7 @@ from dagster import (
     AssetKey,
     AssetSelection,
     DagsterInstance,
+    Definitions,
     SensorResult,
     build_sensor_context,
     instance_for_test,
@@ -228,25 +229,31 @@ def test_both_mode_agent_rejects_first_then_a_person_approves_from_the_launchpad
         assert check.check_name == "review_not_pending" and not check.passed
         assert "awaiting review (round 1)" in (check.description or "")
 
-        # The launchpad's run config carries the verdict; the run claims the round itself.
-        second = materialize(
-            SELECTION,
-            selection=REVIEW_SELECTION,
+        # The review_request job, as the launchpad launches it: the verdict is run config,
+        # and the run claims the round itself. Without a verdict it refuses, changing nothing.
+        job = Definitions(
+            assets=SELECTION[:-1],
+            asset_checks=[codegen.review_not_pending],
+            jobs=[review_request_job],
+            resources=resources(server),
+        ).resolve_job_def("review_request")
+        folder = isolated_home / "artifacts" / request_id
+        before = digest(folder)
+        empty = job.execute_in_process(
+            partition_key=request_id, instance=instance, raise_on_error=False
+        )
+        assert not empty.success and digest(folder) == before
+        second = job.execute_in_process(
             partition_key=request_id,
             instance=instance,
-            resources=resources(server),
             run_config=verdict_config("approve", "fine by me"),
         )
         assert second.success
         # A second verdict for the same round (launchpad again) fails and changes nothing.
-        folder = isolated_home / "artifacts" / request_id
         before = digest(folder)
-        third = materialize(
-            SELECTION,
-            selection=REVIEW_SELECTION,
+        third = job.execute_in_process(
             partition_key=request_id,
             instance=instance,
-            resources=resources(server),
             run_config=verdict_config("reject", "again"),
             raise_on_error=False,
         )

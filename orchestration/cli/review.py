@@ -130,7 +130,7 @@ def requests(status: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    click.echo(f"{'REQUEST':20}  {'STATUS':16}  {'AGE':>6}  {'ROUNDS':>6}  {'COST':>10}  REQUEST")
+    click.echo(f"{'ID':20}  {'STATUS':16}  {'AGE':>6}  {'ROUNDS':>6}  {'COST':>10}  REQUEST")
     for row in rows:
         cost = row["cost_usd"]
         shown = "unknown" if cost is None else f"${cost:.6f}"

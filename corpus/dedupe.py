@@ -276,7 +276,9 @@ def dedupe(
     ``signature_of(candidate, code)`` and ``fingerprint_of(candidate)`` let callers serve
     cached signatures (``code``: of the normalised tokens) and code fingerprints.
     """
-    from datasketch import MinHash, MinHashLSH
+    # LeanMinHash: a signature's values without the permutation tables a MinHash builds
+    # (~1 ms each), which only shingling needs.
+    from datasketch import LeanMinHash, MinHashLSH
 
     sig = signature_of or (lambda c, code: signature(c.text, params, code))
     best = {c.id: c for c in candidates}
@@ -311,7 +313,7 @@ def dedupe(
     lshs = {
         kind: MinHashLSH(threshold=t, num_perm=params.num_perm) for kind, t in thresholds.items()
     }
-    sigs: dict[tuple[str, bool], MinHash] = {}
+    sigs: dict[tuple[str, bool], LeanMinHash] = {}
     prints: dict[str, Fingerprint] = {}
 
     def fingerprint(c: Candidate) -> Fingerprint:
@@ -322,9 +324,7 @@ def dedupe(
     uf = _UnionFind({c.id: c.group for c in survivors})
     for c in survivors:
         for code in (False, True) if c.code else (False,):
-            mh = MinHash(
-                num_perm=params.num_perm, seed=params.seed, hashvalues=sig(c, code), scheme=SCHEME
-            )
+            mh = LeanMinHash(seed=params.seed, hashvalues=sig(c, code), scheme=SCHEME)
             for other in lshs[code].query(mh):
                 # LSH only proposes; the signature estimate confirms (keeps precision high).
                 if mh.jaccard(sigs[other, code]) < thresholds[code]:

@@ -8,7 +8,7 @@ export DAGSTER_HOME ?= $(CODEGEN_HOME)/dagster_home
 HOST ?= 127.0.0.1
 PORT ?= 3000
 
-.PHONY: run test lint venv home lock clean sandbox-image
+.PHONY: run test lint venv home lock clean sandbox-image postgres postgres-stop
 
 # The venv is rebuilt only when the lock or the project metadata changes.
 $(STAMP): requirements.lock pyproject.toml
@@ -25,6 +25,17 @@ home:
 
 run: venv home
 	$(BIN)/dagster dev --host $(HOST) --port $(PORT)
+
+# A local PostgreSQL server for the instance (Debian's postgresql package; data under
+# $(CODEGEN_HOME)/postgres, run as the postgres user, never root; loopback only). Prints the
+# URL: `eval "$(make -s postgres)"` exports DAGSTER_POSTGRES_URL, and every instance
+# (make run, the daemon, the CLI) then keeps runs, event logs and schedules there.
+POSTGRES_DIR ?= $(CODEGEN_HOME)/postgres
+postgres: venv
+	@$(BIN)/python -m orchestration.postgres start --data "$(POSTGRES_DIR)"
+
+postgres-stop: venv
+	@$(BIN)/python -m orchestration.postgres stop --data "$(POSTGRES_DIR)"
 
 # Idempotent (CI calls it before `make test`): a no-op when the image tag and the cached
 # debootstrapped root file system (also bubblewrap's root) exist; else a few minutes offline.

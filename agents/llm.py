@@ -20,6 +20,7 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -36,6 +37,9 @@ ROLE_HEADER = "X-Codegen-Agent"
 TASK_HEADER = "X-Codegen-Task"
 CANDIDATE_HEADER = "X-Codegen-Candidate"
 ROUND_HEADER = "X-Codegen-Round"
+# Called after every reply from the endpoint with (role, the SDK call's keyword arguments,
+# reply text): ``agents.replay.recording.FileRecorder`` writes recordings with it.
+Recorder = Callable[[str, dict[str, Any], str], None]
 
 
 @dataclass(frozen=True)
@@ -252,7 +256,9 @@ class LLMClient:
         cache_dir: Path | None = None,
         prices: dict[str, dict[str, float]] | None = None,
         modes_file: Path | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
+        self.recorder = recorder
         self.default = default or RoleModel()
         self.roles = dict(roles or {})
         self.prices = dict(prices or {})
@@ -392,6 +398,8 @@ class LLMClient:
         if not reply.choices:
             raise LLMError(f"{role}: the endpoint returned no choices")
         content = reply.choices[0].message.content or ""
+        if self.recorder is not None:
+            self.recorder(role, kwargs, content)
         usage = reply.usage
         prompt_tokens = usage.prompt_tokens if usage else 0
         completion_tokens = usage.completion_tokens if usage else 0

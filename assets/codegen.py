@@ -2,10 +2,11 @@
 
 ``request_spec -> (test_suite || retrieved_context -> solution_code[draft]) ->
 solution_code[refine] -> documentation``, with a blocking sandbox check and a bandit check on
-``solution_code``. Each body calls the same agent functions as ``agents.crew.run_crew``.
-Failures never raise: an asset materializes with its status and reason, downstream assets
-carry that status on, and ``report.json`` in the request's artifact folder always says how the
-request ended.
+``solution_code``. The sequence is ``agents.crew.STEPS``, the one the in-process
+``run_crew`` runs too: each asset (or op) merges its upstream ``CrewState`` values, runs its
+step with ``agents.crew.advance`` and returns the new state. Failures never raise: a step
+after an ending carries it on, and ``report.json`` (written by ``agents.crew.write_report``
+alone) always says how the request ended.
 """
 
 import json
@@ -38,25 +39,17 @@ from dagster import (
 )
 
 from agents import prompts
-from agents.context import queries_for, retrieve_context
-from agents.crew import classify, refine
-from agents.requests import RequestStore, artifact_dir, write_artifact
-from agents.roles import (
-    analyze,
-    design_tests,
-    document,
-    execute_tests,
-    validate_request,
-    write_code,
-)
-from agents.types import SPEC_JSON_SCHEMA, Budget, Meter, Status, Usage
+from agents.crew import Crew, CrewState, StepResult, Verification, advance, write_report
+from agents.requests import RequestStore, artifact_dir
+from agents.roles import execute_tests
+from agents.types import SPEC_JSON_SCHEMA, Usage
 from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
 from settings import Settings
 
 requests_partitions = DynamicPartitionsDefinition(name="requests")
 
 GROUP = "codegen"
-OK = "ok"  # an intermediate asset that succeeded; final statuses are agents.types.Status
+OK = "ok"  # metadata of an intermediate step that succeeded; final ones are agents.types.Status
 
 _SCHEMA = json.dumps(SPEC_JSON_SCHEMA, sort_keys=True)
 SPEC_VERSION = prompts.prompt_version("analyzer", extra=_SCHEMA)
@@ -71,18 +64,27 @@ def _folder(settings: Settings, request_id: str) -> Path:
     return artifact_dir(settings.artifacts_dir, request_id)
 
 
-def _meter(llm: LLMResource, options: dict[str, Any], *upstream: dict[str, Any]) -> Meter:
-    """The request's budget, with what upstream assets already spent counted against it."""
-    crew = llm.crew_options(options)
-    prior = Usage()
-    for value in upstream:
-        prior = prior.merge(Usage.from_dict(value.get("usage")))
-    return Meter(Budget(tokens=crew.budget_tokens, usd=crew.budget_usd), prior=prior)
+def _crew(
+    context: AssetExecutionContext | OpExecutionContext,
+    settings: SettingsResource,
+    llm: LLMResource,
+    sandbox: SandboxResource | None = None,
+    retriever: RetrieverResource | None = None,
+) -> Crew:
+    """The services of this request's step, tagged with its request id (the partition)."""
+    request_id = context.partition_key
+    return Crew(
+        llm=llm.client().for_task(request_id),
+        sandbox=sandbox.open if sandbox is not None else _no_sandbox,
+        retriever=retriever.get_retriever() if retriever is not None else None,
+        limits=sandbox.limits() if sandbox is not None else None,
+        on_event=context.log.info,
+        artifacts=_folder(settings.load(), request_id),
+    )
 
 
-def _carry(upstream: dict[str, Any]) -> dict[str, Any]:
-    """Downstream of a failure: no work, same status and reason."""
-    return {"status": upstream["status"], "reason": upstream["reason"], "usage": Usage().to_dict()}
+def _no_sandbox() -> Any:
+    raise RuntimeError("this step has no sandbox")
 
 
 def _md_code(text: str, lang: str = "python") -> MetadataValue:
@@ -127,12 +129,24 @@ def _usage_metadata(usage: Usage) -> dict[str, Any]:
     }
 
 
-def _status_metadata(value: dict[str, Any]) -> dict[str, Any]:
-    return {"status": value["status"], "reason": value.get("reason") or ""}
+def _step_metadata(result: StepResult | None) -> dict[str, Any]:
+    """Status and reason of an intermediate step (``ok`` unless it ended the request)."""
+    ended = result.ended if result is not None else None
+    status = ended.status.value if ended else OK
+    return {
+        "status": status,
+        "reason": ended.reason if ended else "",
+        **_usage_metadata(result.usage if result is not None else Usage()),
+    }
 
 
-def write_report(settings: Settings, request_id: str, report: dict[str, Any]) -> Path:
-    return write_artifact(_folder(settings, request_id), "report.json", report)
+def _final_metadata(state: CrewState) -> dict[str, Any]:
+    status = state.status
+    return {
+        "status": status.value if status else "under way",
+        "reason": state.reason,
+        **_usage_metadata(state.usage()),
+    }
 
 
 # -- assets ----------------------------------------------------------------------------------
@@ -146,34 +160,19 @@ def write_report(settings: Settings, request_id: str, report: dict[str, Any]) ->
 def request_spec(
     context: AssetExecutionContext, settings: SettingsResource, llm: LLMResource
 ) -> MaterializeResult:
-    cfg = settings.load()
-    stored = RequestStore(cfg.requests_dir).get(context.partition_key)
-    meter = _meter(llm, stored.options)
-    value: dict[str, Any] = {"request_id": stored.id, "options": stored.options}
-    try:
-        analysis = analyze(
-            llm.client().for_task(context.partition_key), meter, validate_request(stored.text)
-        )
-        spec = analysis.spec
-        value.update(
-            status=OK,
-            reason="spec written",
-            spec=spec,
-            structured_outputs=analysis.structured_outputs,
-        )
-        write_artifact(_folder(cfg, stored.id), "spec.json", spec)
-    except Exception as exc:
-        status, reason = classify(exc)
-        value.update(status=status.value, reason=reason, spec={})
-    value["usage"] = meter.usage.to_dict()
+    stored = RequestStore(settings.load().requests_dir).get(context.partition_key)
+    start = CrewState(
+        request_id=stored.id, request=stored.text, options=llm.crew_options(stored.options)
+    )
+    state = advance("spec", _crew(context, settings, llm), start)
+    spec = state.spec.spec if state.spec else {}
     return MaterializeResult(
-        value=value,
+        value=state,
         metadata={
-            **_status_metadata(value),
+            **_step_metadata(state.spec),
             "request": MetadataValue.md(f"> {stored.text[:2000]}"),
-            "spec": _md_code(json.dumps(value["spec"], indent=2), "json"),
-            "structured_outputs": value.get("structured_outputs", ""),
-            **_usage_metadata(meter.usage),
+            "spec": _md_code(json.dumps(spec, indent=2), "json"),
+            "structured_outputs": state.spec.structured_outputs if state.spec else "",
         },
     )
 
@@ -189,32 +188,16 @@ def test_suite(
     context: AssetExecutionContext,
     settings: SettingsResource,
     llm: LLMResource,
-    request_spec: dict[str, Any],
+    request_spec: CrewState,
 ) -> MaterializeResult:
-    cfg = settings.load()
-    if request_spec["status"] != OK:
-        value = {**_carry(request_spec), "tests": ""}
-    else:
-        meter = _meter(llm, request_spec["options"], request_spec)
-        try:
-            tests = design_tests(
-                llm.client().for_task(context.partition_key), meter, request_spec["spec"]
-            )
-            value = {"status": OK, "reason": "tests written", "tests": tests}
-            write_artifact(_folder(cfg, context.partition_key), "test_solution.py", tests)
-        except Exception as exc:
-            status, reason = classify(exc)
-            value = {"status": status.value, "reason": reason, "tests": ""}
-        value["usage"] = meter.usage.to_dict()
-    usage = Usage.from_dict(value["usage"])
+    state = advance("tests", _crew(context, settings, llm), request_spec)
+    tests = state.tests.tests if state.tests else ""
     return MaterializeResult(
-        value=value,
+        value=state,
         metadata={
-            **_status_metadata(value),
-            "tests": _md_code(value["tests"]),
-            "test_functions": value["tests"].count("\ndef test_")
-            + value["tests"].startswith("def test_"),
-            **_usage_metadata(usage),
+            **_step_metadata(state.tests),
+            "tests": _md_code(tests),
+            "test_functions": tests.count("\ndef test_") + tests.startswith("def test_"),
         },
     )
 
@@ -228,29 +211,22 @@ def test_suite(
 )
 def retrieved_context(
     context: AssetExecutionContext,
+    settings: SettingsResource,
     llm: LLMResource,
     retriever: RetrieverResource,
-    request_spec: dict[str, Any],
+    request_spec: CrewState,
 ) -> MaterializeResult:
-    if request_spec["status"] != OK:
-        value: dict[str, Any] = {"status": request_spec["status"], "queries": [], "chunks": []}
-    else:
-        crew = llm.crew_options(request_spec["options"])
-        spec = request_spec["spec"]
-        chunks = retrieve_context(
-            retriever.get_retriever(),
-            spec,
-            top_k=crew.top_k,
-            token_budget=crew.context_token_budget,
-        )
-        value = {"status": OK, "queries": queries_for(spec), "chunks": chunks}
+    state = advance("context", _crew(context, settings, llm, retriever=retriever), request_spec)
+    found = state.context
+    chunks = found.chunks if found else []
     return MaterializeResult(
-        value=value,
+        value=state,
         metadata={
-            "chunks": len(value["chunks"]),
-            "tokens": sum(c["tokens"] for c in value["chunks"]),
-            "queries": MetadataValue.json(value["queries"]),
-            "citations": MetadataValue.json([c["citation"] for c in value["chunks"]]),
+            "status": found.ended.status.value if found and found.ended else OK,
+            "chunks": len(chunks),
+            "tokens": sum(c["tokens"] for c in chunks),
+            "queries": MetadataValue.json(found.queries if found else []),
+            "citations": MetadataValue.json([c["citation"] for c in chunks]),
         },
     )
 
@@ -258,103 +234,44 @@ def retrieved_context(
 @op(code_version=CODE_VERSION, description="Programmer: the first draft of solution.py.")
 def programmer_draft(
     context: OpExecutionContext,
+    settings: SettingsResource,
     llm: LLMResource,
-    request_spec: dict[str, Any],
-    retrieved_context: dict[str, Any],
-) -> dict[str, Any]:
-    if request_spec["status"] != OK:
-        return {**_carry(request_spec), "code": "", "problem": ""}
-    meter = _meter(llm, request_spec["options"], request_spec)
-    try:
-        code, problem = write_code(
-            llm.client().for_task(context.partition_key),
-            meter,
-            request_spec["spec"],
-            retrieved_context["chunks"],
-        )
-        value = {"status": OK, "reason": "draft written", "code": code, "problem": problem}
-    except Exception as exc:
-        status, reason = classify(exc)
-        value = {"status": status.value, "reason": reason, "code": "", "problem": ""}
-    value["usage"] = meter.usage.to_dict()
-    return value
+    request_spec: CrewState,
+    retrieved_context: CrewState,
+) -> CrewState:
+    return advance("draft", _crew(context, settings, llm), request_spec.merged(retrieved_context))
 
 
 @op(
     code_version=CODE_VERSION,
     description="Test Executor, Programmer and Reviewer: execute, feed back, reprogram, review.",
-    out=Out(dict),
+    out=Out(CrewState),
 )
 def refine_solution(
     context: OpExecutionContext,
     settings: SettingsResource,
     llm: LLMResource,
     sandbox: SandboxResource,
-    request_spec: dict[str, Any],
-    test_suite: dict[str, Any],
-    retrieved_context: dict[str, Any],
-    draft: dict[str, Any],
+    request_spec: CrewState,
+    test_suite: CrewState,
+    retrieved_context: CrewState,
+    draft: CrewState,
 ) -> Output:
-    cfg = settings.load()
-    request_id = context.partition_key
-    upstream = (request_spec, test_suite, draft)
-    meter = _meter(llm, request_spec["options"], *upstream)
-    failed = next((v for v in upstream if v["status"] != OK), None)
-    value: dict[str, Any] = {"code": "", "rounds": 0, "report": None, "review": "", "history": []}
-    if failed is not None:
-        value.update(status=failed["status"], reason=failed["reason"])
-    else:
-        crew = llm.crew_options(request_spec["options"])
-        try:
-            with sandbox.open() as box:
-                result = refine(
-                    llm.client().for_task(context.partition_key),
-                    meter,
-                    box,
-                    request_spec["spec"],
-                    test_suite["tests"],
-                    retrieved_context["chunks"],
-                    draft["code"],
-                    draft["problem"],
-                    max_rounds=crew.max_rounds,
-                    limits=crew.limits or sandbox.limits(),
-                    on_event=context.log.info,
-                )
-            value.update(
-                status=result.status.value,
-                reason=result.reason,
-                code=result.code,
-                rounds=result.rounds,
-                report=result.report.to_dict() if result.report else None,
-                review=result.review,
-                history=result.history,
-            )
-        except Exception as exc:  # e.g. no sandbox backend: still a status and a report
-            status, reason = classify(exc)
-            value.update(status=status.value, reason=f"sandbox: {reason}", code=draft["code"])
-    folder = _folder(cfg, request_id)
-    if value["code"]:
-        write_artifact(folder, "solution.py", value["code"])
-    total = meter.total()
-    value["usage"] = meter.usage.to_dict()
-    value["usage_total"] = total.to_dict()
-    report = value["report"] or {}
-    write_report(
-        cfg,
-        request_id,
-        _report(request_spec, test_suite, retrieved_context, value, total, folder, docs=False),
-    )
+    upstream = request_spec.merged(test_suite, retrieved_context, draft)
+    state = advance("solution", _crew(context, settings, llm, sandbox=sandbox), upstream)
+    solution = state.solution
+    report = solution.report if solution else None
+    code = solution.code if solution else ""
     return Output(
-        value,
+        state,
         metadata={
-            **_status_metadata(value),
-            "rounds": value["rounds"],
-            "tests_passed": report.get("passed", 0),
-            "tests_total": report.get("total", 0),
-            "code": _md_code(value["code"]),
-            "review": MetadataValue.md(value["review"] or "_(not reviewed)_"),
-            "artifacts": MetadataValue.path(str(folder)),
-            **_usage_metadata(total),
+            **_final_metadata(state),
+            "rounds": solution.rounds if solution else 0,
+            "tests_passed": report.passed if report else 0,
+            "tests_total": report.total if report else 0,
+            "code": _md_code(code),
+            "review": MetadataValue.md((solution.review if solution else "") or "_(not reviewed)_"),
+            "artifacts": MetadataValue.path(str(_folder(settings.load(), context.partition_key))),
         },
     )
 
@@ -375,8 +292,8 @@ def refine_solution(
     ),
 )
 def solution_code(
-    request_spec: dict[str, Any], test_suite: dict[str, Any], retrieved_context: dict[str, Any]
-) -> dict[str, Any]:
+    request_spec: CrewState, test_suite: CrewState, retrieved_context: CrewState
+) -> CrewState:
     draft = programmer_draft(request_spec, retrieved_context)
     return refine_solution(request_spec, test_suite, retrieved_context, draft)
 
@@ -392,105 +309,18 @@ def documentation(
     context: AssetExecutionContext,
     settings: SettingsResource,
     llm: LLMResource,
-    request_spec: dict[str, Any],
-    test_suite: dict[str, Any],
-    retrieved_context: dict[str, Any],
-    solution_code: dict[str, Any],
+    solution_code: CrewState,
 ) -> MaterializeResult:
-    cfg = settings.load()
-    request_id = context.partition_key
-    folder = _folder(cfg, request_id)
-    final = dict(solution_code)
-    meter = Meter(
-        llm.crew_options(request_spec["options"]).budget,
-        prior=Usage.from_dict(solution_code["usage_total"]),
-    )
-    docs = ""
-    if final["status"] == Status.PASSED.value:
-        try:
-            docs = document(
-                llm.client().for_task(context.partition_key),
-                meter,
-                request_spec["spec"],
-                final["code"],
-            )
-            write_artifact(folder, "README.md", docs)
-        except Exception as exc:
-            status, reason = classify(exc)
-            final.update(status=status.value, reason=f"documenter: {reason}")
-    total = meter.total()
-    report = _report(
-        request_spec, test_suite, retrieved_context, final, total, folder, docs=bool(docs)
-    )
-    previous = folder / "report.json"
-    if previous.exists():  # keep the blocking check's verification note
-        verification = json.loads(previous.read_text()).get("verification")
-        if verification is not None:
-            report["verification"] = verification
-    write_report(cfg, request_id, report)
-    value = {
-        "status": final["status"],
-        "reason": final["reason"],
-        "docs": docs,
-        "usage": meter.usage.to_dict(),
-        "usage_total": total.to_dict(),
-    }
+    state = advance("docs", _crew(context, settings, llm), solution_code)
+    docs = state.docs.docs if state.docs else ""
     return MaterializeResult(
-        value=value,
+        value=state,
         metadata={
-            **_status_metadata(value),
+            **_final_metadata(state),
             "docs": MetadataValue.md(docs or "_(no docs: the code was not accepted)_"),
-            "artifacts": MetadataValue.path(str(folder)),
-            **_usage_metadata(total),
+            "artifacts": MetadataValue.path(str(_folder(settings.load(), context.partition_key))),
         },
     )
-
-
-def _report(
-    request_spec: dict[str, Any],
-    test_suite: dict[str, Any],
-    retrieved_context: dict[str, Any],
-    final: dict[str, Any],
-    usage: Usage,
-    folder: Path,
-    *,
-    docs: bool,
-) -> dict[str, Any]:
-    """report.json: how the request ended. Holds no settings and no secrets."""
-    test_report = final.get("report") or {}
-    files = {
-        "spec.json": request_spec.get("status") == OK,
-        "test_solution.py": bool(test_suite.get("tests")),
-        "solution.py": bool(final.get("code")),
-        "README.md": docs,
-    }
-    return {
-        "request_id": request_spec.get("request_id"),
-        "status": final["status"],
-        "reason": final["reason"],
-        "rounds": final.get("rounds", 0),
-        "tests_passed": test_report.get("passed", 0),
-        "tests_total": test_report.get("total", 0),
-        "test_report": test_report or None,
-        "review": final.get("review", ""),
-        "history": final.get("history", []),
-        "context": [c["citation"] for c in retrieved_context.get("chunks", [])],
-        "artifacts": {name: str(folder / name) for name, ok in files.items() if ok},
-        "usage": usage.to_dict(),
-    }
-
-
-def _record_verification(folder: Path, ok: bool, passed: int, total: int) -> None:
-    """Note the re-run in report.json; a 'passed' request whose re-run fails is not passed."""
-    path = folder / "report.json"
-    if not path.exists():
-        return
-    report = json.loads(path.read_text())
-    report["verification"] = {"passed": ok, "tests_passed": passed, "tests_total": total}
-    if not ok and report.get("status") == Status.PASSED.value:
-        report["status"] = Status.FAILED_TESTS.value
-        report["reason"] = f"the verification re-run failed: {passed} of {total} tests passed"
-    write_artifact(folder, "report.json", report)
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -522,7 +352,7 @@ def solution_passes_tests(
         )
     with sandbox.open() as box:
         report = execute_tests(box, code_path.read_text(), tests_path.read_text(), sandbox.limits())
-    _record_verification(folder, report.ok, report.passed, report.total)
+    write_report(folder, verification=Verification(report.ok, report.passed, report.total))
     rows = [
         TableRecord(
             {

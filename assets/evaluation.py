@@ -5,6 +5,8 @@
     humaneval_canonical  (pool "sandbox")  the benchmark's own solution through the same scorer
     humaneval_summary                      pass@k, failures by category, tokens, cost, plot
     check canonical_verified               blocks when canonical scoring is below 164/164
+    humaneval_file_scores (pool "sandbox") a samples file's samples for a task, scored
+    humaneval_file_summary                 pass@k of that samples file (`[eval] samples_file`)
 
 Generation and scoring are separate assets so the hidden tests are never loaded in the op
 that talks to the LLM, and each side gets its own concurrency pool. A backfill groups
@@ -33,7 +35,14 @@ from dagster import (
     asset_check,
 )
 
-from agents.evaluation.harness import CANONICAL, CREW, generate_task, score_task
+from agents.evaluation.harness import (
+    CANONICAL,
+    CREW,
+    SAMPLES,
+    generate_task,
+    run_samples_task,
+    score_task,
+)
 from agents.evaluation.humaneval import get_problem, task_keys
 from agents.evaluation.report import (
     Summary,
@@ -42,9 +51,17 @@ from agents.evaluation.report import (
     summarize,
     summary_markdown,
 )
+from agents.evaluation.samples_file import SamplesFile, read_samples
 from agents.evaluation.store import EvalStore
 from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
-from orchestration.evaluation import LLM_POOL, SANDBOX_POOL, eval_config, eval_session
+from orchestration.evaluation import (
+    LLM_POOL,
+    SANDBOX_POOL,
+    eval_config,
+    eval_session,
+    samples_config,
+)
+from settings import Settings
 
 humaneval_partitions = StaticPartitionsDefinition(task_keys())
 # 164 tasks in runs of 41: a full backfill is 4 runs (plus the summary). Each run costs an
@@ -126,9 +143,10 @@ def humaneval_scores(
     settings: SettingsResource,
     llm: LLMResource,
     sandbox: SandboxResource,
+    retriever: RetrieverResource,
 ) -> MaterializeResult:
     cfg = settings.load()
-    config = eval_config(cfg, CREW, None, llm)
+    config = eval_config(cfg, CREW, None, llm, retriever)
     store = EvalStore(cfg.eval_dir)
     with sandbox.open() as box:
 
@@ -234,12 +252,15 @@ def _tasks_table(summary: Summary) -> MetadataValue:
     description="Unbiased pass@k over every scored task, failures by category, tokens and cost.",
 )
 def humaneval_summary(
-    context: AssetExecutionContext, settings: SettingsResource, llm: LLMResource
+    context: AssetExecutionContext,
+    settings: SettingsResource,
+    llm: LLMResource,
+    retriever: RetrieverResource,
 ) -> MaterializeResult:
     cfg = settings.load()
     store = EvalStore(cfg.eval_dir)
     keys = task_keys()
-    crew_cfg = eval_config(cfg, CREW, None, llm)
+    crew_cfg = eval_config(cfg, CREW, None, llm, retriever)
     canon_cfg = eval_config(cfg, CANONICAL, None)
     crew = summarize(store, crew_cfg.config_id, CREW, keys)
     canon = summarize(store, canon_cfg.config_id, CANONICAL, keys)
@@ -296,3 +317,81 @@ def canonical_verified(
             "failing": MetadataValue.json(failing[:50]),
         },
     )
+
+
+def _samples_file(cfg: Settings) -> SamplesFile:
+    if not cfg.eval.samples_file:
+        raise ValueError(
+            "no samples file configured: set [eval] samples_file (CODEGEN_EVAL__SAMPLES_FILE) "
+            "or run `codegen eval humaneval --samples-file FILE --backfill`"
+        )
+    return read_samples(cfg.eval.samples_file)
+
+
+@asset(
+    partitions_def=humaneval_partitions,
+    backfill_policy=_policy,
+    pool=SANDBOX_POOL,
+    group_name="evaluation",
+    kinds={"python"},
+    description="A samples file's samples for one task (`[eval] samples_file`), scored in the "
+    "sandbox through the same scorer and per-sample cache as `--samples-file`.",
+)
+def humaneval_file_scores(
+    context: AssetExecutionContext, settings: SettingsResource, sandbox: SandboxResource
+) -> MaterializeResult:
+    cfg = settings.load()
+    samples = _samples_file(cfg)
+    config = samples_config(cfg, samples)
+    store = EvalStore(cfg.eval_dir)
+    absent = [k for k in context.partition_keys if k not in samples.modules]
+    if absent:
+        raise ValueError(f"the samples file has no samples for {', '.join(absent[:5])}")
+    with sandbox.open() as box:
+
+        def one(key: str) -> tuple[tuple[int, int], str]:
+            outcome = run_samples_task(
+                store, config, key, samples.modules[key], box, cfg.eval.workers
+            )
+            return (outcome.c, outcome.n), f"{outcome.c}/{outcome.n} passed"
+
+        done = _each(context, cfg.eval.workers, one)
+    return MaterializeResult(
+        metadata={
+            "config_id": config.config_id,
+            "samples_file": str(samples.path),
+            "passed_samples": sum(c for c, _ in done),
+            "samples": sum(n for _, n in done),
+        }
+    )
+
+
+@asset(
+    deps=[humaneval_file_scores],
+    group_name="evaluation",
+    kinds={"python"},
+    description="Unbiased pass@k of the configured samples file over the tasks it holds.",
+)
+def humaneval_file_summary(
+    context: AssetExecutionContext, settings: SettingsResource
+) -> MaterializeResult:
+    cfg = settings.load()
+    samples = _samples_file(cfg)
+    config = samples_config(cfg, samples)
+    summary = summarize(EvalStore(cfg.eval_dir), config.config_id, SAMPLES, list(samples.modules))
+    metadata: dict[str, Any] = {
+        "config_id": config.config_id,
+        "samples_file": str(samples.path),
+        "tasks_in_file": len(samples.modules),
+        "tasks_scored": summary.tasks_scored,
+        "tasks_not_in_file": len(samples.missing()),
+        "solved_tasks": summary.solved_tasks,
+        "failures_by_category": _failures_table(summary),
+        "tasks": _tasks_table(summary),
+        "summary": MetadataValue.json(summary.to_dict(with_rows=False)),
+        "report": MetadataValue.md(summary_markdown(summary)),
+    }
+    for name, value in summary.pass_at_k.items():
+        metadata[name] = value
+    context.log.info(f"samples file {samples.path}: {summary.pass_at_k or 'nothing scored'}")
+    return MaterializeResult(metadata=metadata)

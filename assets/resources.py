@@ -1,5 +1,6 @@
 """Dagster resources: thin adapters that hand settings to the domain packages."""
 
+import importlib
 import multiprocessing.util
 import threading
 from collections.abc import Iterator
@@ -7,10 +8,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dagster import Config, ConfigurableResource
+from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import Field
 
 from agents.llm import LLMClient, RoleModel, structured_modes_file
+from agents.replay.recording import recorder_from_environment
 from agents.types import CrewOptions
 from retrieval.embedders import Embedder, make_embedder
 from retrieval.index import LazyRetriever, StoreConfig, open_store
@@ -93,12 +95,14 @@ class LLMResource(LLMSettings, ConfigurableResource):
             cache_dir=Path(self.cache_dir) if self.cache and self.cache_dir else None,
             prices=self.prices,
             modes_file=Path(self.modes_file) if self.modes_file else None,
+            recorder=recorder_from_environment(),  # `--record FILE` (agents/replay)
         )
 
     def crew_options(self, overrides: dict[str, Any] | None = None) -> CrewOptions:
         """Defaults from this resource, overridden by the request's own stored options."""
         base = {
             "max_rounds": self.max_rounds,
+            "candidates": self.candidates,
             "budget_tokens": self.budget_tokens,
             "budget_usd": self.budget_usd,
             **self.context.model_dump(),
@@ -179,6 +183,10 @@ class RetrieverResource(ConfigurableResource):
     def get_retriever(self) -> Retriever | None:
         return _EmptyIndex()
 
+    def identity(self) -> dict[str, Any]:
+        """What the crew searches, for an evaluation's identity and cache key."""
+        return {"kind": "empty"}
+
 
 # -- the vector index (issue 6) -------------------------------------------------------------
 class VectorIndexResource(RetrieverResource):
@@ -205,6 +213,35 @@ class VectorIndexResource(RetrieverResource):
         settings = self.load_settings()
         return make_embedder(retrieval_wiring.embedder_config(settings, self.embedder))
 
+    def local_index_missing(self) -> bool:
+        """A LanceDB index that was never built: an empty directory, or none at all."""
+        store = self.store_config()
+        if store.kind != "lancedb" or "://" in store.uri:
+            return False
+        path = Path(store.uri)
+        return not path.is_dir() or not any(path.iterdir())
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        # Searching a built index starts by importing LanceDB (seconds of CPU). Importing it
+        # now, while the run's first step waits on the model, keeps that off the path
+        # between the analyzer and the programmer, which then overlaps the test designer.
+        if not self.local_index_missing():
+            threading.Thread(target=importlib.import_module, args=("lancedb",), daemon=True).start()
+
     def get_retriever(self) -> Retriever | None:
+        if self.local_index_missing():
+            return _EmptyIndex()  # nothing to search: no store to open, no LanceDB to import
         # The embedder (seconds to load) is built on the first search of a non-empty index.
         return LazyRetriever(self.open_store(), self.make_embedder)
+
+    def identity(self) -> dict[str, Any]:
+        """Store, embedder and size of the index: a re-built index is another crew. (The
+        chunk count stands in for a content hash, which the store does not keep.)"""
+        store = self.store_config()
+        try:
+            chunks = self.open_store().count()
+        except Exception:  # a missing index searches as empty
+            chunks = 0
+        embedder = retrieval_wiring.embedder_config(self.load_settings(), self.embedder).name
+        where = store.weaviate_url if store.kind == "weaviate" else store.uri
+        return {"kind": store.kind, "where": where, "embedder": embedder, "chunks": chunks}

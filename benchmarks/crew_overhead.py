@@ -1,20 +1,24 @@
-"""Crew overhead: seconds per request through Dagster versus a plain in-process loop.
+"""Crew overhead: seconds a request spends outside model calls, through Dagster and without.
 
-Both paths call the same agent functions and the same sandbox; the scripted OpenAI-compatible
-server (tests/fakes/openai_server.py) answers instantly, so the difference is orchestration.
+A scripted OpenAI-compatible server (tests/fakes/openai_server.py) answers every call after
+``--latency`` seconds and records when each call was in flight. For each request,
+``overhead = wall time - time at least one model call was in flight``: orchestration,
+process start, sandbox runs, checks. ``overlap`` says whether the test designer's and the
+programmer's first calls were in flight at the same time (the design runs them in parallel).
 
-* baseline ``in_process_loop``: ``agents.crew.run_crew`` in this process, one sandbox kept
-  open across requests;
-* ``dagster_multiprocess``: what ``codegen generate`` does: add the partition, run the
-  ``codegen_request`` job with the multiprocess executor (one process per step) on a real
-  SQLite instance, including the blocking sandbox check and the bandit check;
-* ``dagster_in_process``: the same assets and checks with ``materialize`` (in-process executor).
+Paths, interleaved request by request so machine load hits all of them alike:
 
-The LLM response cache is off so every request makes every call. Prints one JSON object:
-seconds per request for each path, ratios against the baseline, and the prompt tokens each
-agent sent per request.
+* ``in_process_loop`` (baseline): ``agents.crew.run_crew`` in this process, one sandbox kept
+  open across requests; no Dagster.
+* ``codegen_generate``: the CLI as a user runs it, a fresh process per request
+  (``codegen generate --json --launch here``: the request job on the threaded in-process
+  executor, blocking sandbox check and bandit check included, on a real SQLite instance).
+* ``previous_multiprocess``: the same job on the executor it had before (multiprocess,
+  forkserver preloading the code location), run from this process as the CLI used to.
 
-    .venv/bin/python benchmarks/crew_overhead.py [--requests N]
+The LLM response cache is off, so every request makes every call. Prints one JSON object.
+
+    .venv/bin/python benchmarks/crew_overhead.py [--latency 1.0] [--requests 3]
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,11 +41,99 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 sys.path.append(str(ROOT / "tests"))
 
+CODEGEN = str(Path(sys.executable).parent / "codegen")
+
+
+class CallLog:
+    """When each model call was in flight, by agent role (wall-clock seconds)."""
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self.calls: list[tuple[str, float, float]] = []
+        self.lock = threading.Lock()
+
+    def handler(self, role: str, body: dict[str, Any]) -> Any:
+        from fakes.openai_server import Reply, primes_handler
+
+        start = time.time()
+        with self.lock:
+            self.calls.append((role, start, start + self.latency_s))
+        return Reply.delay(self.latency_s, then=primes_handler(role, body))
+
+    def between(self, start: float, end: float) -> list[tuple[str, float, float]]:
+        with self.lock:
+            return [c for c in self.calls if start <= c[1] <= end]
+
+
+def in_flight_seconds(calls: list[tuple[str, float, float]], start: float, end: float) -> float:
+    """Length of the union of the calls' intervals, clipped to [start, end]."""
+    total, reach = 0.0, start
+    for _, a, b in sorted(calls, key=lambda c: c[1]):
+        a, b = max(a, reach), min(b, end)
+        if b > a:
+            total += b - a
+            reach = b
+    return total
+
+
+def first_calls_overlap(calls: list[tuple[str, float, float]]) -> float:
+    """Seconds the first test_designer and first programmer calls were both in flight."""
+    first: dict[str, tuple[float, float]] = {}
+    for role, a, b in sorted(calls, key=lambda c: c[1]):
+        first.setdefault(role, (a, b))
+    if "test_designer" not in first or "programmer" not in first:
+        return 0.0
+    (a1, b1), (a2, b2) = first["test_designer"], first["programmer"]
+    return max(0.0, min(b1, b2) - max(a1, a2))
+
+
+def measure(log: CallLog, run: Any) -> dict[str, Any]:
+    start = time.time()
+    error = None
+    try:
+        run()
+    except AssertionError as exc:  # a failed request is reported, not timed as a success
+        error = str(exc)[-300:] or "request did not pass"
+    end = time.time()
+    calls = log.between(start, end)
+    wall = end - start
+    in_flight = in_flight_seconds(calls, start, end)
+    return {
+        "wall_s": round(wall, 2),
+        "model_in_flight_s": round(in_flight, 2),
+        "overhead_s": round(wall - in_flight, 2),
+        "calls": len(calls),
+        "first_calls_overlap_s": round(first_calls_overlap(calls), 2),
+        **({"error": error} if error else {}),
+    }
+
+
+def previous_multiprocess_job() -> Any:
+    """The request job as it was: one process per step, forkserver preloading the location."""
+    from dagster import AssetSelection, Definitions, define_asset_job, multiprocess_executor
+
+    from assets.codegen import GROUP, requests_partitions
+    from orchestration.definitions import defs
+
+    job = define_asset_job(
+        "codegen_request_previous",
+        selection=AssetSelection.groups(GROUP),
+        partitions_def=requests_partitions,
+        executor_def=multiprocess_executor.configured(
+            {"start_method": {"forkserver": {"preload_modules": ["orchestration.definitions"]}}}
+        ),
+    )
+    return Definitions.merge(defs, Definitions(jobs=[job])).resolve_job_def(job.name)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds per model call")
     parser.add_argument("--requests", type=int, default=3, help="requests per path")
     parser.add_argument("--backend", default="docker", help="sandbox backend")
+    parser.add_argument(
+        "--skip-previous", action="store_true", help="leave out the previous executor's path"
+    )
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="crew-overhead-"))
@@ -54,117 +148,101 @@ def main() -> None:
             "OPENAI_API_KEY": "sk-benchmark",
         }
     )
-    (home / "dagster_home").mkdir(parents=True)
-    (home / "dagster_home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    os.environ.pop("DAGSTER_POSTGRES_URL", None)  # the embedded SQLite instance
 
-    from dagster import DagsterInstance, materialize
-    from fakes.openai_server import ScriptedOpenAIServer, primes_handler
+    from dagster import execute_job
+    from dagster._core.definitions.reconstruct import ReconstructableJob
+    from fakes.openai_server import ScriptedOpenAIServer
 
     from agents.crew import run_crew
     from agents.requests import RequestStore
-    from assets import codegen
-    from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
-    from orchestration.cli.generate import run_request
+    from assets.codegen import requests_partitions
+    from assets.resources import LLMResource
+    from orchestration.instance import configured_instance
     from sandbox import open_sandbox
     from settings import get_settings
 
     def text(i: int, path: str) -> str:
         return f"Write primes_up_to(n) with the Sieve of Eratosthenes ({path} #{i})."
 
-    with ScriptedOpenAIServer(handler=primes_handler) as server:
+    log = CallLog(args.latency)
+    rows: dict[str, list[dict[str, Any]]] = {
+        "in_process_loop": [],
+        "codegen_generate": [],
+        **({} if args.skip_previous else {"previous_multiprocess": []}),
+    }
+    with ScriptedOpenAIServer(handler=log.handler) as server:
         os.environ["OPENAI_BASE_URL"] = server.base_url
         get_settings.cache_clear()
         settings = get_settings()
         llm_resource = LLMResource.from_settings(settings)
         assert llm_resource.cache_dir is None
-
-        # Baseline: the plain in-process loop.
-        loop_times: list[float] = []
-        loop_tokens: list[dict[str, int]] = []
+        instance = configured_instance(settings)
+        # By file: the children (forkserver) load this script to rebuild the job.
+        previous = ReconstructableJob.for_file(__file__, "previous_multiprocess_job")
         box = open_sandbox(args.backend, pool_size=1)
         try:
             llm = llm_resource.client()
             for i in range(args.requests):
-                t0 = time.perf_counter()
-                out = run_crew(text(i, "loop"), llm=llm, sandbox=box)
-                loop_times.append(time.perf_counter() - t0)
-                assert out.status.value == "passed", out.reason
-                loop_tokens.append({r: a.prompt_tokens for r, a in out.usage.per_agent.items()})
+
+                def loop(i: int = i) -> None:
+                    out = run_crew(text(i, "loop"), llm=llm, sandbox=box)
+                    assert out.status.value == "passed", out.reason
+
+                def cli(i: int = i) -> None:
+                    proc = subprocess.run(
+                        [CODEGEN, "generate", text(i, "cli"), "--json", "--launch", "here"],
+                        capture_output=True,
+                        text=True,
+                        env=dict(os.environ),
+                        check=False,
+                    )
+                    assert proc.returncode == 0, proc.stderr[-2000:]
+                    assert json.loads(proc.stdout)["status"] == "passed"
+
+                def multiprocess(i: int = i) -> None:
+                    req = RequestStore(settings.requests_dir).add(text(i, "previous"))
+                    instance.add_dynamic_partitions(requests_partitions.name, [req.id])
+                    result = execute_job(
+                        previous,
+                        instance=instance,
+                        tags={"dagster/partition": req.id},
+                        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+                    )
+                    assert result.success
+
+                rows["in_process_loop"].append(measure(log, loop))
+                rows["codegen_generate"].append(measure(log, cli))
+                if not args.skip_previous:
+                    rows["previous_multiprocess"].append(measure(log, multiprocess))
         finally:
             box.close()
 
-        # Dagster, as `codegen generate` runs it (multiprocess executor).
-        mp_times: list[float] = []
-        mp_tokens: list[dict[str, int]] = []
-        for i in range(args.requests):
-            t0 = time.perf_counter()
-            report = run_request(settings, text(i, "dagster"), {})
-            mp_times.append(time.perf_counter() - t0)
-            assert report["status"] == "passed", report["reason"]
-            mp_tokens.append(
-                {r: a["prompt_tokens"] for r, a in report["usage"]["per_agent"].items()}
-            )
+    def median(path: str, key: str) -> float:
+        ok = [r[key] for r in rows[path] if "error" not in r]
+        return round(statistics.median(ok), 2) if ok else float("nan")
 
-        # Dagster, in-process executor.
-        ip_times: list[float] = []
-        instance = DagsterInstance.get()
-        resources = {
-            "settings": SettingsResource(),
-            "llm": llm_resource,
-            "sandbox": SandboxResource.from_settings(settings),
-            "retriever": RetrieverResource(),
-        }
-        selection = [
-            codegen.request_spec,
-            codegen.test_suite,
-            codegen.retrieved_context,
-            codegen.solution_code,
-            codegen.documentation,
-            codegen.solution_passes_tests,
-            codegen.solution_bandit,
-        ]
-        for i in range(args.requests):
-            t0 = time.perf_counter()
-            req = RequestStore(settings.requests_dir).add(text(i, "in-process"))
-            instance.add_dynamic_partitions("requests", [req.id])
-            result = materialize(
-                selection, partition_key=req.id, instance=instance, resources=resources
-            )
-            ip_times.append(time.perf_counter() - t0)
-            assert result.success
-
-    def per_agent_mean(rows: list[dict[str, int]]) -> dict[str, float]:
-        roles = sorted({r for row in rows for r in row})
-        return {r: round(statistics.mean(row.get(r, 0) for row in rows), 1) for r in roles}
-
-    loop_s = statistics.median(loop_times)
-    mp_s = statistics.median(mp_times)
-    ip_s = statistics.median(ip_times)
+    baseline = median("in_process_loop", "overhead_s")
     result: dict[str, Any] = {
         "benchmark": "crew_overhead",
+        "latency_s_per_call": args.latency,
         "requests_per_path": args.requests,
         "sandbox_backend": args.backend,
         "baseline": "in_process_loop",
-        "seconds_per_request": {
-            "in_process_loop": round(loop_s, 2),
-            "dagster_multiprocess": round(mp_s, 2),
-            "dagster_in_process": round(ip_s, 2),
+        "median_overhead_s": {p: median(p, "overhead_s") for p in rows},
+        "median_wall_s": {p: median(p, "wall_s") for p in rows},
+        "overhead_vs_baseline_s": {
+            p: round(median(p, "overhead_s") - baseline, 2) for p in rows if p != "in_process_loop"
         },
-        "ratio_vs_baseline": {
-            "dagster_multiprocess": round(mp_s / loop_s, 1),
-            "dagster_in_process": round(ip_s / loop_s, 1),
+        "test_designer_and_programmer_overlap": {
+            p: all(r["first_calls_overlap_s"] > 0 for r in rows[p]) for p in rows
         },
-        "all_seconds": {
-            "in_process_loop": [round(t, 2) for t in loop_times],
-            "dagster_multiprocess": [round(t, 2) for t in mp_times],
-            "dagster_in_process": [round(t, 2) for t in ip_times],
-        },
-        "prompt_tokens_per_request": {
-            "in_process_loop": per_agent_mean(loop_tokens),
-            "dagster_multiprocess": per_agent_mean(mp_tokens),
-        },
-        "notes": "Dagster paths also run the blocking sandbox check and the bandit check; "
-        "the loop keeps one sandbox open, each Dagster step opens its own.",
+        "target": "codegen_generate overhead <= 4.0 s per request, first calls overlapping",
+        "target_met": median("codegen_generate", "overhead_s") <= 4.0
+        and all(r["first_calls_overlap_s"] > 0 for r in rows["codegen_generate"]),
+        "failed_requests": {p: sum("error" in r for r in rows[p]) for p in rows},
+        "runs": rows,
+        "load_average_1m": round(os.getloadavg()[0], 1),
     }
     print(json.dumps(result, indent=2))
 

@@ -10,10 +10,12 @@ benchmarks/retrieval_quality.py built, else embedded here). Vector n is
 i.e. a real embedding nudged towards another real one plus small Gaussian noise. Queries are
 the real MiniLM embeddings of held-out docstring-sentence queries.
 
-The index is the store's own (LanceDBStore.build_ann_index: a faiss IVF-Flat sidecar for
-unfiltered dense queries plus LanceDB's IVF_SQ index for filtered ones) and queries go
-through LanceDBStore.search(mode="vector"), so the figures are those of the product path;
-both are swept (faiss nprobe; LanceDB nprobes/refine_factor).
+The index is the store's own (LanceDBStore.build_ann_index: a faiss IVF-Flat sidecar, with
+the hits' payload beside it, for unfiltered dense queries plus LanceDB's IVF_SQ index for
+filtered and hybrid ones) and queries go through LanceDBStore.search, so the figures are
+those of the product path: the whole call, query vector in, hits with text, uri, line span
+and score out. Both indexes are swept (faiss nprobe; LanceDB nprobes/refine_factor), and
+filtered and hybrid queries are timed at the store defaults.
 
     .venv/bin/python benchmarks/index_scale.py --n 2000000
 """
@@ -34,9 +36,10 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.ann import nlist_for
-from retrieval.embedders import MiniLMEmbedder
+from retrieval.embedders import Embedder, EmbedderConfig, make_embedder
 from retrieval.evaluation import stdlib_eval_set
-from retrieval.stores import LanceDBStore
+from retrieval.lancedb_store import LanceDBStore
+from retrieval.stores import Filters
 
 
 def log(msg: str) -> None:
@@ -47,7 +50,7 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024  # kB -> GB
 
 
-def real_embeddings(quality_index: Path, embedder: MiniLMEmbedder) -> tuple[np.ndarray, str]:
+def real_embeddings(quality_index: Path, embedder: Embedder) -> tuple[np.ndarray, str]:
     store = LanceDBStore(uri=str(quality_index))
     if store.exists() and store.embedder_identity() == embedder.identity and store.count():
         table = store._table()
@@ -93,12 +96,44 @@ def figures(
     }
 
 
+def filtered_and_hybrid(
+    store: LanceDBStore, matrix: np.ndarray, queries: np.ndarray
+) -> dict[str, float]:
+    """Queries the sidecar cannot answer, at the store's defaults: a source filter (half the
+    rows; recall against brute force over those rows) and hybrid (BM25 + dense, RRF)."""
+    even = np.arange(0, len(matrix), 2)
+    filtered_ms, recalls, hybrid_ms, hybrid_found = [], [], [], []
+    only_even = Filters(source="synthetic-even")
+    for n, q in enumerate(queries):
+        truth = {f"v{int(even[r]):08d}" for r in np.argpartition(-(matrix[even] @ q), 10)[:10]}
+        t0 = time.perf_counter()
+        hits = store.search("", q, 10, mode="vector", filters=only_even)
+        filtered_ms.append((time.perf_counter() - t0) * 1000)
+        assert all(h.source == "synthetic-even" for h in hits)
+        recalls.append(len(truth & {h.chunk_id for h in hits}) / 10)
+        t0 = time.perf_counter()
+        hits = store.search(f"alpha{n}", q, 10, mode="hybrid")
+        hybrid_ms.append((time.perf_counter() - t0) * 1000)
+        hybrid_found.append(len(hits))
+    return {
+        "filtered_vector_recall_at_10_mean": round(float(np.mean(recalls)), 4),
+        "filtered_vector_ms_p50": round(statistics.median(filtered_ms), 2),
+        "filtered_vector_ms_p95": round(float(np.percentile(filtered_ms, 95)), 2),
+        "hybrid_ms_p50": round(statistics.median(hybrid_ms), 2),
+        "hybrid_ms_p95": round(float(np.percentile(hybrid_ms, 95)), 2),
+        "hybrid_hits_min": int(min(hybrid_found)),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--n", type=int, default=2_000_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--workdir", default=".codegen/bench/index_scale")
     ap.add_argument("--quality-index", default=".codegen/bench/retrieval_quality/index-minilm")
+    ap.add_argument("--embedder", default="minilm", help="minilm (ONNX) or minilm-torch")
+    ap.add_argument("--model-cache", default=".codegen/bench/retrieval_quality/cache")
+    ap.add_argument("--filtered-queries", type=int, default=50)
     ap.add_argument("--block", type=int, default=100_000)
     ap.add_argument("--keep", action="store_true", help="keep the 2M-row table afterwards")
     ap.add_argument(
@@ -110,7 +145,7 @@ def main() -> None:
     import pyarrow as pa
 
     started = time.perf_counter()
-    embedder = MiniLMEmbedder()
+    embedder = make_embedder(EmbedderConfig(name=args.embedder, cache_dir=args.model_cache))
     base, origin = real_embeddings(Path(args.quality_index), embedder)
     log(f"{len(base)} real embeddings ({origin})")
     _, eval_queries = stdlib_eval_set(
@@ -137,15 +172,21 @@ def main() -> None:
             matrix[offset : offset + m] = block
             ids = [f"v{offset + r:08d}" for r in range(m)]
             empty = [""] * m
+            # Two sources (a filter keeps half the rows) and a few words for BM25, so that
+            # filtered and hybrid queries have something to do at this scale.
+            keywords = [f"alpha{(offset + r) % 997} beta{(offset + r) % 1009}" for r in range(m)]
+            sources = [
+                "synthetic-even" if (offset + r) % 2 == 0 else "synthetic-odd" for r in range(m)
+            ]
             yield pa.record_batch(
                 {
                     "id": ids,
                     "vector": pa.FixedSizeListArray.from_arrays(pa.array(block.reshape(-1)), 384),
                     "text": empty,
-                    "keywords": empty,
+                    "keywords": keywords,
                     "uri": [f"synthetic://{i}" for i in ids],
                     "title": empty,
-                    "source": ["synthetic"] * m,
+                    "source": sources,
                     "language": ["python"] * m,
                     "kind": ["function"] * m,
                     "document_id": empty,
@@ -186,6 +227,9 @@ def main() -> None:
     # The faiss sidecar (the store's default dense path for unfiltered queries).
     faiss_sweep = {}
     sidecar = store._faiss()
+    # Position i of the sidecar is row i of the table (scan order = insertion order here),
+    # so the ids-only query's positions compare with brute force's row numbers directly.
+    assert all(sidecar.row(p)["id"] == f"v{p:08d}" for p in (0, args.n // 2, args.n - 1))
     for nprobe in args.faiss_sweep:
         store.faiss_nprobe = nprobe
         for q in queries[:5]:
@@ -197,13 +241,17 @@ def main() -> None:
             hit_ms.append((time.perf_counter() - t0) * 1000)
             hit_rec.append(len(truth & {h.chunk_id for h in hits}) / 10)
             t0 = time.perf_counter()
-            got = {i for _, i, _ in sidecar.search(q, 10)}
+            got = {f"v{p:08d}" for p, _ in sidecar.search(q, 10)}
             id_ms.append((time.perf_counter() - t0) * 1000)
             id_rec.append(len(truth & got) / 10)
         faiss_sweep[f"faiss_nprobe={nprobe}"] = figures(hit_ms, hit_rec, id_ms, id_rec, p95_brute)
         log(f"faiss nprobe {nprobe}: {faiss_sweep[f'faiss_nprobe={nprobe}']}")
 
-    # LanceDB's own ANN index (still used for filtered and native-hybrid queries).
+    store.faiss_nprobe = LanceDBStore.faiss_nprobe
+    through_lance = filtered_and_hybrid(store, matrix, queries[: args.filtered_queries])
+    log(f"filtered and hybrid through LanceDB: {through_lance}")
+
+    # LanceDB's own ANN index (still used for filtered and hybrid queries).
     store.ann_backend = "lance"
     for q in queries[:5]:  # warm the index cache, as a long-running server would be
         store.search("", q, 10, mode="vector")
@@ -260,6 +308,7 @@ def main() -> None:
             "store_default_nprobe": LanceDBStore.faiss_nprobe,
             "by_nprobe": faiss_sweep,
         },
+        "filtered_and_hybrid_through_lancedb": through_lance,
         "by_nprobes_refine": sweep,
         "baseline": "numpy brute force (exact), same queries, same process",
         "bruteforce_query_ms_p50": round(statistics.median(brute_ms), 2),

@@ -22,6 +22,7 @@ from dagster import AssetKey, DagsterInstance, Definitions
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 from dagster._core.utils import make_new_backfill_id
 
+from orchestration.run_queue import KIND_EVALUATION, kind_tags
 from settings import PROJECT_ROOT, Settings
 
 CODE_MODULE = "orchestration.definitions"
@@ -71,6 +72,7 @@ def submit_backfill(
     *,
     title: str,
     in_process: bool = True,
+    kind: str = KIND_EVALUATION,
 ) -> str:
     """Record a backfill of ``asset_keys`` over ``partition_keys`` (None: all partitions).
 
@@ -86,7 +88,7 @@ def submit_backfill(
         partition_names=list(partition_keys) if partition_keys is not None else None,
         asset_selection=list(asset_keys),
         backfill_timestamp=time.time(),
-        tags={},
+        tags=kind_tags(kind),  # the run queue's limit for this kind of work applies
         dynamic_partitions_store=instance,
         all_partitions=partition_keys is None,
         title=title,

@@ -26,6 +26,7 @@ from dagster import (
 
 from assets import corpus as corpus_assets
 from orchestration.resources import resources_for
+from orchestration.run_queue import KIND_CORPUS, kind_tags
 from settings import Settings, get_settings
 
 DOWNSTREAM = [
@@ -40,11 +41,13 @@ corpus_raw_job = define_asset_job(
     selection=AssetSelection.assets(corpus_assets.raw_documents),
     partitions_def=corpus_assets.source_partitions,
     description="Fetch one source's raw documents (a partition per source).",
+    tags=kind_tags(KIND_CORPUS),
 )
 corpus_downstream_job = define_asset_job(
     "corpus_downstream_job",
     selection=AssetSelection.assets(*DOWNSTREAM),
     description="Clean, dedupe and chunk every source's stored raw documents.",
+    tags=kind_tags(KIND_CORPUS),
 )
 
 

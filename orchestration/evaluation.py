@@ -13,12 +13,19 @@ from typing import Any
 
 from agents.evaluation.harness import (
     CANONICAL,
+    SAMPLES,
     EvalConfig,
     Generator,
+    Progress,
+    TaskOutcome,
     canonical_generator,
+    evaluate_samples,
 )
+from agents.evaluation.samples_file import SamplesFile
 from agents.evaluation.store import EvalStore
 from assets.resources import LLMResource, RetrieverResource, SandboxResource
+from orchestration.resources import retriever_for
+from orchestration.run_queue import KIND_EVALUATION, kind_tags
 from sandbox.api import Sandbox
 from sandbox.types import Limits
 from settings import Settings
@@ -38,16 +45,19 @@ def eval_jobs() -> list[Any]:
             "humaneval_crew_job",
             selection=AssetSelection.assets("humaneval_samples", "humaneval_scores"),
             description="The crew on HumanEval tasks (one partition per task), then scoring.",
+            tags=kind_tags(KIND_EVALUATION),
         ),
         define_asset_job(
             "humaneval_canonical_job",
             selection=AssetSelection.assets("humaneval_canonical"),
             description="The canonical solutions through the same scoring path.",
+            tags=kind_tags(KIND_EVALUATION),
         ),
         define_asset_job(
             "humaneval_summary_job",
             selection=AssetSelection.assets("humaneval_summary"),
             description="pass@k, failures by category, cost; runs the canonical self-check.",
+            tags=kind_tags(KIND_EVALUATION),
         ),
     ]
 
@@ -73,7 +83,11 @@ def scoring_limits(settings: Settings) -> Limits:
 
 
 def eval_config(
-    settings: Settings, mode: str, samples: int | None, llm: LLMResource | None = None
+    settings: Settings,
+    mode: str,
+    samples: int | None,
+    llm: LLMResource | None = None,
+    retriever: RetrieverResource | None = None,
 ) -> EvalConfig:
     """The configuration (and so the cache key) of a run; building it calls no endpoint."""
     limits = scoring_limits(settings)
@@ -82,10 +96,42 @@ def eval_config(
     from agents.evaluation.crew_generator import crew_identity
 
     llm = llm or LLMResource.from_settings(settings)
-    identity = crew_identity(llm.client(), llm.crew_options())
+    retriever = retriever or retriever_for(settings)
+    identity = crew_identity(llm.client(), llm.crew_options(), retriever.identity())
     return EvalConfig(
         mode=mode, samples=samples or settings.eval.samples, limits=limits, identity=identity
     )
+
+
+def samples_config(settings: Settings, samples: SamplesFile) -> EvalConfig:
+    """A samples file's configuration: its bytes' digest (so an edited file is a new
+    configuration, while its unchanged samples still hit the per-sample verdict cache)."""
+    return EvalConfig(
+        mode=SAMPLES,
+        samples=max(len(m) for m in samples.modules.values()),
+        limits=scoring_limits(settings),
+        identity={"samples_file": samples.digest[:16]},
+    )
+
+
+def score_samples_file(
+    settings: Settings,
+    samples: SamplesFile,
+    sandbox: Sandbox,
+    on_done: Progress | None = None,
+) -> tuple[EvalConfig, list[TaskOutcome], dict[str, str]]:
+    """Score a validated samples file (``--samples-file``, benchmarks): same store, scorer
+    and per-sample cache as the crew and canonical modes, ``[eval] workers`` at a time."""
+    config = samples_config(settings, samples)
+    outcomes, errors = evaluate_samples(
+        EvalStore(settings.eval_dir),
+        config,
+        samples.modules,
+        sandbox,
+        workers=max(1, settings.eval.workers),
+        on_done=on_done,
+    )
+    return config, outcomes, errors
 
 
 @contextmanager
@@ -101,7 +147,9 @@ def eval_session(
     """Everything a run needs; resources default to those built from ``settings``."""
     llm = llm or LLMResource.from_settings(settings)
     sandbox = sandbox or SandboxResource.from_settings(settings)
-    cfg = eval_config(settings, mode, samples, llm)
+    # The index the backfill's crew searches, so both paths are the same crew.
+    retriever = retriever or retriever_for(settings)
+    cfg = eval_config(settings, mode, samples, llm, retriever)
     with sandbox.open() as box:
         if mode == CANONICAL:
             generator: Generator = canonical_generator
@@ -109,7 +157,7 @@ def eval_session(
             from agents.evaluation.crew_generator import crew_generator
 
             options = llm.crew_options({"limits": sandbox.limits()})
-            found = (retriever or RetrieverResource()).get_retriever()
+            found = retriever.get_retriever()
             generator = crew_generator(llm.client(), box, options, found)
         yield EvalSession(
             store=EvalStore(settings.eval_dir),

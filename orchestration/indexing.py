@@ -13,11 +13,13 @@ from dagster import (
 )
 
 from assets import index as index_assets
+from orchestration.run_queue import KIND_CORPUS, kind_tags
 
 index_job = define_asset_job(
     "index_job",
     selection=AssetSelection.assets(index_assets.index),
     description="Embed new chunks, delete removed ones, then run the blocking quality check.",
+    tags=kind_tags(KIND_CORPUS),
 )
 
 index_automation_sensor = AutomationConditionSensorDefinition(

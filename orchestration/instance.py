@@ -31,10 +31,19 @@ def postgres_url() -> str | None:
     return os.environ.get(POSTGRES_URL_ENV) or None
 
 
+def sqlalchemy_url(url: str) -> str:
+    """``postgresql://...`` with the driver dagster-postgres installs (psycopg2) named.
+
+    SQLAlchemy 2.1 reads a bare ``postgresql://`` as psycopg 3, which is not installed.
+    """
+    scheme, sep, rest = url.partition("://")
+    return f"postgresql+psycopg2://{rest}" if sep and scheme in ("postgresql", "postgres") else url
+
+
 def storage_overrides() -> dict[str, Any]:
     """The ``storage`` section for ``instance_for_test(overrides=...)``: tests that opt in."""
     url = postgres_url()
-    return {"storage": {"postgres": {"postgres_url": url}}} if url else {}
+    return {"storage": {"postgres": {"postgres_url": sqlalchemy_url(url)}}} if url else {}
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from dagster._core.storage.base_storage import DagsterStorage
 from dagster._core.storage.sqlite_storage import DagsterSqliteStorage
 from dagster._serdes import ConfigurableClass, ConfigurableClassData
 
-from orchestration.instance import postgres_url
+from orchestration.instance import postgres_url, sqlalchemy_url
 from settings import default_dagster_home
 
 
@@ -45,7 +45,8 @@ class EnvironmentStorage(DagsterStorage, ConfigurableClass):
         if url:
             from dagster_postgres import DagsterPostgresStorage
 
-            return DagsterPostgresStorage(postgres_url=url, inst_data=inst_data)  # type: ignore[return-value]
+            storage = DagsterPostgresStorage(postgres_url=sqlalchemy_url(url), inst_data=inst_data)
+            return storage  # type: ignore[return-value]
         base_dir = config_value.get("sqlite_base_dir") or str(
             Path(os.environ.get("DAGSTER_HOME") or default_dagster_home()) / "storage"
         )

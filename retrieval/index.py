@@ -17,7 +17,8 @@ import numpy as np
 
 from corpus.model import Chunk
 from retrieval.embedders import Embedder, EmbedderConfig, make_embedder
-from retrieval.stores import SEARCH_MODES, Filters, IndexMissingError, LanceDBStore, VectorStore
+from retrieval.lancedb_store import LanceDBStore
+from retrieval.stores import SEARCH_MODES, Filters, IndexMissingError, VectorStore
 from retrieval.types import SearchHit
 
 

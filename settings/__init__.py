@@ -68,6 +68,9 @@ class LLMSettings(BaseModel):
     )
     cache: bool = True
     max_rounds: int = 3
+    # Programmer drafts per request, picked by execution (agents.selection); 1 until the
+    # measurements in docs/humaneval.md justify more.
+    candidates: int = Field(default=1, ge=1, le=20)
     budget_tokens: int | None = None
     budget_usd: float | None = None
 
@@ -99,7 +102,7 @@ class RetrievalSettings(ContextSettings):
     vector_store: str = "lancedb"  # lancedb | weaviate
     lancedb_uri: str | None = None  # default: $CODEGEN_HOME/index
     weaviate_url: str | None = None
-    embedder: str = "minilm"  # minilm | static | openai
+    embedder: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | openai
     weaviate_collection: str = "CodeChunk"
     openai_embedding_model: str = "text-embedding-3-small"
     openai_embedding_dimensions: int | None = None
@@ -184,6 +187,9 @@ class EvalSettings(BaseModel):
     sandbox_concurrency: int = 2
     # Tasks worked on concurrently inside one op (CLI runs and ranged backfill runs).
     workers: int = 2
+    # A samples file (JSONL: task_id + completion | solution) the humaneval_file_* assets
+    # score; set by `codegen eval humaneval --samples-file FILE --backfill`.
+    samples_file: str | None = None
 
 
 class StorageSettings(BaseModel):

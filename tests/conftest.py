@@ -1,16 +1,29 @@
-"""Shared fixtures: an isolated data directory per test and daemon probes for skips."""
+"""Shared fixtures: an isolated data directory per test and daemon probes for skips.
+
+Postgres: with DAGSTER_POSTGRES_URL set when pytest starts (CI's second pass, over the
+``dagster_instance`` tests), every test gets a fresh database on that server as its
+DAGSTER_POSTGRES_URL; without it, no test sees the variable and instances are SQLite.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 import settings as config
+from orchestration import postgres
+from orchestration.instance import POSTGRES_URL_ENV
+
+# The server the session was pointed at, if any (read before any test changes the variable).
+SESSION_POSTGRES_URL = os.environ.get(POSTGRES_URL_ENV)
 
 
 @pytest.fixture(autouse=True)
@@ -23,9 +36,42 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("CODEGEN_CONFIG", str(home / "codegen.toml"))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
     (home / "dagster_home").mkdir()
+    if SESSION_POSTGRES_URL:
+        port = urlsplit(SESSION_POSTGRES_URL).port or 5432
+        monkeypatch.setenv(POSTGRES_URL_ENV, fresh_database(port))
+    else:
+        monkeypatch.delenv(POSTGRES_URL_ENV, raising=False)
     config.get_settings.cache_clear()
     yield home
     config.get_settings.cache_clear()
+
+
+def fresh_database(port: int) -> str:
+    return postgres.create_database(port, f"test_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture(scope="session")
+def postgres_port() -> Iterator[int]:
+    """A PostgreSQL server's port: the session's DAGSTER_POSTGRES_URL, else one started here."""
+    if SESSION_POSTGRES_URL:
+        yield urlsplit(SESSION_POSTGRES_URL).port or 5432
+        return
+    try:
+        postgres.pg_bin_dir()
+    except postgres.PostgresError as exc:
+        if os.environ.get("CODEGEN_REQUIRE_POSTGRES"):
+            raise
+        pytest.skip(str(exc))
+    # Outside pytest's private temp tree: the server runs as the postgres user, which must
+    # reach its directory.
+    base = Path(tempfile.mkdtemp(prefix="codegen-test-postgres-"))
+    base.chmod(0o755)
+    try:
+        url = postgres.start(base / "data")
+        yield urlsplit(url).port or 5432
+    finally:
+        postgres.stop(base / "data")
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def docker_daemon_reason() -> str | None:

@@ -10,9 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.dagster_instance  # CI runs these again on Postgres
 LOCATIONS_QUERY = """
 { workspaceOrError { __typename ... on Workspace { locationEntries {
     name loadStatus

@@ -36,16 +36,21 @@ def crew_code_version() -> str:
     return h.hexdigest()[:12]
 
 
-def crew_identity(llm: LLMClient, options: CrewOptions) -> dict[str, Any]:
-    """What makes two crew runs comparable: endpoint, models, rounds, budget, code version.
+def crew_identity(
+    llm: LLMClient, options: CrewOptions, retriever: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What makes two crew runs comparable: endpoint, models, rounds, budget, code version,
+    and the index the programmer's context comes from (``retriever``).
 
     ``llm.endpoint`` is a display string that never holds the key.
     """
     return {
+        "retriever": retriever or {"kind": "empty"},
         "endpoint": llm.endpoint,
         "default": asdict(llm.default),
         "roles": {k: asdict(v) for k, v in sorted(llm.roles.items())},
         "max_rounds": options.max_rounds,
+        "candidates": options.candidates,
         "budget_tokens": options.budget_tokens,
         "budget_usd": options.budget_usd,
         "crew_version": crew_code_version(),

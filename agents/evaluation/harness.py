@@ -13,15 +13,17 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agents.evaluation import scoring
 from agents.evaluation.humaneval import Problem, get_problem, public_request
-from agents.evaluation.scoring import HARNESS_VERSION, SampleScore, score_candidate
+from agents.evaluation.scoring import MAX_BATCH, SampleScore, score_candidates
 from agents.evaluation.store import EvalStore, digest
 from sandbox.api import Sandbox
 from sandbox.types import Limits
 
 CANONICAL = "canonical"
 CREW = "crew"
-MODES = (CANONICAL, CREW)
+SAMPLES = "samples"  # generations made elsewhere, read from a samples file
+MODES = (CANONICAL, CREW, SAMPLES)
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class Candidate:
     """One generated sample with what it cost to produce."""
 
     code: str | None
-    status: str  # the crew's final status, or "canonical"
+    status: str  # the crew's final status, "canonical", or "sample" (from a samples file)
     reason: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -72,6 +74,8 @@ def canonical_generator(task: PublicTask, index: int) -> Candidate:
     return Candidate(code=get_problem(task.key).canonical_module(), status=CANONICAL)
 
 
+SAMPLE_STATUS = "sample"  # a candidate read from a samples file
+
 # Crew statuses that say "nothing could be produced" rather than "this is the answer":
 # they are scored (as failures) but never cached, so a re-run retries them.
 RETRYABLE_STATUSES = frozenset({"error"})
@@ -91,6 +95,8 @@ class EvalConfig:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.samples < 1:
             raise ValueError(f"samples must be at least 1, got {self.samples}")
+        if self.mode == SAMPLES and "samples_file" not in self.identity:
+            raise ValueError("samples mode needs the samples file's digest in its identity")
         if self.mode == CANONICAL and self.samples != 1:
             raise ValueError("canonical mode scores the one canonical solution: samples must be 1")
 
@@ -104,7 +110,7 @@ class EvalConfig:
             "mode": self.mode,
             "samples": self.samples,
             "identity": self.identity,
-            "harness_version": HARNESS_VERSION,
+            "harness_version": scoring.HARNESS_VERSION,
             "limits": asdict(self.limits),
         }
 
@@ -163,6 +169,48 @@ def generate_task(
     return candidates, False
 
 
+def verdict_key(problem: Problem, code: str | None, limits: Limits) -> str:
+    """What decides one sample's verdict: its code, the problem, the harness, the limits."""
+    return digest([code, problem.fingerprint, scoring.HARNESS_VERSION, asdict(limits)])
+
+
+def score_samples(
+    store: EvalStore,
+    problem: Problem,
+    codes: Sequence[str | None],
+    sandbox: Sandbox,
+    limits: Limits,
+    workers: int = 1,
+) -> list[SampleScore]:
+    """Verdicts for ``codes``, each cached on its own (a re-run, or another configuration or
+    samples file holding the same sample, runs only what it has not seen); the rest run in
+    batches, ``workers`` batches at a time."""
+    keys = [verdict_key(problem, code, limits) for code in codes]
+    known: dict[str, SampleScore] = {}
+    for key in set(keys):
+        stored = store.load_verdict(key)
+        if stored is not None:
+            known[key] = SampleScore.from_dict(stored)
+    todo: dict[str, str | None] = {}  # identical samples run once
+    for key, code in zip(keys, codes, strict=True):
+        if key not in known:
+            todo.setdefault(key, code)
+    if todo:
+        pending = list(todo.items())
+        size = max(1, min(MAX_BATCH, -(-len(pending) // max(1, workers))))
+        chunks = [pending[i : i + size] for i in range(0, len(pending), size)]
+
+        def run_chunk(index: int) -> list[SampleScore]:
+            chunk = chunks[index]
+            return score_candidates(sandbox, problem, [c for _, c in chunk], limits, size)
+
+        for chunk, scores in zip(chunks, _map(run_chunk, len(chunks), workers), strict=True):
+            for (key, _), score in zip(chunk, scores, strict=True):
+                known[key] = score
+                store.save_verdict(key, score.to_dict())
+    return [known[key] for key in keys]
+
+
 def score_task(
     store: EvalStore, cfg: EvalConfig, problem: Problem, sandbox: Sandbox, workers: int = 1
 ) -> tuple[list[Candidate], list[SampleScore], bool]:
@@ -175,17 +223,15 @@ def score_task(
         [
             [c.code for c in candidates],
             problem.fingerprint,
-            HARNESS_VERSION,
+            scoring.HARNESS_VERSION,
             asdict(cfg.limits),
         ]
     )
     existing = store.load_scores(cfg.config_id, problem.key)
     if existing and existing.get("fingerprint") == fingerprint:
         return candidates, [SampleScore.from_dict(s) for s in existing["scores"]], True
-    scores = _map(
-        lambda i: score_candidate(sandbox, problem, candidates[i].code, cfg.limits),
-        len(candidates),
-        workers,
+    scores = score_samples(
+        store, problem, [c.code for c in candidates], sandbox, cfg.limits, workers
     )
     store.save_scores(
         cfg.config_id,
@@ -200,6 +246,51 @@ def score_task(
         },
     )
     return candidates, scores, False
+
+
+def stage_samples(store: EvalStore, cfg: EvalConfig, problem: Problem, modules: list[str]) -> bool:
+    """Store a samples file's modules for one task as its candidates; True when unchanged."""
+    fingerprint = digest([modules, problem.fingerprint, cfg.config_id])
+    stored = store.load_samples(cfg.config_id, problem.key)
+    if stored and stored.get("fingerprint") == fingerprint:
+        return True
+    store.save_config(cfg.config_id, cfg.describe())
+    store.save_samples(
+        cfg.config_id,
+        problem.key,
+        {
+            "task_id": problem.task_id,
+            "fingerprint": fingerprint,
+            "candidates": [Candidate(code=m, status=SAMPLE_STATUS).to_dict() for m in modules],
+            "generated_at": time.time(),
+        },
+    )
+    return False
+
+
+def run_samples_task(
+    store: EvalStore,
+    cfg: EvalConfig,
+    key: str,
+    modules: list[str],
+    sandbox: Sandbox,
+    workers: int = 1,
+) -> TaskOutcome:
+    """Stage then score one task of a samples file."""
+    start = time.perf_counter()
+    problem = get_problem(key)
+    staged = stage_samples(store, cfg, problem, modules)
+    candidates, scores, score_cached = score_task(store, cfg, problem, sandbox, workers)
+    return TaskOutcome(
+        key=key,
+        n=len(scores),
+        c=sum(s.passed for s in scores),
+        candidates=candidates,
+        scores=scores,
+        generation_cached=staged,
+        scoring_cached=score_cached,
+        wall_s=time.perf_counter() - start,
+    )
 
 
 def run_task(
@@ -227,29 +318,19 @@ def run_task(
     )
 
 
-def evaluate(
-    store: EvalStore,
-    cfg: EvalConfig,
-    keys: Sequence[str],
-    generator: Generator,
-    sandbox: Sandbox,
-    *,
-    workers: int = 1,
-    on_done: Callable[[str, TaskOutcome | None, str | None, int], None] | None = None,
-) -> tuple[list[TaskOutcome], dict[str, str]]:
-    """Run every task, ``workers`` at a time.
+Progress = Callable[[str, "TaskOutcome | None", "str | None", int], None]
 
-    Returns the outcomes in ``keys`` order and, per task that could not run (endpoint down,
-    sandbox unavailable), the error: one broken task never discards the others' results.
-    ``on_done(key, outcome, error, finished_count)`` reports progress.
-    """
+
+def _each_task(
+    keys: Sequence[str],
+    run: Callable[[str], TaskOutcome],
+    workers: int,
+    on_done: Progress | None,
+) -> tuple[list[TaskOutcome], dict[str, str]]:
     outcomes: dict[str, TaskOutcome] = {}
     errors: dict[str, str] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        # Samples of one task share the workers: n = 10 on one task still runs in parallel.
-        futures = {
-            pool.submit(run_task, store, cfg, k, generator, sandbox, workers): k for k in keys
-        }
+        futures = {pool.submit(run, k): k for k in keys}
         for future in as_completed(futures):
             key = futures[future]
             try:
@@ -259,3 +340,44 @@ def evaluate(
             if on_done:
                 on_done(key, outcomes.get(key), errors.get(key), len(outcomes) + len(errors))
     return [outcomes[k] for k in keys if k in outcomes], errors
+
+
+def evaluate(
+    store: EvalStore,
+    cfg: EvalConfig,
+    keys: Sequence[str],
+    generator: Generator,
+    sandbox: Sandbox,
+    *,
+    workers: int = 1,
+    on_done: Progress | None = None,
+) -> tuple[list[TaskOutcome], dict[str, str]]:
+    """Run every task, ``workers`` at a time.
+
+    Returns the outcomes in ``keys`` order and, per task that could not run (endpoint down,
+    sandbox unavailable), the error: one broken task never discards the others' results.
+    ``on_done(key, outcome, error, finished_count)`` reports progress.
+    """
+    # Samples of one task share the workers: n = 10 on one task still runs in parallel.
+    return _each_task(
+        keys, lambda k: run_task(store, cfg, k, generator, sandbox, workers), workers, on_done
+    )
+
+
+def evaluate_samples(
+    store: EvalStore,
+    cfg: EvalConfig,
+    modules: dict[str, list[str]],
+    sandbox: Sandbox,
+    *,
+    workers: int = 1,
+    on_done: Progress | None = None,
+) -> tuple[list[TaskOutcome], dict[str, str]]:
+    """Score a samples file's modules (task key -> n modules) like ``evaluate`` scores a
+    generator's: same store, same scorer, same per-sample cache."""
+    return _each_task(
+        list(modules),
+        lambda k: run_samples_task(store, cfg, k, modules[k], sandbox, workers),
+        workers,
+        on_done,
+    )

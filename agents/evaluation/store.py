@@ -6,6 +6,7 @@ counts never mix and a finished task is found again by its key):
     eval/<config_id>/config.json          what the configuration is (never a secret)
     eval/<config_id>/samples/<task>.json  generated candidates + crew status, tokens, cost
     eval/<config_id>/scores/<task>.json   hidden-test verdicts for those candidates
+    eval/verdicts/<ab>/<digest>.json      one sample's verdict, by code + problem + harness
     eval/history.jsonl                    one line per summary, for comparing runs
     eval/history.png                      pass@1 and cost per solved task across runs
 
@@ -84,6 +85,15 @@ class EvalStore:
 
     def save_scores(self, config_id: str, key: str, data: dict[str, Any]) -> None:
         write_json_atomic(self.scores_path(config_id, key), data)
+
+    def verdict_path(self, key: str) -> Path:
+        return self.root / "verdicts" / key[:2] / f"{key}.json"
+
+    def load_verdict(self, key: str) -> dict[str, Any] | None:
+        return read_json(self.verdict_path(key))
+
+    def save_verdict(self, key: str, data: dict[str, Any]) -> None:
+        write_json_atomic(self.verdict_path(key), data)
 
     def scored_keys(self, config_id: str) -> list[str]:
         folder = self.config_dir(config_id) / "scores"

@@ -22,6 +22,7 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("orchestration.cli.evaluate", "eval_group"),
     ("orchestration.cli.generate", "generate"),
     ("orchestration.cli.search", "search"),
+    ("orchestration.cli.replay", "replay_group"),
 ]
 
 

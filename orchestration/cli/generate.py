@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -66,34 +67,97 @@ class _Progress:
         self.thread.join(timeout=5)
 
 
-def run_request(settings: Settings, text: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Store the request, add its partition, run the request job, return report.json."""
+# A daemon whose sensor and queue heartbeats are older than this is taken as stopped (Dagster's
+# own tolerance, 30 minutes, would leave a request waiting on a daemon long gone).
+DAEMON_HEARTBEAT_TOLERANCE_S = 60.0
+LAUNCH_MODES = ("auto", "queue", "here")
+
+
+def daemon_running(instance: Any) -> bool:
+    """Whether a dagster-daemon serves this instance: its sensors and its run queue beat."""
+    from dagster._daemon.controller import get_daemon_statuses
+
+    statuses = get_daemon_statuses(
+        instance,
+        ["SENSOR", "QUEUED_RUN_COORDINATOR"],
+        ignore_errors=True,
+        heartbeat_tolerance_seconds=DAEMON_HEARTBEAT_TOLERANCE_S,
+    )
+    return all(status.healthy for status in statuses.values())
+
+
+def _run_in_this_process(instance: Any, request_id: str) -> tuple[str, bool]:
     from dagster import build_reconstructable_job, execute_job
 
-    stored = RequestStore(settings.requests_dir).add(text, options, source="cli")
-    instance = configured_instance(settings)
     from assets.codegen import requests_partitions
 
-    instance.add_dynamic_partitions(requests_partitions.name, [stored.id])
-    click.echo(f"request {stored.id}: running the crew through Dagster", err=True)
+    instance.add_dynamic_partitions(requests_partitions.name, [request_id])
     job = build_reconstructable_job("orchestration.definitions", "request_job")
-    with _Progress(instance, stored.id):
-        result = execute_job(
-            job,
-            instance=instance,
-            tags={"dagster/partition": stored.id},
-            # Step events go to the instance (and our progress lines); the console gets warnings.
-            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+    result = execute_job(
+        job,
+        instance=instance,
+        tags={"dagster/partition": request_id, "codegen/source": "cli"},
+        # Step events go to the instance (and our progress lines); the console gets warnings.
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+    )
+    return result.run_id, result.success
+
+
+def _wait_for_queued_run(instance: Any, request_id: str, poll_s: float = 1.0) -> tuple[str, bool]:
+    """Wait while the daemon's inbox sensor launches the request's run and the queue runs it."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    finished = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+    shown: DagsterRunStatus | None = None
+    while True:
+        records = instance.get_run_records(
+            RunsFilter(tags={"dagster/partition": request_id}), limit=1
         )
+        if records:
+            run = records[0].dagster_run
+            if run.status != shown:
+                shown = run.status
+                click.echo(f"  run {run.run_id}: {run.status.value.lower()}", err=True)
+            if run.status in finished:
+                return run.run_id, run.status is DagsterRunStatus.SUCCESS
+        time.sleep(poll_s)
+
+
+def run_request(
+    settings: Settings, text: str, options: dict[str, Any], launch: str = "auto"
+) -> dict[str, Any]:
+    """Store the request, run the request job, return report.json.
+
+    ``launch``: ``here`` executes the run in this process, outside the instance's run queue
+    (nothing else is needed: this is how the CLI works without a daemon); ``queue`` hands the
+    request to the daemon (its inbox sensor launches the run, the queue's limits apply) and
+    waits for the run; ``auto`` queues when a daemon serves the instance, else runs here.
+    """
+    instance = configured_instance(settings)
+    if launch == "auto":
+        launch = "queue" if daemon_running(instance) else "here"
+    elif launch == "queue" and not daemon_running(instance):
+        click.echo("codegen: warning: no daemon serves this instance; the request waits", err=True)
+    store = RequestStore(settings.requests_dir)
+    if launch == "queue":
+        stored = store.add(text, options, source="cli", state="queued")
+        click.echo(f"request {stored.id}: queued for the daemon's run queue", err=True)
+        with _Progress(instance, stored.id):
+            run_id, success = _wait_for_queued_run(instance, stored.id)
+    else:
+        stored = store.add(text, options, source="cli")
+        click.echo(f"request {stored.id}: running the crew through Dagster", err=True)
+        with _Progress(instance, stored.id):
+            run_id, success = _run_in_this_process(instance, stored.id)
     folder = artifact_dir(settings.artifacts_dir, stored.id)
     report_path = folder / "report.json"
     if not report_path.exists():
         raise click.ClickException(
-            f"run {result.run_id} for request {stored.id} ended without a report "
-            f"(run {'succeeded' if result.success else 'failed'}; see the Dagster UI)"
+            f"run {run_id} for request {stored.id} ended without a report "
+            f"(run {'succeeded' if success else 'failed'}; see the Dagster UI)"
         )
     report = json.loads(report_path.read_text())
-    report["run_id"] = result.run_id
+    report["run_id"] = run_id
     report["artifact_dir"] = str(folder)
     return report
 
@@ -122,14 +186,37 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
 @click.argument("request")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option("--max-rounds", type=click.IntRange(1, 20), help="Refinement rounds (default 3).")
+@click.option(
+    "--candidates",
+    type=click.IntRange(1, 20),
+    help="Programmer drafts, one picked by execution (default: [llm] candidates).",
+)
 @click.option("--budget-tokens", type=click.IntRange(1), help="Stop after this many tokens.")
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Dollar budget.")
+@click.option(
+    "--launch",
+    type=click.Choice(LAUNCH_MODES),
+    default="auto",
+    show_default=True,
+    help="queue: through the daemon's run queue; here: in this process, outside the queue; "
+    "auto: queue when a daemon serves the instance, else here.",
+)
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the crew's LLM traffic to this recording (codegen replay serve replays it); "
+    "runs here, not through the daemon's queue.",
+)
 def generate(
     request: str,
     as_json: bool,
     max_rounds: int | None,
+    candidates: int | None,
     budget_tokens: int | None,
     budget_usd: float | None,
+    launch: str,
+    record_path: Path | None = None,
 ) -> None:
     """Turn REQUEST into tested, documented code (a partition of the `requests` assets).
 
@@ -152,12 +239,22 @@ def generate(
         k: v
         for k, v in {
             "max_rounds": max_rounds,
+            "candidates": candidates,
             "budget_tokens": budget_tokens,
             "budget_usd": budget_usd,
         }.items()
         if v is not None
     }
-    summary = _summary(run_request(get_settings(), text, options))
+    settings = get_settings()
+    if record_path is not None:
+        # Runs the daemon launches never see this process's environment, hence the recorder.
+        if launch == "queue":
+            raise click.UsageError("--record runs the request here: drop --launch queue")
+        from orchestration.cli.replay import recording_settings
+
+        settings = recording_settings(settings, record_path)
+        launch = "here"
+    summary = _summary(run_request(settings, text, options, launch))
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:

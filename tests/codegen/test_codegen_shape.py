@@ -9,6 +9,7 @@ import pytest
 from dagster import AssetKey, Definitions
 
 from agents import prompts
+from agents.crew import STEPS, Verification, upstream, write_report
 from agents.requests import write_artifact
 from assets import codegen
 from orchestration.definitions import build_definitions
@@ -63,8 +64,39 @@ def test_prompt_changes_change_code_versions(monkeypatch: pytest.MonkeyPatch) ->
 def test_a_failed_verification_rerun_downgrades_a_passed_report(tmp_path: Path) -> None:
     folder = tmp_path / "req-0123456789abcdef"
     write_artifact(folder, "report.json", {"status": "passed", "reason": "all 3 tests pass"})
-    codegen._record_verification(folder, False, 2, 3)
+    write_report(folder, verification=Verification(False, 2, 3))
     report = json.loads((folder / "report.json").read_text())
     assert report["status"] == "failed_tests"
     assert report["reason"] == "the verification re-run failed: 2 of 3 tests passed"
     assert report["verification"] == {"passed": False, "tests_passed": 2, "tests_total": 3}
+
+
+def test_the_assets_run_the_crew_steps_in_their_order() -> None:
+    # One definition of the sequence: each asset or op runs one step of agents.crew.STEPS,
+    # and its inputs are the steps that step needs (so Dagster orders them the same way).
+    runs = {
+        "request_spec": "spec",
+        "test_suite": "tests",
+        "retrieved_context": "context",
+        "programmer_draft": "draft",
+        "refine_solution": "solution",
+        "documentation": "docs",
+    }
+    inputs = {
+        "request_spec": set(),
+        "test_suite": set(codegen.test_suite.keys_by_input_name),
+        "retrieved_context": set(codegen.retrieved_context.keys_by_input_name),
+        "programmer_draft": set(codegen.programmer_draft.ins),
+        "refine_solution": set(codegen.refine_solution.ins) - {"draft"} | {"programmer_draft"},
+        "documentation": set(codegen.documentation.keys_by_input_name),
+    }
+    producer = {v: k for k, v in runs.items()}
+    for step in STEPS:
+        node = producer[step.name]
+        needed = {producer[n] for n in step.needs}
+        # solution_code (the graph) stands for refine_solution downstream.
+        have = {"refine_solution" if i == "solution_code" else i for i in inputs[node]}
+        # An input's state holds its own step and everything upstream of it.
+        reach = {producer[u] for h in have for u in upstream(runs[h])} | have
+        assert needed <= reach, (step.name, needed, have)
+        assert have <= {producer[u] for u in upstream(step.name)}, (step.name, have)

@@ -19,6 +19,7 @@ ACCEPTANCE_REQUEST = (
 )
 SECRET = "sk-canary-cli-77aa"
 CODEGEN = str(Path(sys.executable).parent / "codegen")
+pytestmark = pytest.mark.dagster_instance  # CI runs these again on Postgres
 ASSETS = ["request_spec", "test_suite", "retrieved_context", "solution_code", "documentation"]
 
 

@@ -13,15 +13,20 @@ from agents.inbox import parse_request_file
 from agents.requests import RequestStore, is_request_id
 from agents.roles import BadRequest
 from assets.resources import SettingsResource
+from orchestration.instance import storage_overrides
 from orchestration.jobs import codegen_request_job, submit_request_job
 from orchestration.sensors import build_inbox_sensor
 
 inbox_sensor = build_inbox_sensor(codegen_request_job)
 
 
+pytestmark = pytest.mark.dagster_instance
+
+
 @pytest.fixture
 def instance() -> Iterator[DagsterInstance]:
-    with instance_for_test() as inst:
+    # Postgres when the session runs on it (CI's second pass), else SQLite.
+    with instance_for_test(overrides=storage_overrides()) as inst:
         yield inst
 
 

@@ -1,8 +1,10 @@
-"""Fixtures for retrieval tests: real stdlib function chunks and one MiniLM per session."""
+"""Fixtures for retrieval tests: real stdlib function chunks, one torch MiniLM and one ONNX
+export of it per session."""
 
 from __future__ import annotations
 
 import ast
+import shutil
 import sysconfig
 import textwrap
 from pathlib import Path
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from corpus.model import Chunk
-from retrieval.embedders import MiniLMEmbedder
+from retrieval.embedders import MiniLMEmbedder, OnnxMiniLMEmbedder
 from retrieval.evaluation import chunk_id
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -52,3 +54,24 @@ def minilm() -> MiniLMEmbedder:
 @pytest.fixture(scope="session")
 def stdlib_chunks() -> list[Chunk]:
     return function_chunks()
+
+
+@pytest.fixture(scope="session")
+def onnx_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache dir holding the ONNX export of the packaged MiniLM, made once per session."""
+    cache = tmp_path_factory.mktemp("onnx-cache")
+    OnnxMiniLMEmbedder(cache_dir=str(cache)).embed_query("warm up: export the model")
+    return cache
+
+
+@pytest.fixture(scope="session")
+def onnx_minilm(onnx_model_cache: Path) -> OnnxMiniLMEmbedder:
+    return OnnxMiniLMEmbedder(cache_dir=str(onnx_model_cache))
+
+
+@pytest.fixture
+def home_with_exported_model(isolated_home: Path, onnx_model_cache: Path) -> Path:
+    """The test's CODEGEN_HOME with the session's export already in its model cache, so
+    that every Dagster-level test does not pay for its own export."""
+    shutil.copytree(onnx_model_cache / "models", isolated_home / "cache" / "models")
+    return isolated_home

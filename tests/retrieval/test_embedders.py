@@ -1,4 +1,5 @@
-"""Embedders: the packaged MiniLM (hash-checked), OpenAI over a loopback /v1/embeddings."""
+"""Embedders: the packaged MiniLM (hash-checked) under torch and ONNX Runtime, OpenAI over a
+loopback /v1/embeddings."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from retrieval.embedders import (
     EmbedderConfig,
     EmbedderError,
     MiniLMEmbedder,
+    OnnxMiniLMEmbedder,
     OpenAIEmbedder,
     make_embedder,
     minilm_model_dir,
@@ -55,9 +57,57 @@ def test_minilm_vectors_are_normalised_ordered_and_semantic(minilm: MiniLMEmbedd
     assert minilm.identity.startswith("minilm:all-MiniLM-L6-v2@53aa5117")
 
 
-def test_unknown_embedder_is_a_clear_error() -> None:
+def test_onnx_minilm_matches_torch_in_any_batch_order(
+    onnx_minilm: OnnxMiniLMEmbedder, minilm: MiniLMEmbedder, stdlib_chunks: list
+) -> None:
+    # Real chunks of very different lengths (a few tokens to past the 256-token cap), so the
+    # length buckets, the per-batch padding and the restoring of input order are exercised.
+    texts = [c.text for c in stdlib_chunks[:40]] + ["x", "def f(): pass", "a " * 2000]
+    onnx, torch = onnx_minilm.embed_documents(texts), minilm.embed_documents(texts)
+    assert onnx.shape == (len(texts), 384) and onnx.dtype == np.float32
+    assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-4)
+    cosine = np.sum(onnx * torch, axis=1)
+    assert cosine.min() > 0.95 and cosine.mean() > 0.98, cosine  # int8 moves vectors a little
+    # One text alone (no padding) embeds as it does among others (padded in a bucket), up
+    # to int8's per-batch activation scales: the same text, not just a similar vector.
+    alone = np.stack([onnx_minilm.embed_query(t) for t in texts[::7]])
+    assert np.sum(alone * onnx[::7], axis=1).min() > 0.99
+    assert np.allclose(onnx_minilm.embed_documents(texts[::-1]), onnx[::-1], atol=1e-5)
+    assert onnx_minilm.embed_documents([]).shape == (0, 384)
+    q = onnx_minilm.embed_query("read all lines of a text file")
+    d = onnx_minilm.embed_documents(["def read_lines(p): return open(p).readlines()", "x * 2"])
+    assert float(d[0] @ q) > float(d[1] @ q) + 0.1
+
+
+def test_onnx_identity_and_cache_key_name_weights_and_recipe(
+    onnx_model_cache: Path, onnx_minilm: OnnxMiniLMEmbedder, minilm: MiniLMEmbedder
+) -> None:
+    assert onnx_minilm.identity.startswith("minilm-onnx:all-MiniLM-L6-v2@53aa5117")
+    assert onnx_minilm.identity != minilm.identity  # switching embedders re-embeds
+    assert OnnxMiniLMEmbedder(cache_dir="/elsewhere").identity == onnx_minilm.identity
+    assert OnnxMiniLMEmbedder(cache_dir="/x", quantize=False).identity != onnx_minilm.identity
+    (export,) = (onnx_model_cache / "models").iterdir()
+    assert export.name.startswith("minilm-onnx-53aa5117") and "-torch2.13.0" in export.name
+    model = export / "model.onnx"
+    stamp = model.stat().st_mtime_ns
+    again = OnnxMiniLMEmbedder(cache_dir=str(onnx_model_cache))
+    again.embed_query("cached: no second export")
+    assert model.stat().st_mtime_ns == stamp
+    assert not [p.name for p in export.iterdir() if p.name != "model.onnx"]  # no temp files
+
+
+def test_default_embedder_is_onnx_and_torch_stays_selectable(tmp_path: Path) -> None:
+    assert isinstance(make_embedder(EmbedderConfig(cache_dir=str(tmp_path))), OnnxMiniLMEmbedder)
+    assert isinstance(make_embedder(EmbedderConfig(name="minilm-torch")), MiniLMEmbedder)
+    with pytest.raises(EmbedderError, match="needs a cache directory"):
+        make_embedder(EmbedderConfig(name="minilm"))
+
+
+def test_unknown_or_removed_embedder_is_a_clear_error() -> None:
     with pytest.raises(EmbedderError, match="unknown embedder 'bert'"):
         make_embedder(EmbedderConfig(name="bert"))
+    with pytest.raises(EmbedderError, match="static embedder was removed"):
+        make_embedder(EmbedderConfig(name="static", cache_dir="/tmp"))
 
 
 class _EmbeddingsHandler(BaseHTTPRequestHandler):

@@ -8,7 +8,8 @@ import numpy as np
 
 from corpus.model import Chunk
 from retrieval.ann import FaissSidecar
-from retrieval.stores import Filters, LanceDBStore
+from retrieval.lancedb_store import LanceDBStore
+from retrieval.stores import Filters
 
 DIM = 16
 
@@ -48,12 +49,22 @@ def test_sidecar_search_matches_exact_and_is_dropped_on_write(tmp_path: Path) ->
     assert all(p.exists() for p in sidecar_files)
 
     queries = _vectors(50, seed=2)
+    by_id = {c.id: c for c in chunks}
     recalls = []
     for q in queries:
         exact = {chunks[i].id for i in np.argsort(-(vectors @ q))[:10]}
         hits = store.search("", q, 10, mode="vector")
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-        assert all(h.uri.startswith("file:///src/") for h in hits)  # rows fetched from LanceDB
+        for hit in hits:  # the whole hit comes from the sidecar's payload file
+            chunk = by_id[hit.chunk_id]
+            assert (hit.uri, hit.text, hit.title, hit.source) == (
+                chunk.uri,
+                chunk.text,
+                chunk.title,
+                chunk.source,
+            )
+            assert (hit.start_line, hit.end_line) == (chunk.start_line, chunk.end_line)
+            assert hit.metadata["language"] == "python"
         recalls.append(len(exact & {h.chunk_id for h in hits}) / 10)
     assert np.mean(recalls) >= 0.95
 

@@ -72,8 +72,11 @@ def small_quality_sample(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_incremental_materializations_and_passing_check(
-    isolated_home: Path, stdlib_chunks: list[Chunk], small_quality_sample: None
+    home_with_exported_model: Path,
+    stdlib_chunks: list[Chunk],
+    small_quality_sample: None,
 ) -> None:
+    isolated_home = home_with_exported_model
     _write_chunks(isolated_home, stdlib_chunks[:60])
     resource = VectorIndexResource(home=str(isolated_home))
     with instance_for_test() as instance:
@@ -81,7 +84,7 @@ def test_incremental_materializations_and_passing_check(
         assert first.success
         assert _meta(first, "embedded") == 60
         assert _meta(first, "rows") == 60
-        assert _meta(first, "embedder").startswith("minilm:all-MiniLM-L6-v2@53aa5117")
+        assert _meta(first, "embedder").startswith("minilm-onnx:all-MiniLM-L6-v2@53aa5117")
         check = _check(first)
         assert check.passed, check.metadata
         assert check.metadata["vector_mrr_at_10"].value >= 0.4
@@ -103,13 +106,22 @@ def test_incremental_materializations_and_passing_check(
         fourth = _run(isolated_home, instance, broken, check=False)
         assert _meta(fourth, "embedded") == 70
         assert _meta(fourth, "reset") is True
+
+        # Switching the setting to the torch path is a new identity too; staying on it is not.
+        torch_path = VectorIndexResource(home=str(isolated_home), embedder="minilm-torch")
+        torch_run = _run(isolated_home, instance, torch_path, check=False)
+        assert (_meta(torch_run, "embedded"), _meta(torch_run, "reset")) == (70, True)
+        assert _meta(torch_run, "embedder").startswith("minilm:all-MiniLM-L6-v2@53aa5117")
+        torch_again = _run(isolated_home, instance, torch_path, check=False)
+        assert (_meta(torch_again, "embedded"), _meta(torch_again, "reset")) == (0, False)
         latest = instance.get_latest_materialization_event(AssetKey("index"))
         assert latest is not None
 
 
 def test_broken_embedder_fails_the_blocking_check(
-    isolated_home: Path, stdlib_chunks: list[Chunk], small_quality_sample: None
+    home_with_exported_model: Path, stdlib_chunks: list[Chunk], small_quality_sample: None
 ) -> None:
+    isolated_home = home_with_exported_model
     _write_chunks(isolated_home, stdlib_chunks)
     with instance_for_test() as instance:
         result = _run(isolated_home, instance, BrokenIndexResource(home=str(isolated_home)))

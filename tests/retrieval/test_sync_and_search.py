@@ -11,9 +11,9 @@ import pytest
 
 from corpus.model import Chunk
 from orchestration.cli import main
-from retrieval.embedders import Embedder, MiniLMEmbedder
+from retrieval.embedders import Embedder, MiniLMEmbedder, OnnxMiniLMEmbedder
 from retrieval.index import IndexRetriever, LazyRetriever, sync_index
-from retrieval.stores import LanceDBStore
+from retrieval.lancedb_store import LanceDBStore
 
 
 class Counting:
@@ -115,12 +115,14 @@ def test_search_cli_explains_missing_empty_index_and_empty_query(
 
 
 def test_search_cli_prints_ranked_hits(
-    isolated_home: Path,
+    home_with_exported_model: Path,
     capsys: pytest.CaptureFixture[str],
-    minilm: MiniLMEmbedder,
+    onnx_minilm: OnnxMiniLMEmbedder,
     stdlib_chunks: list[Chunk],
 ) -> None:
-    sync_index(stdlib_chunks, LanceDBStore(uri=str(isolated_home / "index")), minilm)
+    # The CLI uses the configured default (ONNX MiniLM), so the index is built with it.
+    index = home_with_exported_model / "index"
+    sync_index(stdlib_chunks, LanceDBStore(uri=str(index)), onnx_minilm)
     code, out, _ = _cli(capsys, "split a shell command line into tokens", "-k", "3", "--json")
     assert code == 0
     payload = json.loads(out)

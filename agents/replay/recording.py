@@ -1,0 +1,296 @@
+"""Recordings: model replies keyed by role, task, candidate and round, in one JSONL file.
+
+The first line is a header ``{"codegen_recording": 1, "source": ..., "notes": ...}``; every
+other line is one reply::
+
+    {"role": "programmer", "task": "HumanEval/7", "candidate": 0, "round": 1, "seq": 0,
+     "content": "...", "source": "recorded", "model": "gpt-4-turbo", "request_digest": "..."}
+
+``candidate`` and ``round`` are null for roles that do not send those headers (only the
+programmer does, see ARCHITECTURE.md, "LLM endpoint"); ``seq`` orders several replies under
+one key (an analyzer re-ask, one reviewer call per round). ``source`` says where a reply
+came from: ``recorded`` (a model sent it: an imported public file or ``--record``) or
+``derived`` (the importer built it from the task's public prompt, for a role the source run
+did not have, e.g. MapCoder has no analyzer; the header's ``notes`` say how).
+``request_digest`` (own recordings only) identifies the exact request, so replaying the
+same crew with the same settings gets exactly the recorded reply.
+
+A recording holds no key and no header but the ``X-Codegen-*`` ones: the recorder is given
+the reply and the request's role, task, candidate, round and digest, nothing else.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+FORMAT_VERSION = 1
+RECORDED = "recorded"
+DERIVED = "derived"
+TASK_HEADER = "X-Codegen-Task"
+CANDIDATE_HEADER = "X-Codegen-Candidate"
+ROUND_HEADER = "X-Codegen-Round"
+ROLE_HEADER = "X-Codegen-Agent"
+# The environment variable a recording crew reads (set by ``--record``; runs in other
+# processes inherit it).
+RECORD_ENV = "CODEGEN_RECORD"
+
+
+class RecordingError(ValueError):
+    """A recording file that cannot be read; the message names the file and line."""
+
+
+Key = tuple[str, str, int | None, int | None]  # role, task, candidate, round
+
+
+@dataclass(frozen=True)
+class Entry:
+    role: str
+    task: str
+    candidate: int | None
+    round: int | None
+    content: str
+    seq: int = 0
+    source: str = RECORDED
+    model: str | None = None
+    request_digest: str | None = None
+
+    @property
+    def key(self) -> Key:
+        return (self.role, self.task, self.candidate, self.round)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def request_digest(model: str, messages: Any, response_format: Any = None) -> str:
+    """What identifies a request for exact replay: model, messages and response format."""
+    blob = json.dumps(
+        {"model": model, "messages": messages, "response_format": response_format},
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def _optional_int(value: Any, what: str, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise RecordingError(f"{where}: {what} must be a non-negative integer or null")
+    return value
+
+
+def _entry(data: Any, where: str) -> Entry:
+    if not isinstance(data, dict):
+        raise RecordingError(f"{where}: expected a JSON object")
+    for name in ("role", "task", "content"):
+        if not isinstance(data.get(name), str) or (name != "content" and not data[name]):
+            raise RecordingError(f"{where}: {name} must be a non-empty string")
+    return Entry(
+        role=data["role"],
+        task=data["task"],
+        candidate=_optional_int(data.get("candidate"), "candidate", where),
+        round=_optional_int(data.get("round"), "round", where),
+        content=data["content"],
+        seq=_optional_int(data.get("seq", 0), "seq", where) or 0,
+        source=str(data.get("source", RECORDED)),
+        model=data.get("model") if isinstance(data.get("model"), str) else None,
+        request_digest=data.get("request_digest")
+        if isinstance(data.get("request_digest"), str)
+        else None,
+    )
+
+
+@dataclass
+class Recording:
+    header: dict[str, Any]
+    entries: list[Entry]
+
+    def __post_init__(self) -> None:
+        self._by_key: dict[Key, list[Entry]] = defaultdict(list)
+        self._by_digest: dict[tuple[str, str, str], Entry] = {}
+        for entry in sorted(self.entries, key=lambda e: e.seq):
+            self._by_key[entry.key].append(entry)
+            if entry.request_digest:
+                self._by_digest.setdefault((entry.role, entry.task, entry.request_digest), entry)
+        self.roles = {e.role for e in self.entries}
+        self.tasks = {e.task for e in self.entries}
+
+    def replies(self, key: Key) -> list[Entry]:
+        return list(self._by_key.get(key, []))
+
+    def by_digest(self, role: str, task: str, digest: str) -> Entry | None:
+        return self._by_digest.get((role, task, digest))
+
+    def keys_for(self, role: str, task: str) -> list[Key]:
+        return sorted(
+            (k for k in self._by_key if k[0] == role and k[1] == task),
+            key=lambda k: (k[2] if k[2] is not None else -1, k[3] if k[3] is not None else -1),
+        )
+
+
+def read_recording(path: Path | str) -> Recording:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise RecordingError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise RecordingError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    header: dict[str, Any] | None = None
+    entries: list[Entry] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            data = json.loads(line)
+        except ValueError as exc:
+            raise RecordingError(f"{where}: not valid JSON ({exc.msg})") from None
+        if isinstance(data, dict) and "codegen_recording" in data:
+            if data["codegen_recording"] != FORMAT_VERSION:
+                raise RecordingError(
+                    f"{where}: recording format {data['codegen_recording']!r}, "
+                    f"this version reads {FORMAT_VERSION}"
+                )
+            header = header or data
+            continue
+        if header is None:
+            raise RecordingError(f"{where}: not a recording (no codegen_recording header line)")
+        entries.append(_entry(data, where))
+    if header is None:
+        raise RecordingError(f"{path}: empty: not a recording")
+    if not entries:
+        raise RecordingError(f"{path}: the recording holds no replies")
+    return Recording(header=header, entries=entries)
+
+
+def header_line(source: str, notes: str = "") -> dict[str, Any]:
+    return {
+        "codegen_recording": FORMAT_VERSION,
+        "source": source,
+        "notes": notes,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def write_recording(
+    path: Path | str, entries: Iterable[Entry], source: str, notes: str = ""
+) -> int:
+    """Write a whole recording atomically (temp file + rename); returns the reply count."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    count = 0
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.write(json.dumps(header_line(source, notes)) + "\n")
+            for entry in entries:
+                fh.write(json.dumps(entry.to_dict(), ensure_ascii=False) + "\n")
+                count += 1
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return count
+
+
+def _header_value(headers: Mapping[str, str], name: str) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == name.lower():
+            return str(value)
+    return None
+
+
+def _int_header(headers: Mapping[str, str], name: str) -> int | None:
+    value = _header_value(headers, name)
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class FileRecorder:
+    """Appends the crew's replies to a recording; safe across threads and processes (the
+    Dagster steps of one ``codegen generate`` run in several processes)."""
+
+    def __init__(self, path: Path | str, source: str = "codegen --record") -> None:
+        self.path = Path(path)
+        self.source = source
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def _locked(self) -> Iterator[Any]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock, self.path.open("a+", encoding="utf-8") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield fh
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def __call__(
+        self,
+        role: str,
+        request: Mapping[str, Any],
+        content: str,
+    ) -> None:
+        """Record one reply. ``request`` holds the SDK call's keyword arguments; only the
+        model, the digest of the messages and the ``X-Codegen-*`` headers are kept."""
+        headers = request.get("extra_headers") or {}
+        task = _header_value(headers, TASK_HEADER) or "unknown"
+        key: Key = (
+            role,
+            task,
+            _int_header(headers, CANDIDATE_HEADER),
+            _int_header(headers, ROUND_HEADER),
+        )
+        model = str(request.get("model", ""))
+        digest = request_digest(model, request.get("messages"), request.get("response_format"))
+        with self._locked() as fh:
+            fh.seek(0)
+            existing = fh.read()
+            if not existing.strip():
+                fh.write(json.dumps(header_line(self.source)) + "\n")
+            # Replies already in the file under this key (another process's) come first.
+            seq = sum(
+                1 for line in existing.splitlines() if line.startswith("{") and _same_key(line, key)
+            )
+            entry = Entry(*key, content=content, seq=seq, model=model, request_digest=digest)
+            fh.seek(0, os.SEEK_END)
+            fh.write(json.dumps(entry.to_dict(), ensure_ascii=False) + "\n")
+            fh.flush()
+
+
+def _same_key(line: str, key: Key) -> bool:
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return False
+    return (
+        isinstance(data, dict)
+        and (
+            data.get("role"),
+            data.get("task"),
+            data.get("candidate"),
+            data.get("round"),
+        )
+        == key
+    )
+
+
+def recorder_from_environment() -> FileRecorder | None:
+    """The recorder ``--record`` asked for (via ``CODEGEN_RECORD``), else None."""
+    path = os.environ.get(RECORD_ENV)
+    return FileRecorder(path) if path else None

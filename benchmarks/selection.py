@@ -263,21 +263,21 @@ def strategies() -> dict[str, Strategy]:
     def generated_only(trusted: list[bool]) -> list[int]:
         return [t for t, tr in enumerate(trusted) if not tr]
 
+    def only(rows: list[tuple[bool, ...]], columns: list[int]) -> list[tuple[bool, ...]]:
+        return [tuple(r[t] for t in columns) for r in rows]
+
     return {
         "random": lambda rows, trusted, correct: sum(correct) / len(correct),
-        # CodeT's own setting: its generated tests only (no docstring examples).
+        # CodeT's own setting: its generated tests only (no docstring examples), so the
+        # examples neither score nor split its groups.
         "codet": lambda rows, trusted, correct: _group_share(
-            dual_agreement(rows, generated_only(trusted)).group.members, correct
+            dual_agreement(only(rows, generated_only(trusted))).group.members, correct
         ),
         "ours": lambda rows, trusted, correct: _group_share(
             pick(rows, trusted).group.members, correct
         ),
         "ours_without_examples": lambda rows, trusted, correct: _group_share(
-            pick(
-                [tuple(r[t] for t in generated_only(trusted)) for r in rows],
-                [False] * len(generated_only(trusted)),
-            ).group.members,
-            correct,
+            pick(only(rows, generated_only(trusted))).group.members, correct
         ),
         "oracle": lambda rows, trusted, correct: float(any(correct)),
     }

@@ -121,6 +121,7 @@ def humaneval(
                 ("--limit", limit is not None),
                 ("--task", bool(tasks)),
                 ("--record", record_path is not None),
+                ("--candidates", candidates is not None),
             )
             if given
         ]

@@ -38,23 +38,23 @@ class _Progress:
             DagsterEventType.STEP_FAILURE: "FAILED",
             DagsterEventType.STEP_SKIPPED: "skipped",
         }
-        shown = 0
+        run_id, cursor = None, None
         while not self.stop.wait(1.0):
             try:
-                runs = self.instance.get_run_records(
-                    RunsFilter(tags={"dagster/partition": self.request_id}), limit=1
-                )
-                if not runs:
-                    continue
-                entries = [
-                    e
-                    for e in self.instance.all_logs(runs[0].dagster_run.run_id)
-                    if e.dagster_event is not None and e.dagster_event.event_type in words
-                ]
-                for entry in entries[shown:]:
+                if run_id is None:
+                    runs = self.instance.get_run_records(
+                        RunsFilter(tags={"dagster/partition": self.request_id}), limit=1
+                    )
+                    if not runs:
+                        continue
+                    run_id = runs[0].dagster_run.run_id
+                # Only the new step events since the last poll: the run shares this process.
+                page = self.instance.get_records_for_run(run_id, cursor, of_type=set(words))
+                cursor = page.cursor
+                for record in page.records:
+                    entry = record.event_log_entry
                     word = words[entry.dagster_event.event_type]
                     click.echo(f"  {entry.step_key}: {word}", err=True)
-                shown = len(entries)
             except Exception:  # progress is best effort; the run's result is what counts
                 continue
 

@@ -84,7 +84,15 @@ def through_dagster(server: ScriptedOpenAIServer, home: Path) -> dict[str, Any]:
             raise_on_error=False,
         )
         assert result.success
-    return json.loads((home / "artifacts" / req.id / "report.json").read_text())
+        [event] = [
+            e
+            for e in result.get_asset_materialization_events()
+            if e.asset_key.path[-1] == "solution_code"
+        ]
+    report = json.loads((home / "artifacts" / req.id / "report.json").read_text())
+    # The run's metadata shows the same selection as report.json.
+    assert event.materialization.metadata["candidates"].value == report["candidates"]
+    return report
 
 
 PATHS = ["in_process", "dagster"]

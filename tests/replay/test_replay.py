@@ -376,7 +376,7 @@ def test_record_then_replay_gives_the_same_evaluation(
 
 
 @pytest.mark.docker
-def test_generate_record_writes_every_step_process_into_one_recording(
+def test_generate_record_writes_every_step_into_one_recording(
     tmp_path: Path, isolated_home: Path
 ) -> None:
     import os
@@ -407,7 +407,8 @@ def test_generate_record_writes_every_step_process_into_one_recording(
     assert proc.returncode == 0, proc.stderr[-3000:]
     request_id = json.loads(proc.stdout)["request_id"]
     loaded = read_recording(record)
-    # Steps ran in separate processes; each appended under the lock: nothing lost or torn.
+    # Steps may run in other processes or threads; each appends under the file lock: nothing
+    # lost or torn.
     assert len(loaded.entries) == len(posts)
     assert {e.role for e in loaded.entries} == {
         "analyzer",

@@ -14,7 +14,7 @@ from corpus.sources import refresh_source
 from corpus.store import chunks_path, raw_path, read_documents, read_jsonl
 from retrieval.embedders import MiniLMEmbedder
 from retrieval.index import sync_index
-from retrieval.stores import LanceDBStore
+from retrieval.lancedb_store import LanceDBStore
 from tests.fakes.corpus_servers import FakeSite
 
 PAGE = """<html><head><title>{title}</title></head><body><main><h1>{title}</h1>

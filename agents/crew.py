@@ -40,6 +40,15 @@ from agents.roles import (
     validate_request,
     write_code,
 )
+from agents.selection import (
+    EXAMPLE_PREFIX,
+    pick,
+    rows_of,
+    spec_example_tests,
+    test_function,
+    with_examples,
+    without_tests,
+)
 from agents.types import BudgetExceeded, CrewOptions, CrewOutcome, Meter, Status, Usage
 from retrieval.types import Retriever
 from sandbox.api import Sandbox
@@ -85,6 +94,7 @@ def refine(
     max_rounds: int = 3,
     limits: Limits | None = None,
     on_event: Event | None = None,
+    candidate: int = 0,
 ) -> RefineResult:
     """Execute, feed back, reprogram; review once the tests pass. Never raises.
 
@@ -109,7 +119,7 @@ def refine(
                     context,
                     previous=code,
                     feedback=feedback,
-                    draft=Draft(candidate=0, round=round_no),
+                    draft=Draft(candidate=candidate, round=round_no),
                 )
             rounds = round_no
             entry: dict[str, Any] = {"round": round_no}
@@ -189,9 +199,19 @@ class ContextResult(StepResult):
 
 
 @dataclass
-class DraftResult(StepResult):
+class DraftCandidate:
+    """One programmer draft (``X-Codegen-Candidate`` index = its position) and its cost."""
+
     code: str = ""
+    problem: str = ""
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class DraftResult(StepResult):
+    code: str = ""  # draft 0 (the only one unless options.candidates > 1)
     problem: str = ""  # a contract violation of the reply, fed back in round 2
+    drafts: list[DraftCandidate] = field(default_factory=list)
 
 
 @dataclass
@@ -202,6 +222,10 @@ class SolutionResult(StepResult):
     report: TestReport | None = None
     review: str = ""
     history: list[dict[str, Any]] = field(default_factory=list)
+    # With several drafts: each one's test results, the groups, and why the pick won.
+    selection: dict[str, Any] | None = None
+    # The suite the pick was refined against (the test designer's, minus suspect tests).
+    tests: str = ""
 
 
 @dataclass
@@ -273,7 +297,7 @@ class CrewState:
             reason=self.reason,
             spec=self.spec.spec if self.spec else {},
             solution=solution.code or (self.draft.code if self.draft else ""),
-            tests=self.tests.tests if self.tests else "",
+            tests=solution.tests or (self.tests.tests if self.tests else ""),
             docs=self.docs.docs if self.docs else "",
             rounds=solution.rounds,
             test_report=solution.report,
@@ -306,6 +330,7 @@ class CrewState:
             "history": outcome.history,
             "context": [c["citation"] for c in outcome.context],
             "structured_outputs": outcome.structured_outputs,
+            "candidates": self.solution.selection if self.solution else None,
             "artifacts": {name: str(folder / name) for name, ok in files.items() if ok},
             "usage": outcome.usage.to_dict(),
         }
@@ -353,30 +378,109 @@ def _context_step(crew: Crew, state: CrewState, meter: Meter) -> ContextResult:
 
 def _draft_step(crew: Crew, state: CrewState, meter: Meter) -> DraftResult:
     chunks = state.context.chunks if state.context else []
-    code, problem = write_code(crew.llm, meter, _spec(state), chunks)
-    return DraftResult(code=code, problem=problem)
+    count = max(1, state.options.candidates)
+
+    def one(index: int) -> DraftCandidate:
+        own = Meter(meter.budget, prior=meter.total())
+        code, problem = write_code(
+            crew.llm, own, _spec(state), chunks, draft=Draft(candidate=index, round=1)
+        )
+        meter.add(own.usage)
+        return DraftCandidate(code, problem, own.usage)
+
+    if count == 1:
+        drafts = [one(0)]
+    else:
+        crew.on_event(f"programmer: {count} drafts in parallel")
+        with ThreadPoolExecutor(max_workers=count, thread_name_prefix="draft") as pool:
+            drafts = list(pool.map(one, range(count)))
+    meter.check()  # the drafts together may have crossed the budget
+    return DraftResult(code=drafts[0].code, problem=drafts[0].problem, drafts=drafts)
+
+
+def _select(
+    crew: Crew, box: Sandbox, state: CrewState, limits: Limits | None
+) -> tuple[int, dict[str, Any], str]:
+    """Every draft against the suite plus the spec's examples; the pick, why, and the suite
+    without suspect tests."""
+    assert state.tests is not None and state.draft is not None
+    drafts = state.draft.drafts
+    examples = spec_example_tests(_spec(state))
+    suite = with_examples(state.tests.tests, examples)
+    crew.on_event(f"selection: {len(drafts)} drafts against the suite in the sandbox")
+
+    def run(draft: DraftCandidate) -> TestReport | None:
+        return execute_tests(box, draft.code, suite, limits) if draft.code else None
+
+    with ThreadPoolExecutor(max_workers=min(4, len(drafts))) as pool:
+        reports = list(pool.map(run, drafts))
+    names, rows = rows_of([r or TestReport() for r in reports])
+    trusted = [test_function(n).startswith(EXAMPLE_PREFIX) for n in names]
+    if not names:
+        chosen_index, why, groups, suspect = 0, "no test ran for any draft", [], ()
+    else:
+        chosen = pick(rows, trusted)
+        chosen_index, why, suspect = chosen.chosen, chosen.why, chosen.suspect_tests
+        groups = [
+            {"members": list(g.members), "passes": len(g.passed), "score": g.score}
+            for g in chosen.groups
+        ]
+    suspect_names = [names[t] for t in suspect]
+    selection = {
+        "rule": "examples_then_agreement",
+        "chosen": chosen_index,
+        "why": why,
+        "groups": groups,
+        "suspect_tests": suspect_names,
+        "trusted_tests": [n for n, t in zip(names, trusted, strict=True) if t],
+        "candidates": [
+            {
+                "candidate": i,
+                "problem": d.problem,
+                "passed": r.passed if r else 0,
+                "total": r.total if r else 0,
+                "outcomes": {n: ok for n, ok in zip(names, rows[i], strict=True)},
+                "tokens": d.usage.total_tokens,
+                "cost_usd": d.usage.cost_usd,
+            }
+            for i, (d, r) in enumerate(zip(drafts, reports, strict=True))
+        ],
+    }
+    designer_names = [n for n, t in zip(names, trusted, strict=True) if not t]
+    tests = without_tests(state.tests.tests, suspect_names, designer_names)
+    crew.on_event(f"selection: draft {chosen_index} picked ({why})")
+    return chosen_index, selection, tests
 
 
 def _solution_step(crew: Crew, state: CrewState, meter: Meter) -> SolutionResult:
     assert state.tests is not None and state.draft is not None and state.context is not None
+    limits = state.options.limits or crew.limits
+    drafts = state.draft.drafts or [DraftCandidate(state.draft.code, state.draft.problem)]
+    selection: dict[str, Any] | None = None
+    tests = state.tests.tests
+    chosen = drafts[0]
     try:
         with crew.sandbox() as box:
+            if len(drafts) > 1:
+                index, selection, tests = _select(crew, box, state, limits)
+                chosen = drafts[index]
             result = refine(
                 crew.llm,
                 meter,
                 box,
                 _spec(state),
-                state.tests.tests,
+                tests,
                 state.context.chunks,
-                state.draft.code,
-                state.draft.problem,
+                chosen.code,
+                chosen.problem,
                 max_rounds=state.options.max_rounds,
-                limits=state.options.limits or crew.limits,
+                limits=limits,
                 on_event=crew.on_event,
+                candidate=drafts.index(chosen),
             )
     except Exception as exc:  # e.g. no sandbox backend: still a status and a report
         status, reason = classify(exc)
-        return SolutionResult(ended=Ended(status, f"sandbox: {reason}"), code=state.draft.code)
+        return SolutionResult(ended=Ended(status, f"sandbox: {reason}"), code=chosen.code)
     ended = None if result.status is Status.PASSED else Ended(result.status, result.reason)
     return SolutionResult(
         ended=ended,
@@ -386,6 +490,8 @@ def _solution_step(crew: Crew, state: CrewState, meter: Meter) -> SolutionResult
         report=result.report,
         review=result.review,
         history=result.history,
+        selection=selection,
+        tests=tests,
     )
 
 
@@ -503,6 +609,10 @@ def store_artifacts(folder: Path, name: str, state: CrewState) -> None:
     elif name == "tests" and state.tests is not None and state.tests.tests:
         write_artifact(folder, "test_solution.py", state.tests.tests)
     elif name == "solution" and state.solution is not None:
+        original = state.tests.tests if state.tests is not None else ""
+        if state.solution.tests and state.solution.tests != original:
+            # Suspect tests were left out: the stored suite is the one the code was held to.
+            write_artifact(folder, "test_solution.py", state.solution.tests)
         if state.solution.code:
             write_artifact(folder, "solution.py", state.solution.code)
         write_report(folder, state)

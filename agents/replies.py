@@ -33,6 +33,7 @@ import json
 import re
 import sys
 import textwrap
+import threading
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -108,11 +109,24 @@ def fenced_blocks(text: str) -> list[Block]:
 
 
 # -- reading Python ---------------------------------------------------------------------------
+# CPython 3.11/3.12 keep the AST converter's recursion depth in per-interpreter state, so
+# parsing in several threads at once (parallel drafts) can fail with "SystemError: AST
+# constructor recursion depth mismatch" (python/cpython#106905). Parsing is serialized.
+_AST_LOCK = threading.Lock()
+
+
+def parse_python(code: str, mode: str = "exec") -> ast.AST:
+    """``ast.parse``, safe to call from several threads."""
+    with _AST_LOCK:
+        return ast.parse(code, mode=mode)
+
+
 def _parse(code: str) -> ast.Module | None:
     try:
-        return ast.parse(code)
+        tree = parse_python(code)
     except (SyntaxError, ValueError):  # ValueError: NUL bytes
         return None
+    return tree if isinstance(tree, ast.Module) else None
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -407,7 +421,7 @@ def _all_names(pieces: list[_Piece]) -> set[str]:
 def _first_syntax_error(sources: list[str]) -> str:
     for source in sources:
         try:
-            ast.parse(textwrap.dedent(source))
+            parse_python(textwrap.dedent(source))
         except SyntaxError as exc:
             return f"line {exc.lineno}: {exc.msg}"
     return "unknown"

@@ -223,11 +223,17 @@ class Meter:
         with self._lock:
             self.usage.record(role, **kw)
 
+    def add(self, usage: Usage) -> None:
+        """Count what another meter of this request spent (a parallel draft's)."""
+        with self._lock:
+            self.usage = self.usage.merge(usage)
+
 
 # -- options and outcome ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class CrewOptions:
     max_rounds: int = 3
+    candidates: int = 1  # programmer drafts, one picked by execution (agents.selection)
     budget_tokens: int | None = None
     budget_usd: float | None = None
     # Retrieved context is cut to this many (estimated) tokens.

@@ -271,6 +271,10 @@ def refine_solution(
             "tests_total": report.total if report else 0,
             "code": _md_code(code),
             "review": MetadataValue.md((solution.review if solution else "") or "_(not reviewed)_"),
+            # With --candidates N: each draft's results, the groups and why the pick won.
+            "candidates": MetadataValue.json(
+                (solution.selection if solution else None) or {"drafts": 1}
+            ),
             "artifacts": MetadataValue.path(str(_folder(settings.load(), context.partition_key))),
         },
     )

@@ -102,6 +102,7 @@ class LLMResource(LLMSettings, ConfigurableResource):
         """Defaults from this resource, overridden by the request's own stored options."""
         base = {
             "max_rounds": self.max_rounds,
+            "candidates": self.candidates,
             "budget_tokens": self.budget_tokens,
             "budget_usd": self.budget_usd,
             **self.context.model_dump(),

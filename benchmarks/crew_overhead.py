@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -87,7 +88,17 @@ def first_calls_overlap(calls: list[tuple[str, float, float]]) -> float:
     return max(0.0, min(b1, b2) - max(a1, a2))
 
 
+def cpu_seconds() -> float:
+    """CPU used by this process and its reaped children (the CLI's ``codegen`` process)."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return sum(r.ru_utime + r.ru_stime for r in (own, children))
+
+
 def measure(log: CallLog, run: Any) -> dict[str, Any]:
+    cpu = cpu_seconds()
     start = time.time()
     error = None
     try:
@@ -95,6 +106,7 @@ def measure(log: CallLog, run: Any) -> dict[str, Any]:
     except AssertionError as exc:  # a failed request is reported, not timed as a success
         error = str(exc)[-300:] or "request did not pass"
     end = time.time()
+    cpu = cpu_seconds() - cpu
     calls = log.between(start, end)
     wall = end - start
     in_flight = in_flight_seconds(calls, start, end)
@@ -102,6 +114,9 @@ def measure(log: CallLog, run: Any) -> dict[str, Any]:
         "wall_s": round(wall, 2),
         "model_in_flight_s": round(in_flight, 2),
         "overhead_s": round(wall - in_flight, 2),
+        # Less load-dependent than wall time; step processes of the previous executor
+        # (children of its forkserver) and Docker containers are not counted.
+        "cpu_s": round(cpu, 2),
         "calls": len(calls),
         "first_calls_overlap_s": round(first_calls_overlap(calls), 2),
         **({"error": error} if error else {}),
@@ -231,6 +246,7 @@ def main() -> None:
         "baseline": "in_process_loop",
         "median_overhead_s": {p: median(p, "overhead_s") for p in rows},
         "median_wall_s": {p: median(p, "wall_s") for p in rows},
+        "median_cpu_s": {p: median(p, "cpu_s") for p in rows},
         "overhead_vs_baseline_s": {
             p: round(median(p, "overhead_s") - baseline, 2) for p in rows if p != "in_process_loop"
         },

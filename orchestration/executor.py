@@ -16,6 +16,7 @@ which the crew's are (each call builds its own client; sandboxes are shared by d
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 from collections.abc import Iterator
@@ -56,15 +57,14 @@ class _StepCrashed:
         self.error = error
 
 
-def _run_step(step_context: StepExecutionContext, events: queue.Queue[Any]) -> None:
-    key = step_context.step.key
+def _run_step(token: int, step_context: StepExecutionContext, events: queue.Queue[Any]) -> None:
     try:
         for event in dagster_event_sequence_for_step(step_context):
-            events.put((key, event))
+            events.put((token, event))
     except BaseException as exc:  # relayed to the orchestrating thread, which re-raises it
-        events.put((key, _StepCrashed(exc)))
+        events.put((token, _StepCrashed(exc)))
     finally:
-        events.put((key, _DONE))
+        events.put((token, _DONE))
 
 
 def threaded_execution_iterator(
@@ -74,7 +74,10 @@ def threaded_execution_iterator(
     compute_log_manager = job_context.instance.compute_log_manager
     step_keys = [step.key for step in execution_plan.get_steps_to_execute_in_topo_order()]
     events: queue.Queue[Any] = queue.Queue()
-    running: dict[str, tuple[StepExecutionContext, list[DagsterEvent]]] = {}
+    # By submission, not step key: a retried step is submitted again, possibly before the
+    # thread of its failed attempt has sent its last message.
+    running: dict[int, tuple[StepExecutionContext, list[DagsterEvent]]] = {}
+    submitted = itertools.count()
     with ExitStack() as stack:
         concurrency = stack.enter_context(
             InstanceConcurrencyContext(job_context.instance, job_context.dagster_run)
@@ -104,21 +107,22 @@ def threaded_execution_iterator(
                 yield DagsterEvent.engine_event(
                     job_context,
                     "Threaded executor: interrupted; waiting for running steps to finish",
-                    EngineEventData.interrupted(list(running)),
+                    EngineEventData.interrupted([c.step.key for c, _ in running.values()]),
                 )
             if not stopping:
                 for step in active.get_steps_to_execute(limit=max_concurrent - len(running)):
                     step_context = job_context.for_step(step, active.get_known_state())
-                    running[step.key] = (step_context, [])
-                    pool.submit(_run_step, step_context, events)
+                    token = next(submitted)
+                    running[token] = (step_context, [])
+                    pool.submit(_run_step, token, step_context, events)
                 yield from active.concurrency_event_iterator(job_context)
             if not running:
                 yield from active.plan_events_iterator(job_context)
                 if not stopping:
                     active.sleep_til_ready()  # waiting on a retry delay or a pool slot
                 continue
-            key, item = events.get()
-            step_context, step_events = running[key]
+            token, item = events.get()
+            step_context, step_events = running[token]
             if isinstance(item, _StepCrashed):
                 raise item.error
             if item is not _DONE:
@@ -126,8 +130,11 @@ def threaded_execution_iterator(
                 yield item
                 active.handle_event(item)
                 continue
-            del running[key]
-            active.verify_complete(job_context, key)
+            del running[token]
+            key = step_context.step.key
+            if not any(other.step.key == key for other, _ in running.values()):
+                # (A retry of this step already running is its own attempt, not a loss.)
+                active.verify_complete(job_context, key)
             for event in active.plan_events_iterator(job_context):
                 step_events.append(event)
                 yield event

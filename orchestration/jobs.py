@@ -37,6 +37,7 @@ class SubmitRequestConfig(Config):
 
     request: str
     max_rounds: int | None = None
+    candidates: int | None = None
     budget_tokens: int | None = None
     budget_usd: float | None = None
 

@@ -68,6 +68,9 @@ class LLMSettings(BaseModel):
     )
     cache: bool = True
     max_rounds: int = 3
+    # Programmer drafts per request, picked by execution (agents.selection); 1 until the
+    # measurements in docs/humaneval.md justify more.
+    candidates: int = Field(default=1, ge=1, le=20)
     budget_tokens: int | None = None
     budget_usd: float | None = None
 

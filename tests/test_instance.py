@@ -80,6 +80,21 @@ def test_instance_follows_the_environment(
     assert all(0 < n <= runs["max_concurrent_runs"] for n in limits.values())
 
 
+def test_info_names_the_instance_storage_without_credentials(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from orchestration.cli import main
+
+    monkeypatch.setenv(POSTGRES_URL_ENV, "postgresql://dagster:s3cret-pw@db.example:6543/runs")
+    assert main(["info", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out)["instance_storage"] == "postgres db.example:6543/runs"
+    assert "s3cret-pw" not in out
+    monkeypatch.delenv(POSTGRES_URL_ENV)
+    assert main(["info", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["instance_storage"] == "sqlite"
+
+
 def test_every_job_is_a_kind_of_work_the_queue_limits() -> None:
     from orchestration.definitions import defs
 

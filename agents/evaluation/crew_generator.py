@@ -23,7 +23,15 @@ from sandbox.api import Sandbox
 
 # The files whose text decides what the crew sends and does; their hash is the crew's code
 # version, so editing a prompt invalidates cached candidates.
-_CREW_SOURCES = ("crew.py", "prompts.py", "roles.py", "replies.py", "context.py", "llm.py")
+_CREW_SOURCES = (
+    "crew.py",
+    "prompts.py",
+    "roles.py",
+    "replies.py",
+    "selection.py",
+    "context.py",
+    "llm.py",
+)
 
 
 def crew_code_version() -> str:
@@ -50,6 +58,7 @@ def crew_identity(
         "default": asdict(llm.default),
         "roles": {k: asdict(v) for k, v in sorted(llm.roles.items())},
         "max_rounds": options.max_rounds,
+        "candidates": options.candidates,
         "budget_tokens": options.budget_tokens,
         "budget_usd": options.budget_usd,
         "crew_version": crew_code_version(),

@@ -73,6 +73,11 @@ def _progress(verbose: bool) -> Any:
 )
 @click.option("--workers", type=click.IntRange(min=1, max=64), help="Tasks run concurrently.")
 @click.option(
+    "--candidates",
+    type=click.IntRange(min=1, max=20),
+    help="Programmer drafts per task, one picked by execution (default: [llm] candidates).",
+)
+@click.option(
     "--backfill",
     is_flag=True,
     help="Run as a Dagster asset backfill on the configured instance, driven from here.",
@@ -92,6 +97,7 @@ def humaneval(
     samples_file: Path | None,
     record_path: Path | None,
     workers: int | None,
+    candidates: int | None,
     backfill: bool,
     submit_only: bool,
     as_json: bool,
@@ -140,6 +146,13 @@ def humaneval(
             settings, samples_file, as_json, verbose, backfill=backfill, submit_only=submit_only
         )
         return
+    if candidates is not None:
+        # Backfill runs read settings in their own processes: the override travels in the
+        # environment too. It is part of the crew identity, so the cache keeps them apart.
+        os.environ["CODEGEN_LLM__CANDIDATES"] = str(candidates)
+        settings = settings.model_copy(
+            update={"llm": settings.llm.model_copy(update={"candidates": candidates})}
+        )
     mode = CANONICAL if canonical else CREW
     click.echo(f"HumanEval ({mode}): {len(keys)} tasks", err=True)
     if backfill or submit_only:

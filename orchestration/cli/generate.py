@@ -38,23 +38,23 @@ class _Progress:
             DagsterEventType.STEP_FAILURE: "FAILED",
             DagsterEventType.STEP_SKIPPED: "skipped",
         }
-        shown = 0
+        run_id, cursor = None, None
         while not self.stop.wait(1.0):
             try:
-                runs = self.instance.get_run_records(
-                    RunsFilter(tags={"dagster/partition": self.request_id}), limit=1
-                )
-                if not runs:
-                    continue
-                entries = [
-                    e
-                    for e in self.instance.all_logs(runs[0].dagster_run.run_id)
-                    if e.dagster_event is not None and e.dagster_event.event_type in words
-                ]
-                for entry in entries[shown:]:
+                if run_id is None:
+                    runs = self.instance.get_run_records(
+                        RunsFilter(tags={"dagster/partition": self.request_id}), limit=1
+                    )
+                    if not runs:
+                        continue
+                    run_id = runs[0].dagster_run.run_id
+                # Only the new step events since the last poll: the run shares this process.
+                page = self.instance.get_records_for_run(run_id, cursor, of_type=set(words))
+                cursor = page.cursor
+                for record in page.records:
+                    entry = record.event_log_entry
                     word = words[entry.dagster_event.event_type]
                     click.echo(f"  {entry.step_key}: {word}", err=True)
-                shown = len(entries)
             except Exception:  # progress is best effort; the run's result is what counts
                 continue
 
@@ -186,6 +186,11 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
 @click.argument("request")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 @click.option("--max-rounds", type=click.IntRange(1, 20), help="Refinement rounds (default 3).")
+@click.option(
+    "--candidates",
+    type=click.IntRange(1, 20),
+    help="Programmer drafts, one picked by execution (default: [llm] candidates).",
+)
 @click.option("--budget-tokens", type=click.IntRange(1), help="Stop after this many tokens.")
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Dollar budget.")
 @click.option(
@@ -207,6 +212,7 @@ def generate(
     request: str,
     as_json: bool,
     max_rounds: int | None,
+    candidates: int | None,
     budget_tokens: int | None,
     budget_usd: float | None,
     launch: str,
@@ -233,6 +239,7 @@ def generate(
         k: v
         for k, v in {
             "max_rounds": max_rounds,
+            "candidates": candidates,
             "budget_tokens": budget_tokens,
             "budget_usd": budget_usd,
         }.items()

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
+from urllib.parse import urlsplit
 
 import click
 
 from agents.llm import StructuredModes, structured_modes_file
+from orchestration.instance import postgres_url
 from settings import config_file, default_dagster_home, get_settings
+
+
+def instance_storage() -> str:
+    """Where the Dagster instance keeps runs and events; a URL's credentials never shown."""
+    url = postgres_url()
+    if not url:
+        return "sqlite"
+    parts = urlsplit(url)
+    return f"postgres {parts.hostname}:{parts.port or 5432}{parts.path}"
 
 
 @click.command()
@@ -17,7 +29,8 @@ def info(as_json: bool) -> None:
     settings = get_settings()
     data = {
         "config_file": str(config_file()),
-        "dagster_home": str(default_dagster_home(settings)),
+        "dagster_home": os.environ.get("DAGSTER_HOME") or str(default_dagster_home(settings)),
+        "instance_storage": instance_storage(),
         "settings": settings.public_dict(),
         # How each endpoint and model was last found to take JSON requests.
         "structured_outputs": StructuredModes(structured_modes_file(settings.cache_dir)).all(),
@@ -28,6 +41,7 @@ def info(as_json: bool) -> None:
     click.echo(f"config file   {data['config_file']}")
     click.echo(f"data dir      {settings.home}")
     click.echo(f"dagster home  {data['dagster_home']}")
+    click.echo(f"instance      {data['instance_storage']} (DAGSTER_POSTGRES_URL selects Postgres)")
     click.echo(f"environment   {settings.env.value}")
     click.echo(f"sandbox       {settings.sandbox.backend} ({settings.sandbox.image})")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")

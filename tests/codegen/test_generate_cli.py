@@ -39,7 +39,7 @@ def test_generate_materializes_every_asset_and_prints_the_outcome(isolated_home:
             "CODEGEN_SANDBOX__BACKEND": "docker",
             "CODEGEN_SANDBOX__POOL_SIZE": "1",
         }
-        proc = codegen("generate", ACCEPTANCE_REQUEST, "--json", env=env)
+        proc = codegen("generate", ACCEPTANCE_REQUEST, "--json", "--candidates", "2", env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout)
     assert out["status"] == "passed", out
@@ -50,6 +50,13 @@ def test_generate_materializes_every_asset_and_prints_the_outcome(isolated_home:
     assert set(out["artifacts"]) == {"spec.json", "test_solution.py", "solution.py", "README.md"}
     assert "running the crew" in proc.stderr  # progress goes to stderr, JSON to stdout
     assert SECRET not in proc.stdout + proc.stderr
+    # Two drafts (identical replies here): the pick and each draft's results are reported.
+    report = json.loads((folder / "report.json").read_text())
+    assert [c["candidate"] for c in report["candidates"]["candidates"]] == [0, 1]
+    assert {r.headers["X-Codegen-Candidate"] for r in server.requests_for("programmer")} == {
+        "0",
+        "1",
+    }
 
     # The artifacts are working code, tests and docs: run the suite on the host's pytest.
     check = subprocess.run(
@@ -99,6 +106,8 @@ def test_generate_refuses_bad_input_in_one_line(
         ["generate", f"@{binary}"],
         ["generate", f"@{tmp_path / 'missing.txt'}"],
         ["generate", "ok", "--max-rounds", "0"],
+        ["generate", "ok", "--candidates", "0"],
+        ["generate", "ok", "--candidates", "many"],
     ]
     for args in bad:
         assert main(args) == 2, args

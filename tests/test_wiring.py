@@ -1,0 +1,43 @@
+"""Wiring: settings are a leaf, each setting has one definition, jobs and sensors form no cycle."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from assets.resources import LLMResource, SandboxResource
+from settings import SandboxSettings, get_settings
+
+
+def imported_after(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_settings_import_nothing_of_the_platform() -> None:
+    modules = imported_after("import settings, settings.retrieval")
+    platform = {"assets", "orchestration", "agents", "dagster"}
+    assert not {m.split(".")[0] for m in modules} & platform
+
+
+def test_jobs_and_sensors_do_not_import_the_definitions() -> None:
+    assert "orchestration.definitions" not in imported_after(
+        "import orchestration.jobs, orchestration.sensors"
+    )
+
+
+def test_resources_take_their_defaults_from_the_settings() -> None:
+    assert SandboxResource().model_dump() == SandboxSettings().model_dump()
+
+
+def test_retrieval_context_settings_reach_the_crew(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEGEN_RETRIEVAL__TOP_K", "3")
+    monkeypatch.setenv("CODEGEN_RETRIEVAL__CONTEXT_TOKEN_BUDGET", "200")
+    get_settings.cache_clear()
+    options = LLMResource.from_settings(get_settings()).crew_options()
+    assert (options.top_k, options.context_token_budget) == (3, 200)
+    # A request's own options still win.
+    assert LLMResource.from_settings(get_settings()).crew_options({"top_k": 5}).top_k == 5

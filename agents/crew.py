@@ -1,7 +1,8 @@
 """The crew, defined once: steps over a typed request state, run in this process or as
 Dagster assets.
 
-``STEPS`` is the sequence: ``spec -> (tests || context -> draft) -> solution -> docs``, each
+``STEPS`` is the sequence: ``spec -> (tests || context -> draft) -> solution -> review ->
+docs``, each
 step naming the steps it needs. A step is a plain function of the services (``Crew``), the
 ``CrewState`` so far and a budget ``Meter``, returning its typed ``StepResult``; ``run_step``
 runs one (or carries an earlier step's ending on without work), ``run_steps`` runs whatever
@@ -95,22 +96,28 @@ def refine(
     limits: Limits | None = None,
     on_event: Event | None = None,
     candidate: int = 0,
+    feedback: str = "",
+    first_round: int = 1,
+    agent_review: bool = True,
 ) -> RefineResult:
     """Execute, feed back, reprogram; review once the tests pass. Never raises.
 
     Round 1 judges the draft; each later round is one more programmer reply. A reviewer
-    rejection feeds its points into the next round, like a test failure does.
+    rejection feeds its points into the next round, like a test failure does. A person's
+    rejection re-enters here with ``feedback`` (its points) and ``first_round`` (the next
+    round number), so its first round is already a revision. Without ``agent_review`` the
+    loop ends once the tests pass (a person reviews instead).
     """
     emit = on_event or _quiet
     code, problem = draft, draft_problem
     report: TestReport | None = None
     history: list[dict[str, Any]] = []
     status, reason, verdict_text = Status.ERROR, "no round ran", ""
-    rounds = 0
-    feedback = ""
+    rounds = first_round - 1
+    revise_first = bool(feedback)
     try:
-        for round_no in range(1, max(1, max_rounds) + 1):
-            if round_no > 1:
+        for round_no in range(first_round, first_round + max(1, max_rounds)):
+            if round_no > first_round or revise_first:
                 emit(f"round {round_no}: programmer revises the code")
                 code, problem = write_code(
                     llm,
@@ -145,6 +152,10 @@ def refine(
                 entry["feedback"] = feedback[:2000]
                 emit(f"round {round_no}: {report.passed}/{report.total} tests passed")
                 continue
+            if not agent_review:
+                status = Status.PASSED
+                reason = f"all {report.total} tests pass (round {round_no}); a person reviews it"
+                break
             emit(f"round {round_no}: all {report.total} tests pass; reviewer reads the code")
             verdict = review(llm, meter, spec, code, report)
             verdict_text = verdict.text
@@ -228,6 +239,39 @@ class SolutionResult(StepResult):
     tests: str = ""
 
 
+@dataclass(frozen=True)
+class HumanVerdict:
+    """A person's verdict on one review round (or the timeout's, which rejects)."""
+
+    kind: str  # approve | reject | timeout (see VERDICT_KINDS)
+    text: str  # the approval's note, or the rejection's points
+    reviewer: str
+    decided_at: str  # ISO 8601, UTC
+    review_round: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.kind,
+            "text": self.text,
+            "reviewer": self.reviewer,
+            "decided_at": self.decided_at,
+            "review_round": self.review_round,
+        }
+
+
+VERDICT_KINDS = ("approve", "reject", "timeout")
+
+
+@dataclass
+class ReviewResult(StepResult):
+    """The sign-off: the mode, every verdict so far, and the code after a person's rejection
+    sent it back through refinement (``revised``; None while the solution step's stands)."""
+
+    mode: str = "agent"
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    revised: SolutionResult | None = None
+
+
 @dataclass
 class DocsResult(StepResult):
     docs: str = ""
@@ -245,7 +289,18 @@ class CrewState:
     context: ContextResult | None = None
     draft: DraftResult | None = None
     solution: SolutionResult | None = None
+    review: ReviewResult | None = None
     docs: DocsResult | None = None
+    # Resuming a request that awaits review: the review so far, and the verdict just given.
+    review_prior: ReviewResult | None = None
+    verdict: HumanVerdict | None = None
+
+    @property
+    def accepted(self) -> SolutionResult | None:
+        """The code under review: the refinement's, or its revision after a rejection."""
+        if self.review is not None and self.review.revised is not None:
+            return self.review.revised
+        return self.solution
 
     def result(self, name: str) -> StepResult | None:
         return getattr(self, STEP_BY_NAME[name].name)
@@ -291,7 +346,7 @@ class CrewState:
         return self.solution.reason if self.solution is not None else "under way"
 
     def outcome(self) -> CrewOutcome:
-        solution = self.solution or SolutionResult()
+        solution = self.accepted or SolutionResult()
         return CrewOutcome(
             status=self.status or Status.ERROR,
             reason=self.reason,
@@ -331,6 +386,10 @@ class CrewState:
             "context": [c["citation"] for c in outcome.context],
             "structured_outputs": outcome.structured_outputs,
             "candidates": self.solution.selection if self.solution else None,
+            "human_review": {
+                "mode": self.review.mode if self.review else self.options.review,
+                "verdicts": self.review.verdicts if self.review else [],
+            },
             "artifacts": {name: str(folder / name) for name, ok in files.items() if ok},
             "usage": outcome.usage.to_dict(),
         }
@@ -477,6 +536,8 @@ def _solution_step(crew: Crew, state: CrewState, meter: Meter) -> SolutionResult
                 limits=limits,
                 on_event=crew.on_event,
                 candidate=drafts.index(chosen),
+                # In human mode a person signs off instead of the Reviewer agent.
+                agent_review=state.options.review != "human",
             )
     except Exception as exc:  # e.g. no sandbox backend: still a status and a report
         status, reason = classify(exc)
@@ -495,9 +556,76 @@ def _solution_step(crew: Crew, state: CrewState, meter: Meter) -> SolutionResult
     )
 
 
+def _review_step(crew: Crew, state: CrewState, meter: Meter) -> ReviewResult:
+    """Agent mode: the refinement's reviewer already signed off. Human and both: wait for a
+    person (``awaiting_review``); a verdict resumes here: approval accepts the code, a
+    rejection sends it back through refinement with the points, then it waits again."""
+    mode = state.options.review
+    if mode == "agent":
+        return ReviewResult(mode=mode)
+    prior = state.review_prior or ReviewResult(mode=mode)
+    # Earlier review rounds count against the budget too, and stay in the usage.
+    meter.prior = meter.prior.merge(prior.usage)
+    result = ReviewResult(
+        usage=prior.usage, mode=mode, verdicts=list(prior.verdicts), revised=prior.revised
+    )
+    verdict = state.verdict
+    if verdict is None:
+        return _awaiting(result, len(result.verdicts) + 1)
+    result.verdicts.append(verdict.to_dict())
+    if verdict.kind == "approve":
+        return result
+    if verdict.kind == "timeout":
+        result.ended = Ended(Status.REJECTED, f"review timed out: {verdict.text}")
+        return result
+    current = result.revised or state.solution
+    assert current is not None and state.tests is not None and state.context is not None
+    # The suite the code was refined against (suspect tests dropped), as in the solution step.
+    tests = current.tests or state.tests.tests
+    crew.on_event(f"review round {verdict.review_round}: rejected; programmer revises")
+    with crew.sandbox() as box:
+        again = refine(
+            crew.llm,
+            meter,
+            box,
+            _spec(state),
+            tests,
+            state.context.chunks,
+            current.code,
+            max_rounds=state.options.max_rounds,
+            limits=state.options.limits or crew.limits,
+            on_event=crew.on_event,
+            feedback=prompts.FEEDBACK_HUMAN.format(points=verdict.text),
+            first_round=current.rounds + 1,
+            agent_review=mode == "both",
+        )
+    result.revised = SolutionResult(
+        code=again.code,
+        reason=again.reason,
+        rounds=again.rounds,
+        report=again.report or current.report,
+        review=again.review or current.review,
+        history=[*current.history, *again.history],
+        selection=current.selection,
+        tests=tests,
+    )
+    if again.status is not Status.PASSED:
+        result.ended = Ended(again.status, again.reason)
+        return result
+    return _awaiting(result, len(result.verdicts) + 1)
+
+
+def _awaiting(result: ReviewResult, review_round: int) -> ReviewResult:
+    result.ended = Ended(
+        Status.AWAITING_REVIEW, f"the tests pass; awaiting a person's review (round {review_round})"
+    )
+    return result
+
+
 def _docs_step(crew: Crew, state: CrewState, meter: Meter) -> DocsResult:
-    assert state.solution is not None
-    return DocsResult(docs=document(crew.llm, meter, _spec(state), state.solution.code))
+    accepted = state.accepted
+    assert accepted is not None
+    return DocsResult(docs=document(crew.llm, meter, _spec(state), accepted.code))
 
 
 StepFn = Callable[[Crew, CrewState, Meter], StepResult]
@@ -525,7 +653,8 @@ STEPS: tuple[Step, ...] = (
         SolutionResult,
         "refinement: test, feed back, revise, review",
     ),
-    Step("docs", ("spec", "solution"), _docs_step, DocsResult, "documenter: writing the README"),
+    Step("review", ("solution",), _review_step, ReviewResult, "review: the code's sign-off"),
+    Step("docs", ("spec", "review"), _docs_step, DocsResult, "documenter: writing the README"),
 )
 STEP_BY_NAME: dict[str, Step] = {s.name: s for s in STEPS}
 
@@ -560,7 +689,8 @@ def run_step(name: str, crew: Crew, state: CrewState) -> StepResult:
     except Exception as exc:
         status, reason = classify(exc)
         result = step.result_type(ended=Ended(status, reason))
-    result.usage = meter.usage
+    # A step may carry usage of its own earlier rounds (a resumed review).
+    result.usage = result.usage.merge(meter.usage)
     return result
 
 
@@ -615,6 +745,10 @@ def store_artifacts(folder: Path, name: str, state: CrewState) -> None:
             write_artifact(folder, "test_solution.py", state.solution.tests)
         if state.solution.code:
             write_artifact(folder, "solution.py", state.solution.code)
+        write_report(folder, state)
+    elif name == "review" and state.review is not None:
+        if state.review.revised is not None and state.review.revised.code:
+            write_artifact(folder, "solution.py", state.review.revised.code)
         write_report(folder, state)
     elif name == "docs" and state.docs is not None:
         if state.docs.docs:

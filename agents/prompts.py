@@ -91,6 +91,10 @@ FEEDBACK_REVIEW = """\
 The tests pass, but the reviewer rejected it:
 {reasons}"""
 
+FEEDBACK_HUMAN = """\
+The tests pass, but the person reviewing it rejected it with these points:
+{points}"""
+
 REVIEWER_SYSTEM = """\
 You are a strict code reviewer. Decide whether `solution.py` implements the specification
 correctly, readably and safely (no network, no file or process access it does not need).
@@ -136,6 +140,7 @@ ROLE_PROMPTS: dict[str, tuple[str, ...]] = {
         PROGRAMMER_REVISE,
         FEEDBACK_TESTS,
         FEEDBACK_REVIEW,
+        FEEDBACK_HUMAN,
     ),
     "reviewer": (REVIEWER_SYSTEM, REVIEWER_USER),
     "documenter": (DOCUMENTER_SYSTEM, DOCUMENTER_USER),

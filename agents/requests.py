@@ -108,6 +108,14 @@ class RequestStore:
             ).fetchall()
         return [_row(r) for r in rows]
 
+    def all(self) -> list[StoredRequest]:
+        with self._db() as conn:
+            rows = conn.execute(
+                "SELECT id, text, options, source, state, created_at FROM requests"
+                " ORDER BY created_at, id"
+            ).fetchall()
+        return [_row(r) for r in rows]
+
     def set_state(self, request_id: str, state: str) -> None:
         if state not in STATES:
             raise ValueError(f"unknown state {state!r}")

@@ -18,6 +18,13 @@ class Status(StrEnum):
     REJECTED = "rejected"
     BUDGET_EXCEEDED = "budget_exceeded"
     ERROR = "error"
+    # Not an ending: the tests pass and a person's verdict is awaited (no run holds it).
+    AWAITING_REVIEW = "awaiting_review"
+
+
+# Who signs off on code whose tests pass: the Reviewer agent, a person, or the agent then a
+# person (``[review] mode``, overridable per request).
+REVIEW_MODES = ("agent", "human", "both")
 
 
 # -- the analyzer's output ----------------------------------------------------------------
@@ -241,6 +248,7 @@ class CrewOptions:
     top_k: int = 8
     # Sandbox limits for each test run; None means the sandbox's defaults.
     limits: Limits | None = None
+    review: str = "agent"  # one of REVIEW_MODES
 
     @property
     def budget(self) -> Budget:
@@ -255,6 +263,8 @@ class CrewOptions:
         values = {k: v for k, v in (data or {}).items() if k in known}
         if isinstance(values.get("limits"), dict):
             values["limits"] = Limits(**values["limits"])
+        if values.get("review", "agent") not in REVIEW_MODES:
+            raise TypeError(f"review must be one of {', '.join(REVIEW_MODES)}")
         return cls(**values)
 
 

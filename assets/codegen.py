@@ -1,18 +1,23 @@
 """Code-generation assets: every request is one partition of the ``requests`` dynamic partitions.
 
 ``request_spec -> (test_suite || retrieved_context -> solution_code[draft]) ->
-solution_code[refine] -> documentation``, with a blocking sandbox check and a bandit check on
-``solution_code``. The sequence is ``agents.crew.STEPS``, the one the in-process
-``run_crew`` runs too: each asset (or op) merges its upstream ``CrewState`` values, runs its
-step with ``agents.crew.advance`` and returns the new state. Failures never raise: a step
-after an ending carries it on, and ``report.json`` (written by ``agents.crew.write_report``
-alone) always says how the request ended.
+solution_code[refine] -> human_review -> documentation``, with a blocking sandbox check and a
+bandit check on ``solution_code``. ``human_review`` passes agent-mode requests straight on; in
+human and both modes it ends the run in ``awaiting_review`` until the ``review_request`` job
+rematerializes it (and ``documentation``) with a person's verdict as run config. The
+sequence is ``agents.crew.STEPS``, the one the in-process ``run_crew`` runs too: each asset
+(or op) merges its upstream ``CrewState`` values, runs its step with ``agents.crew.advance``
+and returns the new state. Failures never raise: a step after an ending carries it on, and
+``report.json`` (written by ``agents.crew.write_report`` alone) always says how the request
+ended.
 """
 
 import json
 import subprocess
 import sys
 import warnings
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +27,9 @@ from dagster import (
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetIn,
+    Config,
     DynamicPartitionsDefinition,
+    Failure,
     MaterializeResult,
     MetadataValue,
     OpExecutionContext,
@@ -41,8 +48,9 @@ from dagster import (
 from agents import prompts
 from agents.crew import Crew, CrewState, StepResult, Verification, advance, write_report
 from agents.requests import RequestStore, artifact_dir
+from agents.review import ReviewError, ReviewStore
 from agents.roles import execute_tests
-from agents.types import SPEC_JSON_SCHEMA, Usage
+from agents.types import SPEC_JSON_SCHEMA, Status, Usage
 from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
 from settings import Settings
 
@@ -161,9 +169,9 @@ def request_spec(
     context: AssetExecutionContext, settings: SettingsResource, llm: LLMResource
 ) -> MaterializeResult:
     stored = RequestStore(settings.load().requests_dir).get(context.partition_key)
-    start = CrewState(
-        request_id=stored.id, request=stored.text, options=llm.crew_options(stored.options)
-    )
+    # The review mode's default is [review] mode; the request's own options override it.
+    options = llm.crew_options({"review": settings.load().review.mode, **stored.options})
+    start = CrewState(request_id=stored.id, request=stored.text, options=options)
     state = advance("spec", _crew(context, settings, llm), start)
     spec = state.spec.spec if state.spec else {}
     return MaterializeResult(
@@ -302,6 +310,95 @@ def solution_code(
     return refine_solution(request_spec, test_suite, retrieved_context, draft)
 
 
+# The job that brings a verdict (orchestration/review.py); named here so the asset can tell it.
+REVIEW_JOB = "review_request"
+
+
+class ReviewVerdictConfig(Config):
+    """A person's verdict (the ``review_request`` job's run config). Empty: no verdict yet,
+    so in human and both modes the request waits (``awaiting_review``)."""
+
+    verdict: str = ""  # approve | reject ("" in the request job: wait for one)
+    note: str = ""  # the approval's note, or the rejection's points (required to reject)
+    reviewer: str = ""  # who decided; the launchpad's default is "launchpad"
+    claim: str = ""  # set by `codegen review`, which claimed the round already
+    review_round: int = 0  # the round the verdict is for (0: the open one)
+
+
+@asset(
+    partitions_def=requests_partitions,
+    group_name=GROUP,
+    kinds={"python"},
+    code_version=CODE_VERSION,
+    description="The sign-off on code whose tests pass: the Reviewer agent's (mode agent), or "
+    "a person's (human, both: the request waits in awaiting_review, holding no run, until the "
+    "review_request job brings a verdict; a rejection revises the code).",
+)
+def human_review(
+    context: AssetExecutionContext,
+    config: ReviewVerdictConfig,
+    settings: SettingsResource,
+    llm: LLMResource,
+    sandbox: SandboxResource,
+    solution_code: CrewState,
+) -> MaterializeResult:
+    request_id = context.partition_key
+    reviews = ReviewStore(settings.load().requests_dir)
+    state = solution_code
+    token = config.claim
+    if not config.verdict and context.job_name == REVIEW_JOB:
+        # Without a verdict this would restart the review and drop a rejection's revision.
+        raise Failure(
+            description="the review_request job needs a verdict: ops.human_review.config."
+            "verdict approve or reject (with note: the points)",
+            allow_retries=False,
+        )
+    if config.verdict:
+        try:
+            if not token:  # the launchpad: this run claims the round itself
+                reviewer = config.reviewer or "launchpad"
+                token = reviews.claim(
+                    request_id, config.verdict, config.note, reviewer, config.review_round
+                ).token
+            verdict, prior = reviews.claimed(request_id, token)
+        except ReviewError as exc:
+            # Nothing is materialized: the stored request and its artifacts stay as they were.
+            raise Failure(description=str(exc), allow_retries=False) from exc
+        state = replace(state, review_prior=prior, verdict=verdict)
+    try:
+        state = advance("review", _crew(context, settings, llm, sandbox=sandbox), state)
+    except BaseException:
+        if token:  # the verdict was not applied: its round awaits one again
+            reviews.release(request_id, token)
+        raise
+    review = state.review
+    pending = None
+    if state.status is Status.AWAITING_REVIEW and review is not None:
+        pending = reviews.open_round(request_id, review)
+        context.log.warning(f"request {request_id} awaits review (round {pending})")
+    elif review is not None and review.mode != "agent":
+        reviews.close(request_id)
+    accepted = state.accepted
+    report = accepted.report if accepted else None
+    return MaterializeResult(
+        value=state,
+        metadata={
+            **_final_metadata(state),
+            "review_mode": review.mode if review else state.options.review,
+            "review_round": pending or 0,
+            "verdicts": MetadataValue.json(review.verdicts if review else []),
+            "rounds": accepted.rounds if accepted else 0,
+            "tests_passed": report.passed if report else 0,
+            "tests_total": report.total if report else 0,
+            "code": _md_code(accepted.code if accepted else ""),
+            "agent_review": MetadataValue.md(
+                (accepted.review if accepted else "") or "_(not reviewed by the agent)_"
+            ),
+            "artifacts": MetadataValue.path(str(_folder(settings.load(), request_id))),
+        },
+    )
+
+
 @asset(
     partitions_def=requests_partitions,
     group_name=GROUP,
@@ -313,9 +410,9 @@ def documentation(
     context: AssetExecutionContext,
     settings: SettingsResource,
     llm: LLMResource,
-    solution_code: CrewState,
+    human_review: CrewState,
 ) -> MaterializeResult:
-    state = advance("docs", _crew(context, settings, llm), solution_code)
+    state = advance("docs", _crew(context, settings, llm), human_review)
     docs = state.docs.docs if state.docs else ""
     return MaterializeResult(
         value=state,
@@ -430,4 +527,27 @@ def solution_bandit(
         passed=not findings,
         severity=AssetCheckSeverity.WARN,
         metadata={"issues": len(findings), "findings": MetadataValue.json(findings)},
+    )
+
+
+@asset_check(
+    asset=human_review,
+    partitions_def=requests_partitions,
+    description="Warns while the request awaits a person's review, with how long it has waited.",
+)
+def review_not_pending(
+    context: AssetCheckExecutionContext, settings: SettingsResource
+) -> AssetCheckResult:
+    pending = ReviewStore(settings.load().requests_dir).get(context.partition_key)
+    if pending is None or pending.status == "closed":
+        return AssetCheckResult(passed=True, severity=AssetCheckSeverity.WARN)
+    waited = pending.waited_hours(datetime.now(UTC))
+    return AssetCheckResult(
+        passed=False,
+        severity=AssetCheckSeverity.WARN,
+        description=f"awaiting review (round {pending.review_round}) since "
+        f"{pending.since.isoformat()} ({waited:.2f} h); give the verdict with "
+        f"`codegen review {context.partition_key} --approve | --reject POINTS` or the "
+        "review_request job",
+        metadata={"review_round": pending.review_round, "waited_hours": round(waited, 3)},
     )

@@ -33,6 +33,7 @@ then recency, then the shortest uri (a stable tie-break).
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import keyword
 import re
@@ -198,9 +199,16 @@ def _hash32(data: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(data, digest_size=4).digest(), "little")
 
 
-def signature(text: str, params: DedupeParams, code: bool = False) -> np.ndarray:
+@functools.lru_cache(maxsize=4)
+def _minhash(num_perm: int, seed: int) -> Any:
+    """One MinHash per recipe, cleared for each text: building its permutations costs ~1 ms,
+    more than shingling a typical chunk."""
     from datasketch import MinHash  # imported late: it pulls in scipy (~1.5 s)
 
+    return MinHash(num_perm=num_perm, seed=seed, hashfunc=_hash32, scheme=SCHEME)
+
+
+def signature(text: str, params: DedupeParams, code: bool = False) -> np.ndarray:
     if code:
         tokens, k = code_tokens(text), params.code_shingle_size
     else:
@@ -209,7 +217,8 @@ def signature(text: str, params: DedupeParams, code: bool = False) -> np.ndarray
         shingles = {" ".join(tokens)}
     else:
         shingles = {" ".join(tokens[i : i + k]) for i in range(len(tokens) - k + 1)}
-    mh = MinHash(num_perm=params.num_perm, seed=params.seed, hashfunc=_hash32, scheme=SCHEME)
+    mh = _minhash(params.num_perm, params.seed)
+    mh.clear()
     mh.update_batch([s.encode("utf-8", "surrogatepass") for s in shingles])
     return mh.hashvalues.copy()
 
@@ -270,13 +279,18 @@ def dedupe(
     params: DedupeParams,
     signature_of: Callable[[Candidate, bool], np.ndarray] | None = None,
     fingerprint_of: Callable[[Candidate], Fingerprint] | None = None,
+    word_shingles_for_code: bool = True,
 ) -> DedupeResult:
     """Which candidates to keep.
 
     ``signature_of(candidate, code)`` and ``fingerprint_of(candidate)`` let callers serve
     cached signatures (``code``: of the normalised tokens) and code fingerprints.
+    ``word_shingles_for_code`` False: code is compared on normalised tokens only, enough for
+    fragments the syntax tree cut whole (chunks), whose lexical structure is intact.
     """
-    from datasketch import MinHash, MinHashLSH
+    # LeanMinHash: a signature's values without the permutation tables a MinHash builds
+    # (~1 ms each), which only shingling needs.
+    from datasketch import LeanMinHash, MinHashLSH
 
     sig = signature_of or (lambda c, code: signature(c.text, params, code))
     best = {c.id: c for c in candidates}
@@ -311,7 +325,7 @@ def dedupe(
     lshs = {
         kind: MinHashLSH(threshold=t, num_perm=params.num_perm) for kind, t in thresholds.items()
     }
-    sigs: dict[tuple[str, bool], MinHash] = {}
+    sigs: dict[tuple[str, bool], LeanMinHash] = {}
     prints: dict[str, Fingerprint] = {}
 
     def fingerprint(c: Candidate) -> Fingerprint:
@@ -321,10 +335,9 @@ def dedupe(
 
     uf = _UnionFind({c.id: c.group for c in survivors})
     for c in survivors:
-        for code in (False, True) if c.code else (False,):
-            mh = MinHash(
-                num_perm=params.num_perm, seed=params.seed, hashvalues=sig(c, code), scheme=SCHEME
-            )
+        kinds = ((False, True) if word_shingles_for_code else (True,)) if c.code else (False,)
+        for code in kinds:
+            mh = LeanMinHash(seed=params.seed, hashvalues=sig(c, code), scheme=SCHEME)
             for other in lshs[code].query(mh):
                 # LSH only proposes; the signature estimate confirms (keeps precision high).
                 if mh.jaccard(sigs[other, code]) < thresholds[code]:

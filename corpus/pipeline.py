@@ -378,7 +378,13 @@ def chunk_stage(
             if stats.documents % 500 == 0:
                 progress(f"chunk: {stats.documents} documents, {len(unique)} chunks")
         progress(f"chunk: near-duplicate check of {len(code)} code chunks")
-        near = dedupe(code, params, _cached_signatures(cache, params), _cached_fingerprints(cache))
+        near = dedupe(
+            code,
+            params,
+            _cached_signatures(cache, params),
+            _cached_fingerprints(cache),
+            word_shingles_for_code=False,
+        )
         removed = near.exact_removed.keys() | near.near_removed.keys()
         stats.near_duplicate_chunks = len(removed)
 

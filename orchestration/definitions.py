@@ -21,6 +21,7 @@ from orchestration.evaluation import eval_jobs
 from orchestration.indexing import INDEX_JOBS, INDEX_SENSORS
 from orchestration.jobs import CODEGEN_JOB, codegen_request_job, submit_request_job
 from orchestration.resources import resources_for
+from orchestration.review import REVIEW_JOB, build_review_sensor, review_request_job
 from orchestration.sensors import build_inbox_sensor
 from settings import get_settings
 
@@ -33,9 +34,21 @@ def build_definitions() -> Definitions:
         assets=load_assets_from_modules(ASSET_MODULES),
         asset_checks=load_asset_checks_from_modules(ASSET_MODULES),
         resources=resources_for(settings),
-        jobs=[codegen_request_job, submit_request_job, *CORPUS_JOBS, *INDEX_JOBS, *eval_jobs()],
+        jobs=[
+            codegen_request_job,
+            submit_request_job,
+            review_request_job,
+            *CORPUS_JOBS,
+            *INDEX_JOBS,
+            *eval_jobs(),
+        ],
         schedules=[*CORPUS_SCHEDULES],
-        sensors=[build_inbox_sensor(codegen_request_job), *CORPUS_SENSORS, *INDEX_SENSORS],
+        sensors=[
+            build_inbox_sensor(codegen_request_job),
+            build_review_sensor(review_request_job),
+            *CORPUS_SENSORS,
+            *INDEX_SENSORS,
+        ],
     )
 
 
@@ -46,3 +59,9 @@ defs = build_definitions()
 def request_job() -> JobDefinition:
     """The resolved request job, for ``build_reconstructable_job`` (the CLI's own runs)."""
     return defs.resolve_job_def(CODEGEN_JOB)
+
+
+@cache
+def review_job() -> JobDefinition:
+    """The resolved review job, for ``build_reconstructable_job`` (``codegen review``)."""
+    return defs.resolve_job_def(REVIEW_JOB)

@@ -10,7 +10,7 @@ from dagster import (
 )
 
 from agents.requests import RequestStore
-from agents.roles import validate_request
+from agents.roles import BadRequest, validate_request
 from agents.types import CrewOptions
 from assets.codegen import GROUP, requests_partitions
 from assets.resources import SettingsResource
@@ -40,6 +40,7 @@ class SubmitRequestConfig(Config):
     candidates: int | None = None
     budget_tokens: int | None = None
     budget_usd: float | None = None
+    review: str | None = None  # agent | human | both; default: [review] mode
 
 
 @op(description="Store the request; the inbox sensor launches its run on its next tick.")
@@ -52,6 +53,10 @@ def submit_request(
         for k, v in config.model_dump().items()
         if k in CrewOptions.__dataclass_fields__ and v is not None
     }
+    try:
+        CrewOptions.from_dict(options)  # e.g. an unknown review mode
+    except TypeError as exc:
+        raise BadRequest(f"bad options: {exc}") from exc
     stored = RequestStore(settings.load().requests_dir).add(
         text, options, source="launchpad", state="queued"
     )

@@ -333,10 +333,19 @@ class OnnxMiniLMEmbedder:
 
     def _session(self) -> Any:
         with _MODEL_LOCK:
-            if not self._onnx.exists():
-                self._onnx.parent.mkdir(parents=True, exist_ok=True)
-                _export_minilm_onnx(Path(self._path), self._onnx, self.quantize)
-            return _onnx_session(str(self._onnx), self.threads or available_cpus())
+            try:
+                if not self._onnx.exists():
+                    self._onnx.parent.mkdir(parents=True, exist_ok=True)
+                    _export_minilm_onnx(Path(self._path), self._onnx, self.quantize)
+            except Exception as exc:
+                raise EmbedderError(f"exporting MiniLM to ONNX failed: {exc}") from exc
+            try:
+                return _onnx_session(str(self._onnx), self.threads or available_cpus())
+            except Exception as exc:  # a damaged cache file; the export is redone if removed
+                raise EmbedderError(
+                    f"cannot load the ONNX model at {self._onnx} ({exc}); delete "
+                    f"{self._onnx.parent} to export it again"
+                ) from exc
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -16,7 +16,7 @@ import os
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_settings import (
@@ -201,6 +201,15 @@ class StorageSettings(BaseModel):
     gcs_project: str | None = None
 
 
+class ReviewSettings(BaseModel):
+    """Who signs off on code whose tests pass (``[review]``; issue 15)."""
+
+    # agent: the Reviewer agent alone; human: a person alone; both: the agent, then a person.
+    mode: Literal["agent", "human", "both"] = "agent"
+    # A review waiting longer than this ends as rejected (None: it waits for ever).
+    timeout_hours: float | None = Field(default=None, gt=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="CODEGEN_", env_nested_delimiter="__", extra="ignore"
@@ -214,6 +223,7 @@ class Settings(BaseSettings):
     corpus: CorpusSettings = CorpusSettings()
     eval: EvalSettings = EvalSettings()
     storage: StorageSettings = StorageSettings()
+    review: ReviewSettings = ReviewSettings()
 
     @classmethod
     def settings_customise_sources(

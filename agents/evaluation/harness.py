@@ -280,17 +280,7 @@ def run_samples_task(
     start = time.perf_counter()
     problem = get_problem(key)
     staged = stage_samples(store, cfg, problem, modules)
-    candidates, scores, score_cached = score_task(store, cfg, problem, sandbox, workers)
-    return TaskOutcome(
-        key=key,
-        n=len(scores),
-        c=sum(s.passed for s in scores),
-        candidates=candidates,
-        scores=scores,
-        generation_cached=staged,
-        scoring_cached=score_cached,
-        wall_s=time.perf_counter() - start,
-    )
+    return _scored_outcome(store, cfg, key, problem, sandbox, workers, start, staged)
 
 
 def run_task(
@@ -305,6 +295,20 @@ def run_task(
     start = time.perf_counter()
     problem = get_problem(key)
     _, gen_cached = generate_task(store, cfg, problem, generator, workers)
+    return _scored_outcome(store, cfg, key, problem, sandbox, workers, start, gen_cached)
+
+
+def _scored_outcome(
+    store: EvalStore,
+    cfg: EvalConfig,
+    key: str,
+    problem: Problem,
+    sandbox: Sandbox,
+    workers: int,
+    start: float,
+    generation_cached: bool,
+) -> TaskOutcome:
+    """Score a task's staged samples: the one ending both the crew and the samples-file paths."""
     candidates, scores, score_cached = score_task(store, cfg, problem, sandbox, workers)
     return TaskOutcome(
         key=key,
@@ -312,7 +316,7 @@ def run_task(
         c=sum(s.passed for s in scores),
         candidates=candidates,
         scores=scores,
-        generation_cached=gen_cached,
+        generation_cached=generation_cached,
         scoring_cached=score_cached,
         wall_s=time.perf_counter() - start,
     )

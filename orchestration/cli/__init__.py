@@ -21,6 +21,8 @@ COMMAND_MODULES: list[tuple[str, str]] = [
     ("orchestration.cli.corpus", "corpus_group"),
     ("orchestration.cli.evaluate", "eval_group"),
     ("orchestration.cli.generate", "generate"),
+    ("orchestration.cli.review", "review"),
+    ("orchestration.cli.review", "requests"),
     ("orchestration.cli.search", "search"),
     ("orchestration.cli.replay", "replay_group"),
 ]
@@ -51,7 +53,10 @@ def _one_line(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        cli.main(args=argv, prog_name="codegen", standalone_mode=False)
+        # Outside standalone mode click returns a command's Exit code instead of raising it.
+        code = cli.main(args=argv, prog_name="codegen", standalone_mode=False)
+        if isinstance(code, int) and code:
+            return code
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
         return 2

@@ -13,12 +13,15 @@ import click
 
 from agents.requests import RequestStore, artifact_dir
 from agents.roles import BadRequest, validate_request
+from agents.types import REVIEW_MODES
 from orchestration.instance import configured_instance
 from settings import Settings, get_settings
 
 # Exit status when the run completed but the request did not pass (failed_tests, rejected,
 # budget_exceeded, error): distinct from 1 (codegen itself failed) and 2 (usage).
 NOT_PASSED_EXIT = 3
+# Exit status when the tests pass and the request waits for a person (`codegen review`).
+AWAITING_REVIEW_EXIT = 4
 
 
 class _Progress:
@@ -86,19 +89,29 @@ def daemon_running(instance: Any) -> bool:
     return all(status.healthy for status in statuses.values())
 
 
-def _run_in_this_process(instance: Any, request_id: str) -> tuple[str, bool]:
+def run_in_this_process(
+    instance: Any,
+    request_id: str,
+    job_name: str = "request_job",
+    run_config: dict[str, Any] | None = None,
+) -> tuple[str, bool]:
+    """Execute a job of ``orchestration.definitions`` (``job_name``: its resolving function)
+    for the request's partition, in this process."""
     from dagster import build_reconstructable_job, execute_job
 
     from assets.codegen import requests_partitions
 
     instance.add_dynamic_partitions(requests_partitions.name, [request_id])
-    job = build_reconstructable_job("orchestration.definitions", "request_job")
+    job = build_reconstructable_job("orchestration.definitions", job_name)
     result = execute_job(
         job,
         instance=instance,
         tags={"dagster/partition": request_id, "codegen/source": "cli"},
         # Step events go to the instance (and our progress lines); the console gets warnings.
-        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        run_config={
+            **(run_config or {}),
+            "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+        },
     )
     return result.run_id, result.success
 
@@ -151,7 +164,7 @@ def run_request(
         stored = store.add(text, options, source="cli")
         click.echo(f"request {stored.id}: running the crew through Dagster", err=True)
         with _Progress(instance, stored.id):
-            run_id, success = _run_in_this_process(instance, stored.id)
+            run_id, success = run_in_this_process(instance, stored.id)
     folder = artifact_dir(settings.artifacts_dir, stored.id)
     report_path = folder / "report.json"
     if not report_path.exists():
@@ -165,7 +178,7 @@ def run_request(
     return report
 
 
-def _summary(report: dict[str, Any]) -> dict[str, Any]:
+def summarize(report: dict[str, Any]) -> dict[str, Any]:
     usage = report.get("usage") or {}
     return {
         "request_id": report["request_id"],
@@ -182,6 +195,7 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
         "cost_usd": usage.get("cost_usd"),
         "cache_hits": usage.get("cache_hits", 0),
         "run_id": report.get("run_id"),
+        "human_review": report.get("human_review"),
     }
 
 
@@ -196,6 +210,12 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
 )
 @click.option("--budget-tokens", type=click.IntRange(1), help="Stop after this many tokens.")
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Dollar budget.")
+@click.option(
+    "--review",
+    type=click.Choice(REVIEW_MODES),
+    help="Who signs off once the tests pass: the reviewer agent, a person (`codegen review`), "
+    "or both (default: [review] mode, itself agent).",
+)
 @click.option(
     "--launch",
     type=click.Choice(LAUNCH_MODES),
@@ -218,13 +238,15 @@ def generate(
     candidates: int | None,
     budget_tokens: int | None,
     budget_usd: float | None,
+    review: str | None,
     launch: str,
     record_path: Path | None = None,
 ) -> None:
     """Turn REQUEST into tested, documented code (a partition of the `requests` assets).
 
     REQUEST is the text itself, or @FILE to read it from a file. Exit status 0 when the
-    request passed, 3 when it ended otherwise (failed_tests, rejected, budget_exceeded, error).
+    request passed, 4 when it awaits a person's review (--review human|both), 3 when it ended
+    otherwise (failed_tests, rejected, budget_exceeded, error).
     """
     if request.startswith("@"):
         path = Path(request[1:])
@@ -245,6 +267,7 @@ def generate(
             "candidates": candidates,
             "budget_tokens": budget_tokens,
             "budget_usd": budget_usd,
+            "review": review,
         }.items()
         if v is not None
     }
@@ -257,7 +280,11 @@ def generate(
 
         settings = recording_settings(settings, record_path)
         launch = "here"
-    summary = _summary(run_request(settings, text, options, launch))
+    show_outcome(summarize(run_request(settings, text, options, launch)), as_json)
+
+
+def show_outcome(summary: dict[str, Any], as_json: bool) -> None:
+    """Print a request's outcome; exit 0 passed, 4 awaiting review, 3 anything else."""
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -275,5 +302,12 @@ def generate(
         for name in summary["artifacts"]:
             click.echo(f"           {name}")
     sys.stdout.flush()
+    if summary["status"] == "awaiting_review":
+        click.echo(
+            f"codegen: awaiting review: codegen review {summary['request_id']} "
+            '--approve [--note TEXT] | --reject "POINTS"',
+            err=True,
+        )
+        raise click.exceptions.Exit(AWAITING_REVIEW_EXIT)
     if summary["status"] != "passed":
         raise click.exceptions.Exit(NOT_PASSED_EXIT)

@@ -39,6 +39,7 @@ SELECTION = [
     codegen.test_suite,
     codegen.retrieved_context,
     codegen.solution_code,
+    codegen.human_review,  # agent mode: passes straight on to the docs
     codegen.documentation,
     codegen.solution_passes_tests,
 ]

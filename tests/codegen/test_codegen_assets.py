@@ -31,15 +31,24 @@ from assets.resources import LLMResource, RetrieverResource, SandboxResource, Se
 pytestmark = pytest.mark.docker
 
 SECRET = "sk-canary-4c1d9e7f0b2a"
-ASSETS = ["request_spec", "test_suite", "retrieved_context", "solution_code", "documentation"]
+ASSETS = [
+    "request_spec",
+    "test_suite",
+    "retrieved_context",
+    "solution_code",
+    "human_review",
+    "documentation",
+]
 SELECTION = [
     codegen.request_spec,
     codegen.test_suite,
     codegen.retrieved_context,
     codegen.solution_code,
+    codegen.human_review,
     codegen.documentation,
     codegen.solution_passes_tests,
     codegen.solution_bandit,
+    codegen.review_not_pending,
 ]
 # The suite also proves that the key never reaches the sandbox's environment.
 LEAK_TEST = """
@@ -130,7 +139,11 @@ def test_happy_path_materializes_every_asset_and_passes_the_blocking_check(
     assert result.success
     materialized = {e.asset_key.path[-1] for e in result.get_asset_materialization_events()}
     assert materialized == set(ASSETS)
-    assert checks(result) == {"solution_passes_tests": True, "solution_bandit": True}
+    assert checks(result) == {
+        "solution_passes_tests": True,
+        "solution_bandit": True,
+        "review_not_pending": True,  # agent mode: nothing waits for a person
+    }
     [blocking] = [
         e for e in result.get_asset_check_evaluations() if e.check_name == "solution_passes_tests"
     ]

@@ -80,6 +80,7 @@ def test_the_assets_run_the_crew_steps_in_their_order() -> None:
         "retrieved_context": "context",
         "programmer_draft": "draft",
         "refine_solution": "solution",
+        "human_review": "review",
         "documentation": "docs",
     }
     inputs = {
@@ -88,6 +89,7 @@ def test_the_assets_run_the_crew_steps_in_their_order() -> None:
         "retrieved_context": set(codegen.retrieved_context.keys_by_input_name),
         "programmer_draft": set(codegen.programmer_draft.ins),
         "refine_solution": set(codegen.refine_solution.ins) - {"draft"} | {"programmer_draft"},
+        "human_review": set(codegen.human_review.keys_by_input_name),
         "documentation": set(codegen.documentation.keys_by_input_name),
     }
     producer = {v: k for k, v in runs.items()}

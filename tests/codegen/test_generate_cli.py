@@ -20,7 +20,14 @@ ACCEPTANCE_REQUEST = (
 SECRET = "sk-canary-cli-77aa"
 CODEGEN = str(Path(sys.executable).parent / "codegen")
 pytestmark = pytest.mark.dagster_instance  # CI runs these again on Postgres
-ASSETS = ["request_spec", "test_suite", "retrieved_context", "solution_code", "documentation"]
+ASSETS = [
+    "request_spec",
+    "test_suite",
+    "retrieved_context",
+    "solution_code",
+    "human_review",
+    "documentation",
+]
 
 
 def codegen(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -87,6 +94,7 @@ def test_generate_materializes_every_asset_and_prints_the_outcome(isolated_home:
         assert {(c.check_name, c.passed) for c in checks} == {
             ("solution_passes_tests", True),
             ("solution_bandit", True),
+            ("review_not_pending", True),
         }
     finally:
         instance.dispose()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -94,6 +95,14 @@ def test_onnx_identity_and_cache_key_name_weights_and_recipe(
     again.embed_query("cached: no second export")
     assert model.stat().st_mtime_ns == stamp
     assert not [p.name for p in export.iterdir() if p.name != "model.onnx"]  # no temp files
+
+
+def test_damaged_onnx_cache_is_a_clear_error(tmp_path: Path, onnx_model_cache: Path) -> None:
+    shutil.copytree(onnx_model_cache / "models", tmp_path / "models")
+    (model,) = (tmp_path / "models").glob("*/model.onnx")
+    model.write_bytes(model.read_bytes()[:4096])  # a truncated copy, e.g. a full disk
+    with pytest.raises(EmbedderError, match=r"cannot load the ONNX model .* delete"):
+        OnnxMiniLMEmbedder(cache_dir=str(tmp_path)).embed_query("anything")
 
 
 def test_default_embedder_is_onnx_and_torch_stays_selectable(tmp_path: Path) -> None:

@@ -58,3 +58,17 @@ lock:
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+# ---- docker deployment (deploy/docker): webserver, daemon, code server and Postgres as
+# containers on this host, each run in its own container. Images are built offline.
+.PHONY: deploy-images deploy-docker deploy-docker-down
+deploy-images: sandbox-image
+	$(BIN)/python -m deploy.images
+
+deploy-docker: deploy-images
+	$(BIN)/python -m deploy.stack up
+
+# Keeps the volumes (CODEGEN_HOME, Postgres data); DEPLOY_DOWN_ARGS=--volumes deletes them.
+deploy-docker-down: venv
+	$(BIN)/python -m deploy.stack down $(DEPLOY_DOWN_ARGS)
+# ---- end of docker deployment

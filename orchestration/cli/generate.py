@@ -119,6 +119,7 @@ def run_in_this_process(
 def _wait_for_queued_run(instance: Any, request_id: str, poll_s: float = 1.0) -> tuple[str, bool]:
     """Wait while the daemon's inbox sensor launches the request's run and the queue runs it."""
     from dagster import DagsterRunStatus, RunsFilter
+    from dagster._core.storage.tags import WILL_RETRY_TAG
 
     finished = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
     shown: DagsterRunStatus | None = None
@@ -131,7 +132,9 @@ def _wait_for_queued_run(instance: Any, request_id: str, poll_s: float = 1.0) ->
             if run.status != shown:
                 shown = run.status
                 click.echo(f"  run {run.run_id}: {run.status.value.lower()}", err=True)
-            if run.status in finished:
+            # A run lost with its container is failed and then retried by the instance's run
+            # retries (deploy/docker): wait for the retry instead of reporting the loss.
+            if run.status in finished and run.tags.get(WILL_RETRY_TAG) != "true":
                 return run.run_id, run.status is DagsterRunStatus.SUCCESS
         time.sleep(poll_s)
 

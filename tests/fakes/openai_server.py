@@ -198,7 +198,7 @@ class ScriptedOpenAIServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://{self._httpd.server_address[0]}:{self.port}/v1"
 
     def start(self) -> ScriptedOpenAIServer:
         self._thread = threading.Thread(

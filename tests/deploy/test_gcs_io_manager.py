@@ -1,0 +1,115 @@
+"""The production IO manager (dagster-gcp) against a GCS emulator on loopback.
+
+The emulator (``gcp-storage-emulator``) speaks the GCS JSON API; the real
+``google-cloud-storage`` client reaches it through ``STORAGE_EMULATOR_HOST``, exactly as it
+would reach a real bucket. A request's upstream assets are materialized into the bucket by one
+run; a second run materializes ``documentation`` alone, so its four inputs can only come back
+out of the bucket.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dagster import AssetKey, instance_for_test, materialize
+from fakes.openai_server import ScriptedOpenAIServer, primes_handler
+
+from agents.requests import RequestStore
+from assets import codegen
+from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
+from orchestration.resources import io_manager_for
+from settings import get_settings
+
+pytestmark = pytest.mark.docker  # solution_code runs the tests in the sandbox
+
+BUCKET = "codegen-assets"
+PREFIX = "prod"
+UPSTREAM = [codegen.request_spec, codegen.test_suite, codegen.retrieved_context]
+UPSTREAM_KEYS = ["request_spec", "test_suite", "retrieved_context", "solution_code"]
+
+
+@pytest.fixture
+def gcs_emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    from gcp_storage_emulator.server import create_server
+
+    server = create_server("127.0.0.1", 0, in_memory=True, default_bucket=BUCKET)
+    server.start()
+    # Bound to port 0 (a free one); the emulator exposes the chosen port only on its httpd.
+    port = server._api._httpd.server_address[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
+    yield endpoint
+    server.stop()
+
+
+def test_request_asset_values_round_trip_through_the_bucket(
+    gcs_emulator: str, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dagster_gcp import GCSPickleIOManager
+    from google.cloud import storage
+
+    monkeypatch.setenv("CODEGEN_ENV", "production")
+    monkeypatch.setenv("CODEGEN_STORAGE__GCS_BUCKET", BUCKET)
+    monkeypatch.setenv("CODEGEN_STORAGE__GCS_PREFIX", PREFIX)
+    get_settings.cache_clear()
+    io_manager = io_manager_for(get_settings())
+    assert isinstance(io_manager, GCSPickleIOManager)  # the production choice, not a stand-in
+
+    with ScriptedOpenAIServer(handler=primes_handler) as server, instance_for_test() as instance:
+        resources = {
+            "settings": SettingsResource(),
+            "llm": LLMResource(base_url=server.base_url, cache_dir=None, max_retries=1),
+            "sandbox": SandboxResource(backend="docker", pool_size=1, timeout_s=20),
+            "retriever": RetrieverResource(),
+            "io_manager": io_manager,
+        }
+        req = RequestStore(isolated_home / "requests").add("Write primes_up_to(n).", {})
+        instance.add_dynamic_partitions("requests", [req.id])
+        everything = [*UPSTREAM, codegen.solution_code, codegen.documentation]
+
+        first = materialize(
+            everything,
+            selection=UPSTREAM_KEYS,
+            partition_key=req.id,
+            instance=instance,
+            resources=resources,
+        )
+        assert first.success
+
+        client = storage.Client()  # the real client; STORAGE_EMULATOR_HOST points it here
+        stored = {b.name for b in client.list_blobs(BUCKET, prefix=f"{PREFIX}/")}
+        # One object per asset and partition, plus the graph asset's inner op output (the
+        # draft), which Dagster keys by run.
+        draft = f"{PREFIX}/storage/{first.run_id}/files/solution_code.programmer_draft/result"
+        assert stored == {f"{PREFIX}/{key}/{req.id}" for key in UPSTREAM_KEYS} | {draft}
+        blob = client.bucket(BUCKET).blob(f"{PREFIX}/solution_code/{req.id}")
+        state = pickle.loads(blob.download_as_bytes())  # the crew's state after refinement
+        assert state.request_id == req.id
+        assert state.solution.ended is None and "def primes_up_to" in state.solution.code
+        assert state.solution.report.passed == state.solution.report.total > 0
+
+        # A fresh run of the last asset alone: every input is read back from the bucket.
+        calls_before = len(server.requests)
+        second = materialize(
+            everything,
+            selection=["documentation"],
+            partition_key=req.id,
+            instance=instance,
+            resources=resources,
+        )
+        assert second.success
+        assert [r.role for r in server.requests[calls_before:]] == ["documenter"]
+        final = pickle.loads(
+            client.bucket(BUCKET).blob(f"{PREFIX}/documentation/{req.id}").download_as_bytes()
+        )
+        assert final.solution.code == state.solution.code  # read back, not recomputed
+        assert "# primes_up_to" in final.docs.docs
+        [event] = [
+            e
+            for e in second.get_asset_materialization_events()
+            if e.asset_key == AssetKey("documentation")
+        ]
+        assert event.materialization.metadata["status"].value == "passed"

@@ -3,7 +3,7 @@
 The emulator (``gcp-storage-emulator``) speaks the GCS JSON API; the real
 ``google-cloud-storage`` client reaches it through ``STORAGE_EMULATOR_HOST``, exactly as it
 would reach a real bucket. A request's upstream assets are materialized into the bucket by one
-run; a second run materializes ``documentation`` alone, so its four inputs can only come back
+run; a second run materializes ``documentation`` alone, so its inputs can only come back
 out of the bucket.
 """
 
@@ -28,7 +28,13 @@ pytestmark = pytest.mark.docker  # solution_code runs the tests in the sandbox
 BUCKET = "codegen-assets"
 PREFIX = "prod"
 UPSTREAM = [codegen.request_spec, codegen.test_suite, codegen.retrieved_context]
-UPSTREAM_KEYS = ["request_spec", "test_suite", "retrieved_context", "solution_code"]
+UPSTREAM_KEYS = [
+    "request_spec",
+    "test_suite",
+    "retrieved_context",
+    "solution_code",
+    "human_review",
+]
 
 
 @pytest.fixture
@@ -68,7 +74,7 @@ def test_request_asset_values_round_trip_through_the_bucket(
         }
         req = RequestStore(isolated_home / "requests").add("Write primes_up_to(n).", {})
         instance.add_dynamic_partitions("requests", [req.id])
-        everything = [*UPSTREAM, codegen.solution_code, codegen.documentation]
+        everything = [*UPSTREAM, codegen.solution_code, codegen.human_review, codegen.documentation]
 
         first = materialize(
             everything,

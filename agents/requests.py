@@ -45,6 +45,20 @@ class StoredRequest:
     created_at: str
 
 
+@contextmanager
+def requests_db(root: Path, *schema: str) -> Iterator[sqlite3.Connection]:
+    """One short transaction on the requests database under ``root``, its ``schema`` ensured.
+
+    Shared by every store kept in that file (requests, human reviews), so all of them open,
+    wait on locks and commit the same way."""
+    root.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(root / "requests.sqlite", timeout=30)) as conn:
+        for statement in schema:
+            conn.execute(statement)
+        with conn:  # commit on success, roll back on error
+            yield conn
+
+
 class RequestStore:
     """SQLite table of requests; safe for several processes (one short transaction each)."""
 
@@ -54,15 +68,13 @@ class RequestStore:
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(self.path, timeout=30)) as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, text TEXT NOT NULL,"
-                " options TEXT NOT NULL, source TEXT NOT NULL, state TEXT NOT NULL,"
-                " created_at TEXT NOT NULL)"
-            )
-            with conn:  # commit on success, roll back on error
-                yield conn
+        with requests_db(
+            self.root,
+            "CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, text TEXT NOT NULL,"
+            " options TEXT NOT NULL, source TEXT NOT NULL, state TEXT NOT NULL,"
+            " created_at TEXT NOT NULL)",
+        ) as conn:
+            yield conn
 
     def add(
         self,

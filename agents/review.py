@@ -13,12 +13,13 @@ import pickle  # nosec B403 - only our own ReviewResult, written by this module,
 import secrets
 import sqlite3
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from agents.crew import VERDICT_KINDS, HumanVerdict, ReviewResult
+from agents.requests import requests_db
 
 AWAITING, DECIDING, CLOSED = "awaiting", "deciding", "closed"
 
@@ -57,21 +58,17 @@ class ReviewStore:
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(self.path, timeout=30)) as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS reviews (request_id TEXT PRIMARY KEY,"
-                " review_round INTEGER NOT NULL, status TEXT NOT NULL, since TEXT NOT NULL,"
-                " claim TEXT, state BLOB)"
-            )
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS verdicts (request_id TEXT NOT NULL,"
-                " review_round INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL,"
-                " reviewer TEXT NOT NULL, decided_at TEXT NOT NULL, claim TEXT NOT NULL,"
-                " PRIMARY KEY (request_id, review_round))"
-            )
-            with conn:
-                yield conn
+        with requests_db(
+            self.root,
+            "CREATE TABLE IF NOT EXISTS reviews (request_id TEXT PRIMARY KEY,"
+            " review_round INTEGER NOT NULL, status TEXT NOT NULL, since TEXT NOT NULL,"
+            " claim TEXT, state BLOB)",
+            "CREATE TABLE IF NOT EXISTS verdicts (request_id TEXT NOT NULL,"
+            " review_round INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL,"
+            " reviewer TEXT NOT NULL, decided_at TEXT NOT NULL, claim TEXT NOT NULL,"
+            " PRIMARY KEY (request_id, review_round))",
+        ) as conn:
+            yield conn
 
     def open_round(self, request_id: str, review: ReviewResult) -> int:
         """Start waiting for a verdict on ``review``; returns the new round's number."""

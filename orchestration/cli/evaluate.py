@@ -283,15 +283,7 @@ def _backfill(
     drive: bool,
     as_json: bool,
 ) -> None:
-    from dagster import AssetKey
 
-    from orchestration.backfill import (
-        configure_pools,
-        drive_backfill,
-        stdout_to_stderr,
-        submit_backfill,
-    )
-    from orchestration.definitions import build_definitions
     from orchestration.evaluation import eval_config
 
     if samples is not None:
@@ -305,31 +297,12 @@ def _backfill(
         if mode == CANONICAL
         else ["humaneval_samples", "humaneval_scores", "humaneval_summary"]
     )
-    instance = configured_instance(settings)
-    pools = configure_pools(instance, settings)
-    backfill_id = submit_backfill(
-        instance,
-        build_definitions(),
-        [AssetKey(k) for k in selection],
-        keys,
-        title=f"HumanEval {mode}, {len(keys)} tasks",
+    ran = _run_backfill(
+        settings, selection, keys, f"HumanEval {mode}, {len(keys)} tasks", drive, as_json
     )
-    click.echo(f"backfill {backfill_id} submitted: {len(keys)} partitions, pools {pools}", err=True)
-    if not drive:
-        click.echo(json.dumps({"backfill_id": backfill_id}) if as_json else backfill_id)
+    if ran is None:
         return
-    started = time.perf_counter()
-    with stdout_to_stderr():
-        progress = drive_backfill(
-            instance,
-            backfill_id,
-            on_progress=lambda p: click.echo(
-                f"backfill {p.status.lower()}: {p.runs_done}/{p.runs} runs done, "
-                f"{p.runs_failed} failed",
-                err=True,
-            ),
-        )
-    wall = time.perf_counter() - started
+    backfill_id, progress, wall = ran
     config = eval_config(settings, mode, samples)
     label = "canonical" if mode == CANONICAL else str(config.identity["default"]["model"])
     extra = {"backfill_id": backfill_id, "backfill_status": progress.status}
@@ -423,38 +396,23 @@ def _backfill_samples(
 ) -> None:
     """The samples file scored by the Dagster assets ``humaneval_file_scores`` (one partition
     per task in the file) and ``humaneval_file_summary``."""
-    from dagster import AssetKey
-
-    from orchestration.backfill import (
-        configure_pools,
-        drive_backfill,
-        stdout_to_stderr,
-        submit_backfill,
-    )
-    from orchestration.definitions import build_definitions
 
     # Runs read settings in their own processes: the file travels in the environment.
     os.environ["CODEGEN_EVAL__SAMPLES_FILE"] = str(path.resolve())
     settings = settings.model_copy(
         update={"eval": settings.eval.model_copy(update={"samples_file": str(path.resolve())})}
     )
-    instance = configured_instance(settings)
-    pools = configure_pools(instance, settings)
-    backfill_id = submit_backfill(
-        instance,
-        build_definitions(),
-        [AssetKey("humaneval_file_scores"), AssetKey("humaneval_file_summary")],
+    ran = _run_backfill(
+        settings,
+        ["humaneval_file_scores", "humaneval_file_summary"],
         keys,
-        title=f"HumanEval samples file {path.name}, {len(keys)} tasks",
+        f"HumanEval samples file {path.name}, {len(keys)} tasks",
+        drive,
+        as_json,
     )
-    click.echo(f"backfill {backfill_id} submitted: {len(keys)} partitions, pools {pools}", err=True)
-    if not drive:
-        click.echo(json.dumps({"backfill_id": backfill_id}) if as_json else backfill_id)
+    if ran is None:
         return
-    started = time.perf_counter()
-    with stdout_to_stderr():
-        progress = drive_backfill(instance, backfill_id)
-    wall = time.perf_counter() - started
+    backfill_id, progress, wall = ran
     from agents.evaluation.samples_file import read_samples
     from orchestration.evaluation import samples_config
 
@@ -480,3 +438,46 @@ def _backfill_samples(
             f"backfill {backfill_id}: {progress.runs_failed} of {progress.runs} runs failed; "
             "see the Dagster UI, then re-run the failed partitions"
         )
+
+
+def _run_backfill(
+    settings: Settings,
+    selection: list[str],
+    keys: list[str],
+    title: str,
+    drive: bool,
+    as_json: bool,
+) -> tuple[str, Any, float] | None:
+    """Submit a backfill of ``selection`` over ``keys``; unless ``drive`` is off (then the id is
+    printed and None returned), drive it to the end: (backfill id, final progress, wall s)."""
+    from dagster import AssetKey
+
+    from orchestration.backfill import (
+        configure_pools,
+        drive_backfill,
+        stdout_to_stderr,
+        submit_backfill,
+    )
+    from orchestration.definitions import build_definitions
+
+    instance = configured_instance(settings)
+    pools = configure_pools(instance, settings)
+    backfill_id = submit_backfill(
+        instance, build_definitions(), [AssetKey(k) for k in selection], keys, title=title
+    )
+    click.echo(f"backfill {backfill_id} submitted: {len(keys)} partitions, pools {pools}", err=True)
+    if not drive:
+        click.echo(json.dumps({"backfill_id": backfill_id}) if as_json else backfill_id)
+        return None
+    started = time.perf_counter()
+    with stdout_to_stderr():
+        progress = drive_backfill(
+            instance,
+            backfill_id,
+            on_progress=lambda p: click.echo(
+                f"backfill {p.status.lower()}: {p.runs_done}/{p.runs} runs done, "
+                f"{p.runs_failed} failed",
+                err=True,
+            ),
+        )
+    return backfill_id, progress, time.perf_counter() - started

@@ -43,7 +43,7 @@ def main() -> None:
     from fakes.openai_server import Reply, ScriptedOpenAIServer, primes_handler
 
     from deploy.images import build_all
-    from deploy.load import run_load
+    from deploy.load import leftover_containers, run_load
     from deploy.stack import Stack, host_address_for_containers
 
     def handler(role: str, body: dict[str, Any]) -> Any:
@@ -79,6 +79,7 @@ def main() -> None:
                 stack, home, cli_requests=args.cli, inbox_requests=args.inbox, faults=args.faults
             )
             out["with_faults" if args.faults else "no_faults"] = result.summary()
+            out["leftover_containers"] = leftover_containers(result.container_hosts)
             out["llm_calls"] = len(server.requests)
         finally:
             stack.down(volumes=True)

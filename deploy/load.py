@@ -244,19 +244,6 @@ class LoadDriver:
             out.append((proc.returncode, summary, stderr[-2000:]))
         return out
 
-    def leftover_sandboxes(self) -> list[str]:
-        """Sandbox containers owned by a container this load used (they should all be gone)."""
-        ids = _docker("ps", "-aq", "--filter", f"label={SANDBOX_LABEL}", check=False).split()
-        left = []
-        for cid in ids:
-            owner = _docker(
-                "inspect", "-f", f'{{{{index .Config.Labels "{SANDBOX_OWNER_LABEL}"}}}}', cid,
-                check=False,
-            )  # fmt: skip
-            if owner.partition(":")[0] in self.hosts:
-                left.append(cid)
-        return left
-
     def result(self, cli: list[tuple[int, dict[str, Any] | None, str]]) -> LoadResult:
         runs = self.runs()
         reports = self.reports()
@@ -335,3 +322,30 @@ def run_load(
     )
     waiter.join(timeout=timeout_s)
     return driver.result(cli), cli
+
+
+def leftover_containers(hosts: set[str], settle_s: float = 60.0) -> list[str]:
+    """Containers of ``hosts`` (run and one-off containers) and sandbox containers they own
+    that still exist once ``settle_s`` has passed: Docker removes an auto-removed container
+    only after its process has exited, which can be seconds after Dagster records the run as
+    finished, so a check made at once would race that removal."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        left = _containers_of(hosts)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(1.0)
+
+
+def _containers_of(hosts: set[str]) -> list[str]:
+    sandboxes = _docker(
+        "ps", "-a", "--filter", f"label={SANDBOX_LABEL}",
+        "--format", f'{{{{.ID}}}} {{{{.Label "{SANDBOX_OWNER_LABEL}"}}}}',
+    ).split("\n")  # fmt: skip
+    owned = [
+        line.split()[0]
+        for line in sandboxes
+        if len(line.split()) == 2 and line.split()[1].partition(":")[0] in hosts
+    ]
+    own = _docker("ps", "-aq", *[f"--filter=id={h}" for h in hosts]).split() if hosts else []
+    return owned + own

@@ -229,12 +229,34 @@ class Draft:
     round: int = 1
 
 
-class _SDKHolder:
-    """The lazily built SDK client, shared by every task-bound view of one ``LLMClient``."""
+_sdk_clients: dict[tuple[Any, ...], openai.OpenAI] = {}
+_sdk_clients_lock = threading.Lock()
 
-    def __init__(self) -> None:
-        self.client: openai.OpenAI | None = None
-        self.lock = threading.Lock()
+
+def _sdk_client(
+    base_url: str | None, api_key: str | None, timeout_s: float, max_retries: int
+) -> openai.OpenAI:
+    """One SDK client per endpoint and process: every ``LLMClient`` (a Dagster step builds
+    its own) shares its connection pool, and its TLS context, which costs ~50 ms to load."""
+    import openai  # deferred: the SDK costs ~0.5 s to import, most commands never call
+
+    # The pid: a forked child never reuses its parent's open connections.
+    key = (os.getpid(), base_url, api_key, timeout_s, max_retries)
+    with _sdk_clients_lock:
+        client = _sdk_clients.get(key)
+        if client is None:
+            try:
+                client = openai.OpenAI(
+                    base_url=base_url,
+                    # Local servers (vLLM, Ollama) need no key; the SDK insists on one.
+                    api_key=api_key or "not-needed",
+                    timeout=timeout_s,
+                    max_retries=max_retries,
+                )
+            except openai.OpenAIError as exc:
+                raise LLMError(f"cannot create the LLM client: {exc}") from exc
+            _sdk_clients[key] = client
+        return client
 
 
 class LLMClient:
@@ -267,7 +289,6 @@ class LLMClient:
         self.max_retries = max_retries
         self._base_url = base_url
         self._api_key = api_key
-        self._sdk = _SDKHolder()
         self.modes = StructuredModes(modes_file)
         self.task: str | None = None
 
@@ -280,22 +301,10 @@ class LLMClient:
     @property
     def client(self) -> openai.OpenAI:
         # Built lazily: a crew that is fully cached never needs a key or an endpoint.
-        with self._sdk.lock:
-            if self._sdk.client is None:
-                import openai  # deferred: the SDK costs ~0.5 s to import, most commands never call
-
-                api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
-                try:
-                    self._sdk.client = openai.OpenAI(
-                        base_url=self._base_url,
-                        # Local servers (vLLM, Ollama) need no key; the SDK insists on one.
-                        api_key=api_key or "not-needed",
-                        timeout=self.timeout_s,
-                        max_retries=self.max_retries,
-                    )
-                except openai.OpenAIError as exc:
-                    raise LLMError(f"cannot create the LLM client: {exc}") from exc
-            return self._sdk.client
+        # The SDK's own environment variables, resolved here so the shared client follows them.
+        base_url = self._base_url or os.environ.get("OPENAI_BASE_URL")
+        api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
+        return _sdk_client(base_url, api_key, self.timeout_s, self.max_retries)
 
     def headers(self, role: str, draft: Draft | None = None) -> dict[str, str]:
         """The wire-contract headers of one request (never a secret)."""

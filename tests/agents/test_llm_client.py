@@ -187,3 +187,25 @@ def test_drafts_of_one_request_do_not_share_a_cached_reply(
     assert again.cached and len(server.requests) == 2
     assert [r.headers[CANDIDATE_HEADER] for r in server.requests] == ["0", "1"]
     assert {r.headers[TASK_HEADER] for r in server.requests} == {"req-0123456789abcdef"}
+
+
+def test_clients_of_one_endpoint_share_one_sdk_client(
+    server: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each Dagster step builds its own LLMClient; the connection pool and TLS context are
+    # built once per endpoint and process.
+    first, second = client(server, tmp_path), client(server, tmp_path)
+    assert first.client is second.client
+    assert client(server, tmp_path, timeout_s=3.0).client is not first.client
+    with ScriptedOpenAIServer() as other:
+        assert client(other, tmp_path).client is not first.client
+        # An endpoint from the environment is resolved before the lookup, so a changed
+        # OPENAI_BASE_URL gets its own client.
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        from_env = LLMClient(cache_dir=None).client
+        monkeypatch.setenv("OPENAI_BASE_URL", other.base_url)
+        assert LLMClient(cache_dir=None).client is not from_env
+        other.enqueue("analyzer", PRIMES_SPEC)
+        analyze(LLMClient(cache_dir=None), Meter(), "primes")
+        assert len(other.requests) == 1 and not server.requests

@@ -57,3 +57,24 @@ def test_info_json_reflects_env_over_file(isolated_home: Path) -> None:
     assert data["settings"]["sandbox"]["backend"] == "bwrap"  # env wins
     assert data["settings"]["sandbox"]["pool_size"] == 5  # file beats default
     assert data["settings"]["home"] == str(isolated_home)
+
+
+@pytest.mark.parametrize(("args", "code"), [(["--version"], 0), (["no-such-command"], 2)])
+def test_the_console_script_runs_exit_handlers_and_keeps_the_exit_status(
+    args: list[str], code: int
+) -> None:
+    # run() skips the interpreter's teardown, not the handlers (the sandboxes close in one).
+    script = (
+        "import atexit, sys\n"
+        "from orchestration.cli import run\n"
+        "atexit.register(lambda: print('exit handler ran', flush=True))\n"
+        f"sys.argv = ['codegen', *{args!r}]\n"
+        "run()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == code, proc.stderr
+    assert proc.stdout.rstrip().endswith("exit handler ran")
+    if code == 0:
+        assert "codegen, version" in proc.stdout  # printed before the exit, not lost
+    else:
+        assert proc.stderr.startswith("codegen: error: No such command")

@@ -1,5 +1,6 @@
 """Dagster resources: thin adapters that hand settings to the domain packages."""
 
+import contextlib
 import importlib
 import multiprocessing.util
 import threading
@@ -135,6 +136,16 @@ class SandboxResource(SandboxSettings, ConfigurableResource):
     @contextmanager
     def open(self) -> Iterator[Sandbox]:
         yield _shared_sandbox(self.backend, self.image, self.pool_size, self.isolation)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        # Open (and so fill) the pool in the background while the run's first model calls are
+        # in flight: the first test run then finds a box ready instead of starting one.
+        # Failures stay quiet here; ``open`` raises them, with their one-line reason, on use.
+        threading.Thread(target=self._open_quietly, name="sandbox-warm-up", daemon=True).start()
+
+    def _open_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            _shared_sandbox(self.backend, self.image, self.pool_size, self.isolation)
 
 
 _sandboxes: dict[tuple[str, str, int, str], Sandbox] = {}

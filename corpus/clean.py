@@ -13,11 +13,13 @@ import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
 from io import BytesIO
-
-from bs4 import BeautifulSoup, NavigableString, Tag
+from typing import TYPE_CHECKING
 
 from corpus.model import Document
 from corpus.secrets import redact
+
+if TYPE_CHECKING:
+    from bs4 import BeautifulSoup, Tag
 
 # Bump when cleaning output changes: every cached clean result is recomputed.
 CLEAN_VERSION = "clean-1"
@@ -116,6 +118,10 @@ def _main_content(soup: BeautifulSoup) -> Tag:
 
 def html_to_markdown(html: str) -> str:
     """Main content of a page as Markdown-ish text: headings as #, code blocks fenced, whole."""
+    # Deferred, like _render's: bs4 costs ~0.08 s to import, and every Dagster process loads
+    # this module with the corpus assets while only corpus runs parse HTML.
+    from bs4 import BeautifulSoup
+
     soup = BeautifulSoup(html, "lxml")
     for tag in soup.find_all(_BOILERPLATE_TAGS):
         tag.extract()
@@ -143,6 +149,8 @@ _BLOCK = {"p", "div", "section", "li", "ul", "ol", "table", "tr", "dl", "dt", "d
 
 
 def _render(node: Tag, out: list[str]) -> None:
+    from bs4 import NavigableString, Tag
+
     # Iterative walk: deeply nested (hostile) HTML must not blow the recursion limit.
     stack: list[object] = [node]
     while stack:

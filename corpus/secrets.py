@@ -20,14 +20,9 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from itertools import pairwise
-
-from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-from detect_secrets.plugins.base import RegexBasedDetector
-from detect_secrets.plugins.high_entropy_strings import (
-    Base64HighEntropyString,
-    HexHighEntropyString,
-)
+from typing import Any
 
 REDACTED = "<REDACTED:{kind}>"
 # Bump when patterns change: cached scan results are keyed by it.
@@ -76,9 +71,14 @@ def _kind(class_name: str) -> str:
 _CREDENTIAL_LINE = re.compile(r"(?im)^.*(?:key|pw|pass|token|secret|auth|cred).*$")
 
 
-def _build_patterns() -> tuple[
-    list[tuple[str, re.Pattern[str]]], list[tuple[str, re.Pattern[str]]]
-]:
+@cache
+def _patterns() -> tuple[list[tuple[str, re.Pattern[str]]], list[tuple[str, re.Pattern[str]]]]:
+    """detect-secrets' patterns: (whole-text, per-credential-line). Built on first use: the
+    package costs ~0.07 s to import, and every Dagster process loads this module with the
+    corpus assets while only corpus runs scan text."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
     whole: list[tuple[str, re.Pattern[str]]] = []
     per_line: list[tuple[str, re.Pattern[str]]] = []
     for cls in get_mapping_from_secret_type_to_class().values():
@@ -90,9 +90,18 @@ def _build_patterns() -> tuple[
     return whole, per_line
 
 
-_PATTERNS, _LINE_PATTERNS = _build_patterns()
-_B64_PLUGIN = Base64HighEntropyString(limit=B64_ENTROPY_LIMIT)
-_HEX_PLUGIN = HexHighEntropyString(limit=HEX_ENTROPY_LIMIT)
+@cache
+def _entropy_plugins() -> tuple[Any, Any]:
+    """detect-secrets' (base64, hex) entropy plugins at its default limits."""
+    from detect_secrets.plugins.high_entropy_strings import (
+        Base64HighEntropyString,
+        HexHighEntropyString,
+    )
+
+    return (
+        Base64HighEntropyString(limit=B64_ENTROPY_LIMIT),
+        HexHighEntropyString(limit=HEX_ENTROPY_LIMIT),
+    )
 
 
 @dataclass(frozen=True)
@@ -120,12 +129,13 @@ def _is_alphabet(value: str) -> bool:
 def _looks_random(value: str) -> str | None:
     if _is_alphabet(value):
         return None
+    b64, hex_ = _entropy_plugins()
     if _HEX.match(value):
         # Short hex runs are mostly numbers, colours and checksums in tables.
-        if len(value) >= 32 and _HEX_PLUGIN.calculate_shannon_entropy(value) > HEX_ENTROPY_LIMIT:
+        if len(value) >= 32 and hex_.calculate_shannon_entropy(value) > HEX_ENTROPY_LIMIT:
             return "hex_high_entropy"
         return None
-    if _B64_PLUGIN.calculate_shannon_entropy(value) > B64_ENTROPY_LIMIT:
+    if b64.calculate_shannon_entropy(value) > B64_ENTROPY_LIMIT:
         return "high_entropy"
     return None
 
@@ -135,14 +145,15 @@ def find_secrets(text: str) -> Iterator[Finding]:
     for rx, kind in ((_PEM_BLOCK, "private_key"), (_PUTTY, "private_key")):
         for m in rx.finditer(text):
             yield Finding(kind, m.start(), m.end())
-    for kind, rx in _PATTERNS:
+    whole_text, per_line = _patterns()
+    for kind, rx in whole_text:
         for m in rx.finditer(text):
             start, end = _group_span(m)
             if end > start:
                 yield Finding(kind, start, end)
     for line in _CREDENTIAL_LINE.finditer(text):
         offset, line_text = line.start(), line.group()
-        for kind, rx in _LINE_PATTERNS:
+        for kind, rx in per_line:
             for m in rx.finditer(line_text):
                 start, end = _group_span(m)
                 if end > start:

@@ -41,3 +41,29 @@ def test_retrieval_context_settings_reach_the_crew(monkeypatch: pytest.MonkeyPat
     assert (options.top_k, options.context_token_budget) == (3, 200)
     # A request's own options still win.
     assert LLMResource.from_settings(get_settings()).crew_options({"top_k": 5}).top_k == 5
+
+
+def test_loading_the_definitions_leaves_corpus_only_libraries_unloaded() -> None:
+    # Every run and every CLI request loads the definitions; HTML parsing and the secret
+    # patterns are imported by the corpus steps that use them (~0.15 s otherwise).
+    loaded = {m.split(".")[0] for m in imported_after("import orchestration.definitions")}
+    assert not {"bs4", "soupsieve", "lxml", "detect_secrets"} & loaded
+
+
+@pytest.mark.bwrap
+def test_a_run_fills_the_sandbox_pool_before_its_first_test_run() -> None:
+    import time
+
+    from dagster import build_resources
+
+    from assets import resources
+
+    key = ("bwrap", SandboxSettings().image, 1, "pooled")
+    resources.close_shared_sandboxes()
+    with build_resources({"sandbox": SandboxResource(backend="bwrap", pool_size=1)}):
+        deadline = time.monotonic() + 30
+        while key not in resources._sandboxes and time.monotonic() < deadline:
+            time.sleep(0.05)  # opened by the resource's warm-up thread, not by a step
+        box = resources._sandboxes[key]
+        assert len(box._idle) == 1  # type: ignore[attr-defined]
+    resources.close_shared_sandboxes()

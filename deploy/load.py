@@ -38,6 +38,14 @@ query Runs($cursor: String) {
   }
 }
 """
+EVENTS_QUERY = """
+query Events($runId: ID!) {
+  logsForRun(runId: $runId, limit: 500) {
+    __typename
+    ... on EventConnection { events { __typename ... on MessageEvent { message } } }
+  }
+}
+"""
 FINISHED = {"SUCCESS", "FAILURE", "CANCELED"}
 IN_FLIGHT = {"STARTING", "STARTED", "CANCELING"}
 SANDBOX_LABEL = "multiagent-codegen.sandbox"
@@ -67,6 +75,11 @@ class LoadResult:
     samples: list[QueueSample]
     faults: list[dict[str, Any]] = field(default_factory=list)
     container_hosts: set[str] = field(default_factory=set)
+    # Failed runs that no retry followed: their event messages and the daemon's log lines
+    # about retries, so that a lost retry can be explained after the stack is gone.
+    unretried: dict[str, list[str]] = field(default_factory=dict)
+    # report.json folders that belong to no submitted request (a request stored twice).
+    stray_reports: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         done = [o for o in self.outcomes if o.report is not None]
@@ -91,6 +104,8 @@ class LoadResult:
                 "wait_s_max": round(waits[-1], 1) if waits else None,
             },
             "faults": self.faults,
+            **({"unretried_failures": self.unretried} if self.unretried else {}),
+            **({"stray_reports": self.stray_reports} if self.stray_reports else {}),
         }
 
 
@@ -244,6 +259,31 @@ class LoadDriver:
             out.append((proc.returncode, summary, stderr[-2000:]))
         return out
 
+    def unretried_failures(self, runs: list[dict[str, Any]]) -> dict[str, list[str]]:
+        parents = {_tags(r).get("dagster/parent_run_id") for r in runs}
+        out: dict[str, list[str]] = {}
+        for run in runs:
+            if run["status"] == "FAILURE" and run["runId"] not in parents:
+                try:
+                    data = self.stack.graphql(EVENTS_QUERY, {"runId": run["runId"]})["logsForRun"]
+                    events = [e.get("message", "") for e in data.get("events", [])]
+                except Exception as exc:  # diagnostics only
+                    events = [f"(events unavailable: {exc})"]
+                out[run["runId"]] = [e for e in events if e][-15:]
+        if out:
+            logs = subprocess.run(
+                ["docker", "logs", "--tail", "400", self.stack.container_id("daemon")],
+                capture_output=True,
+                text=True,
+            )
+            lines = (logs.stdout + logs.stderr).splitlines()
+            out["daemon log"] = [
+                line
+                for line in lines
+                if any(w in line for w in ("etry", "Traceback", "rror", "cursor"))
+            ][-30:]
+        return out
+
     def result(self, cli: list[tuple[int, dict[str, Any] | None, str]]) -> LoadResult:
         runs = self.runs()
         reports = self.reports()
@@ -271,6 +311,8 @@ class LoadDriver:
             samples=self.samples,
             faults=self.faults,
             container_hosts=set(self.hosts),
+            unretried=self.unretried_failures(runs),
+            stray_reports=sorted(set(reports) - {o.request_id for o in outcomes}),
         )
 
 

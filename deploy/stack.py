@@ -47,6 +47,9 @@ LOCATIONS_QUERY = """
   }
 }
 """
+DAEMONS_QUERY = """
+{ instance { daemonHealth { allDaemonStatuses { daemonType required healthy } } } }
+"""
 
 
 def read_env_file() -> dict[str, str]:
@@ -171,8 +174,23 @@ class Stack:
                 return entry
         return None
 
+    def daemons_not_ready(self) -> list[str]:
+        """The daemon's required loops that have not reported a heartbeat yet.
+
+        Until the run-failure consumer has run once it has no cursor, and a failure recorded
+        before that is never retried (Dagster starts a missing cursor at the newest event), so
+        the deployment is not ready before every loop has beaten.
+        """
+        try:
+            data = self.graphql(DAEMONS_QUERY)
+        except (requests.RequestException, ValueError, DeployError):
+            return ["(daemon health unavailable)"]
+        statuses = data["instance"]["daemonHealth"]["allDaemonStatuses"]
+        return [d["daemonType"] for d in statuses if d["required"] and not d["healthy"]]
+
     def wait_ready(self, timeout_s: float = 300.0) -> dict[str, Any]:
-        """The code location's entry once the webserver has it LOADED (or a clear error)."""
+        """The code location's entry once the webserver has it LOADED and every daemon loop
+        has reported (or a clear error)."""
         deadline = time.monotonic() + timeout_s
         last = "the webserver did not answer"
         while time.monotonic() < deadline:
@@ -185,9 +203,13 @@ class Stack:
                     last = f"no code location {LOCATION!r} yet"
                 elif entry["loadStatus"] == "LOADED":
                     loaded = entry["locationOrLoadError"]
-                    if loaded["__typename"] == "RepositoryLocation":
-                        return entry
-                    last = f"the code location failed to load: {loaded.get('message', loaded)}"
+                    if loaded["__typename"] != "RepositoryLocation":
+                        last = f"the code location failed to load: {loaded.get('message', loaded)}"
+                    else:
+                        waiting = self.daemons_not_ready()
+                        if not waiting:
+                            return entry
+                        last = f"daemon loops not running yet: {', '.join(waiting)}"
                 else:
                     last = f"code location {entry['loadStatus'].lower()}"
             time.sleep(2)

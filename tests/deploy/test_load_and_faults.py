@@ -50,6 +50,8 @@ def test_thirty_requests_survive_a_killed_daemon_and_a_killed_run_container(
 
     killed = {f["run_id"] for f in result.faults if f["fault"] == "run container SIGKILL"}
     assert len(killed) == 1 and any(f["fault"] == "daemon restarted" for f in result.faults)
+    assert not result.unretried, json.dumps(result.unretried, indent=1)
+    assert not result.stray_reports, result.stray_reports
     for outcome in result.outcomes:
         # One status and one report per request.
         assert outcome.report is not None, f"{outcome.request_id} has no report.json"

@@ -21,7 +21,7 @@ from corpus import pipeline
 from corpus.chunk import Budget
 from corpus.sources import SOURCES, load_reports, refresh_source
 from corpus.store import chunks_path, clean_path, deduped_path, raw_path
-from orchestration.corpus_config import dedupe_params, source_config
+from settings.corpus import dedupe_params, source_config
 
 CORPUS_SOURCES = list(SOURCES)
 source_partitions = StaticPartitionsDefinition(CORPUS_SOURCES)

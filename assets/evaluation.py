@@ -53,14 +53,14 @@ from agents.evaluation.report import (
 )
 from agents.evaluation.samples_file import SamplesFile, read_samples
 from agents.evaluation.store import EvalStore
-from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
-from orchestration.evaluation import (
+from assets.evaluation_session import (
     LLM_POOL,
     SANDBOX_POOL,
     eval_config,
     eval_session,
     samples_config,
 )
+from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
 from settings import Settings
 
 humaneval_partitions = StaticPartitionsDefinition(task_keys())

@@ -211,6 +211,11 @@ class VectorIndexResource(RetrieverResource):
     home: str | None = None
     embedder: str | None = None
 
+    @classmethod
+    def for_crew(cls, settings: Settings) -> "VectorIndexResource":
+        """The index the crew searches; evaluations run outside Dagster use the same one."""
+        return cls(home=str(settings.home))
+
     def load_settings(self) -> Settings:
         return SettingsResource(home=self.home).load()
 

@@ -39,7 +39,7 @@ def main() -> None:
     from agents.evaluation.harness import CANONICAL, evaluate
     from agents.evaluation.humaneval import select_keys
     from agents.evaluation.report import summarize
-    from orchestration.evaluation import eval_session
+    from assets.evaluation_session import eval_session
     from settings import get_settings
 
     settings = get_settings()

@@ -35,7 +35,7 @@ def main() -> None:
     from agents.evaluation.harness import CREW, evaluate
     from agents.evaluation.humaneval import get_problem, hidden_check_lines, select_keys
     from agents.evaluation.report import summarize
-    from orchestration.evaluation import eval_session
+    from assets.evaluation_session import eval_session
     from settings import get_settings
     from tests.evaluation.scripted_crew import make_handler
     from tests.fakes.openai_server import ScriptedOpenAIServer, estimate_tokens

@@ -53,7 +53,7 @@ def stdout_to_stderr() -> Iterator[None]:
 
 def configure_pools(instance: DagsterInstance, settings: Settings) -> dict[str, int]:
     """Set the "llm" and "sandbox" pool limits from settings (dagster.yaml only has a default)."""
-    from orchestration.evaluation import LLM_POOL, SANDBOX_POOL
+    from assets.evaluation_session import LLM_POOL, SANDBOX_POOL
 
     limits = {
         LLM_POOL: settings.eval.llm_concurrency,

@@ -23,14 +23,9 @@ def resources_for(settings: Settings) -> dict[str, Any]:
         "sandbox": SandboxResource.from_settings(settings),
         # One index, two keys: the index asset's and the crew's (the Programmer's context).
         "vector_index": VectorIndexResource(home=str(settings.home)),
-        "retriever": retriever_for(settings),
+        "retriever": VectorIndexResource.for_crew(settings),
     }
     return {**common, "io_manager": io_manager_for(settings)}
-
-
-def retriever_for(settings: Settings) -> VectorIndexResource:
-    """The index the crew searches; evaluations run outside Dagster use the same one."""
-    return VectorIndexResource(home=str(settings.home))
 
 
 def io_manager_for(settings: Settings) -> Any:

@@ -67,3 +67,12 @@ def test_a_run_fills_the_sandbox_pool_before_its_first_test_run() -> None:
         box = resources._sandboxes[key]
         assert len(box._idle) == 1  # type: ignore[attr-defined]
     resources.close_shared_sandboxes()
+
+
+def test_assets_import_nothing_of_orchestration() -> None:
+    # Imports run one way: orchestration (definitions, jobs, sensors, CLI) -> assets -> domain.
+    modules = imported_after(
+        "import assets.codegen, assets.corpus, assets.evaluation, assets.index, "
+        "assets.evaluation_session, assets.resources"
+    )
+    assert not [m for m in modules if m.split(".")[0] == "orchestration"]

@@ -108,7 +108,7 @@ def humaneval(
     The crew sees each task's prompt only; hidden tests run in the sandbox afterwards. Finished
     tasks are cached under $CODEGEN_HOME/eval, so a re-run only does what changed or failed.
     """
-    from orchestration.evaluation import eval_session
+    from assets.evaluation_session import eval_session
 
     if canonical and samples not in (None, 1):
         raise click.UsageError("--canonical scores the one canonical solution: drop --samples")
@@ -284,7 +284,7 @@ def _backfill(
     as_json: bool,
 ) -> None:
 
-    from orchestration.evaluation import eval_config
+    from assets.evaluation_session import eval_config
 
     if samples is not None:
         # Runs read settings in their own processes: the override travels in the environment.
@@ -334,7 +334,7 @@ def _score_samples_file(
 ) -> None:
     """``--samples-file``: validate the whole file, then score its tasks (or backfill them)."""
     from agents.evaluation.samples_file import SamplesFileError, read_samples
-    from orchestration.evaluation import samples_config, score_samples_file
+    from assets.evaluation_session import samples_config, score_samples_file
 
     try:
         samples = read_samples(path)
@@ -414,7 +414,7 @@ def _backfill_samples(
         return
     backfill_id, progress, wall = ran
     from agents.evaluation.samples_file import read_samples
-    from orchestration.evaluation import samples_config
+    from assets.evaluation_session import samples_config
 
     config = samples_config(settings, read_samples(path))
     extra = {

@@ -4,16 +4,16 @@ searches the same index the Dagster backfill's crew does."""
 from __future__ import annotations
 
 from agents.evaluation.harness import CREW
+from assets.evaluation_session import eval_config
 from assets.resources import RetrieverResource, VectorIndexResource
-from orchestration.evaluation import eval_config
-from orchestration.resources import resources_for, retriever_for
+from orchestration.resources import resources_for
 from settings import get_settings
 
 
 def test_the_index_is_part_of_the_crew_identity_and_cache_key() -> None:
     settings = get_settings()
     empty = eval_config(settings, CREW, 1, retriever=RetrieverResource())
-    index = eval_config(settings, CREW, 1, retriever=retriever_for(settings))
+    index = eval_config(settings, CREW, 1, retriever=VectorIndexResource.for_crew(settings))
     assert empty.identity["retriever"] == {"kind": "empty"}
     assert index.identity["retriever"]["kind"] == settings.retrieval.vector_store
     assert index.identity["retriever"]["where"] == settings.index_uri

@@ -8,8 +8,8 @@ import pytest
 
 from corpus.connectors.base import SourceError
 from corpus.sources import REGISTRY, SOURCES, source_spec
-from orchestration.corpus_config import source_config
 from settings import Settings
+from settings.corpus import source_config
 
 
 @pytest.mark.parametrize("source", SOURCES)

@@ -1,5 +1,7 @@
 """Settings -> the plain config each corpus connector takes (domain code never sees Settings).
 
+Shared by the corpus assets and the CLI, like settings/retrieval.py for the index.
+
 One rule for every source, driven by its entry in ``corpus.sources.REGISTRY``: the config's
 fields are filled from the source's settings section, the shared HTTP settings where the
 config has such fields, and its secret from the environment, read here at the edge and never

@@ -16,7 +16,10 @@ Paths, interleaved request by request so machine load hits all of them alike:
 * ``previous_multiprocess``: the same job on the executor it had before (multiprocess,
   forkserver preloading the code location), run from this process as the CLI used to.
 
-The LLM response cache is off, so every request makes every call. Prints one JSON object.
+The LLM response cache is off, so every request makes every call. Prints one JSON object;
+for ``codegen_generate`` it also says where the overhead sits: each stretch with no call in
+flight, named by the calls around it (``start -> analyzer`` ... ``documenter -> exit``), and
+how long after the command started its run's first event came.
 
     .venv/bin/python benchmarks/crew_overhead.py [--latency 1.0] [--requests 3]
 """
@@ -88,6 +91,22 @@ def first_calls_overlap(calls: list[tuple[str, float, float]]) -> float:
     return max(0.0, min(b1, b2) - max(a1, a2))
 
 
+def idle_gaps(
+    calls: list[tuple[str, float, float]], start: float, end: float
+) -> list[dict[str, Any]]:
+    """The stretches of [start, end] with no model call in flight, named by the calls around
+    them ("start -> analyzer", ..., "documenter -> exit"): where the overhead sits."""
+    gaps, reach, before = [], start, "start"
+    for role, a, b in sorted(calls, key=lambda c: c[1]):
+        if a > reach:
+            gaps.append({"between": f"{before} -> {role}", "s": round(a - reach, 2)})
+        if b > reach:
+            reach, before = b, role
+    if end > reach:
+        gaps.append({"between": f"{before} -> exit", "s": round(end - reach, 2)})
+    return gaps
+
+
 def cpu_seconds() -> float:
     """CPU used by this process and its reaped children (the CLI's ``codegen`` process)."""
     own, children = (
@@ -97,12 +116,12 @@ def cpu_seconds() -> float:
     return sum(r.ru_utime + r.ru_stime for r in (own, children))
 
 
-def measure(log: CallLog, run: Any) -> dict[str, Any]:
+def measure(log: CallLog, run: Any, instance: Any = None) -> dict[str, Any]:
     cpu = cpu_seconds()
     start = time.time()
-    error = None
+    error, run_id = None, None
     try:
-        run()
+        run_id = run()
     except AssertionError as exc:  # a failed request is reported, not timed as a success
         error = str(exc)[-300:] or "request did not pass"
     end = time.time()
@@ -119,8 +138,26 @@ def measure(log: CallLog, run: Any) -> dict[str, Any]:
         "cpu_s": round(cpu, 2),
         "calls": len(calls),
         "first_calls_overlap_s": round(first_calls_overlap(calls), 2),
+        "idle_gaps": idle_gaps(calls, start, end),
+        **({"run_started_after_s": _first_event_s(instance, run_id, start)} if run_id else {}),
         **({"error": error} if error else {}),
     }
+
+
+def median_gaps(rows: list[dict[str, Any]]) -> dict[str, float]:
+    by_label: dict[str, list[float]] = {}
+    for row in rows:
+        if "error" not in row:
+            for gap in row["idle_gaps"]:
+                by_label.setdefault(gap["between"], []).append(gap["s"])
+    return {label: round(statistics.median(v), 2) for label, v in by_label.items()}
+
+
+def _first_event_s(instance: Any, run_id: str, start: float) -> float | None:
+    """Seconds from starting the command to its run's first event: the part of the first gap
+    spent before Dagster had a run (interpreter, imports, instance, code location)."""
+    logs = instance.all_logs(run_id) if instance is not None else []
+    return round(logs[0].timestamp - start, 2) if logs else None
 
 
 def previous_multiprocess_job() -> Any:
@@ -204,7 +241,7 @@ def main() -> None:
                     out = run_crew(text(i, "loop"), llm=llm, sandbox=box)
                     assert out.status.value == "passed", out.reason
 
-                def cli(i: int = i) -> None:
+                def cli(i: int = i) -> str:
                     proc = subprocess.run(
                         [CODEGEN, "generate", text(i, "cli"), "--json", "--launch", "here"],
                         capture_output=True,
@@ -213,7 +250,9 @@ def main() -> None:
                         check=False,
                     )
                     assert proc.returncode == 0, proc.stderr[-2000:]
-                    assert json.loads(proc.stdout)["status"] == "passed"
+                    summary = json.loads(proc.stdout)
+                    assert summary["status"] == "passed"
+                    return summary["run_id"]
 
                 def multiprocess(i: int = i) -> None:
                     req = RequestStore(settings.requests_dir).add(text(i, "previous"))
@@ -227,14 +266,14 @@ def main() -> None:
                     assert result.success
 
                 rows["in_process_loop"].append(measure(log, loop))
-                rows["codegen_generate"].append(measure(log, cli))
+                rows["codegen_generate"].append(measure(log, cli, instance))
                 if not args.skip_previous:
                     rows["previous_multiprocess"].append(measure(log, multiprocess))
         finally:
             box.close()
 
     def median(path: str, key: str) -> float:
-        ok = [r[key] for r in rows[path] if "error" not in r]
+        ok = [r[key] for r in rows[path] if "error" not in r and r.get(key) is not None]
         return round(statistics.median(ok), 2) if ok else float("nan")
 
     baseline = median("in_process_loop", "overhead_s")
@@ -257,6 +296,8 @@ def main() -> None:
         "target_met": median("codegen_generate", "overhead_s") <= 4.0
         and all(r["first_calls_overlap_s"] > 0 for r in rows["codegen_generate"]),
         "failed_requests": {p: sum("error" in r for r in rows[p]) for p in rows},
+        "codegen_generate_idle_gaps_s": median_gaps(rows["codegen_generate"]),
+        "codegen_generate_run_started_after_s": median("codegen_generate", "run_started_after_s"),
         "runs": rows,
         "load_average_1m": round(os.getloadavg()[0], 1),
     }

@@ -3,13 +3,13 @@
 See orchestration/instance.py for how every entry point gets this file.
 
 The SQLite storage is Dagster's own, with one change to how it connects. Stock, every event
-(about a hundred per request) opens a new SQLite connection, commits with an fsync and closes,
-which checkpoints the write-ahead log with two more: about 3 ms each on this machine, on the
-critical path between model calls. Here each database keeps its connection open and commits
-with ``synchronous=NORMAL``, SQLite's documented setting for WAL mode: a committed event
-survives a crash of the process; a power cut may roll back the last few, never corrupt the
-file (https://www.sqlite.org/pragma.html#pragma_synchronous). Postgres is the choice for
-anything beyond one machine. ``benchmarks/crew_overhead.py`` measures the effect.
+of a run opens a new SQLite connection, commits with an fsync and closes, which checkpoints
+the write-ahead log with more; on the critical path between model calls, that added up to a
+good part of a request's overhead (``benchmarks/crew_overhead.py``). Here each database keeps
+its connection open and commits with ``synchronous=NORMAL``, SQLite's documented setting for
+WAL mode: a committed event survives a crash of the process; a power cut may roll back the
+last few, never corrupt the file (https://www.sqlite.org/pragma.html#pragma_synchronous).
+Postgres is the choice for anything beyond one machine.
 """
 
 from __future__ import annotations

@@ -144,6 +144,9 @@ class LoadDriver:
         self._cli: list[tuple[subprocess.Popen[str], str]] = []
         self._inbox_names: list[str] = []
         self._t0 = time.monotonic()
+        # Requests the deployment already held (another test's, an earlier load's): neither
+        # counted as this load's reports nor reported as strays.
+        self._earlier = set(self._all_reports())
 
     # -- submitting -------------------------------------------------------------------------
     def submit_cli(self, text: str) -> None:
@@ -194,6 +197,10 @@ class LoadDriver:
         return runs
 
     def reports(self) -> dict[str, dict[str, Any]]:
+        """report.json of each request made since this driver started, by request id."""
+        return {k: v for k, v in self._all_reports().items() if k not in self._earlier}
+
+    def _all_reports(self) -> dict[str, dict[str, Any]]:
         out = {}
         for path in (self.home / "artifacts").glob("*/report.json"):
             try:

@@ -278,10 +278,13 @@ class LoadDriver:
                     events = [f"(events unavailable: {exc})"]
                 out[run["runId"]] = [e for e in events if e][-15:]
         if out:
+            try:
+                daemon = self.stack.container_id("daemon")
+            except DeployError as exc:  # diagnostics must not hide the failure they explain
+                out["daemon log"] = [f"(unavailable: {exc})"]
+                return out
             logs = subprocess.run(
-                ["docker", "logs", "--tail", "400", self.stack.container_id("daemon")],
-                capture_output=True,
-                text=True,
+                ["docker", "logs", "--tail", "400", daemon], capture_output=True, text=True
             )
             lines = (logs.stdout + logs.stderr).splitlines()
             out["daemon log"] = [

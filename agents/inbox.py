@@ -3,7 +3,8 @@
 A file is plain text (the request) or JSON ``{"request": "...", "options": {...}}``. Accepted
 files move to ``inbox/processed/``; malformed ones move to ``inbox/rejected/`` next to a
 ``.reason.txt`` saying why. Hidden and ``*.tmp``/``*.part`` files are left alone so a file
-still being written is never read half-way.
+still being written is never read half-way; the only hidden files the scan touches are its
+own claim files (``.<request id>__<name>.claim``).
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.requests import RequestStore, StoredRequest
+from agents.requests import RequestStore, StoredRequest, is_request_id, new_request_id
 from agents.roles import BadRequest, validate_request
 from agents.types import CrewOptions
 
 MAX_FILE_BYTES = 1_000_000
 _PARTIAL = (".tmp", ".part", ".partial", ".swp")
+_CLAIM = ".claim"  # a file being taken: hidden, so no other scan takes it too
 
 
 @dataclass
@@ -27,8 +29,9 @@ class InboxScan:
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (file name, reason)
 
 
-def parse_request_file(path: Path) -> tuple[str, dict]:
-    """(request text, options) from one inbox file; BadRequest says what is wrong."""
+def parse_request_file(path: Path, name: str | None = None) -> tuple[str, dict]:
+    """(request text, options) from one inbox file, read as JSON when its ``name`` (default:
+    the path's own) ends in .json; BadRequest says what is wrong."""
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise BadRequest(f"file is {size} bytes; the limit is {MAX_FILE_BYTES}")
@@ -38,7 +41,7 @@ def parse_request_file(path: Path) -> tuple[str, dict]:
     except UnicodeDecodeError as exc:
         raise BadRequest("file is not UTF-8 text (binary?)") from exc
     options: dict = {}
-    if path.suffix.lower() == ".json":
+    if Path(name or path.name).suffix.lower() == ".json":
         try:
             data = json.loads(text)
         except ValueError as exc:
@@ -70,11 +73,50 @@ def _move(src: Path, dest_dir: Path, name: str) -> Path:
     return dest
 
 
+def _claim_name(request_id: str, name: str) -> str:
+    return f".{request_id}__{name}{_CLAIM}"
+
+
+def _claimed(path: Path) -> tuple[str, str] | None:
+    """(request id, original file name) of a claim file, else None."""
+    if not (path.name.startswith(".") and path.name.endswith(_CLAIM)):
+        return None
+    request_id, sep, name = path.name[1 : -len(_CLAIM)].partition("__")
+    return (request_id, name) if sep and is_request_id(request_id) and name else None
+
+
+def _take(
+    inbox: Path, claim: Path, request_id: str, name: str, store: RequestStore, scan: InboxScan
+) -> None:
+    """Steps 2 and 3 of taking a file: store it as a queued request under the claimed id,
+    then move it to processed/. Each step is safe to repeat after a crash."""
+    try:
+        text, options = parse_request_file(claim, name)
+    except (BadRequest, OSError) as exc:
+        dest = _move(claim, inbox / "rejected", name)
+        dest.with_name(dest.name + ".reason.txt").write_text(f"{exc}\n")
+        scan.rejected.append((name, str(exc)))
+        return
+    req = store.add(text, options, source=f"inbox:{name}", state="queued", request_id=request_id)
+    _move(claim, inbox / "processed", f"{request_id}__{name}")
+    scan.accepted.append(req)
+
+
 def scan_inbox(inbox: Path, store: RequestStore, *, limit: int = 50) -> InboxScan:
-    """Store each new request file (oldest first, at most ``limit`` per scan)."""
+    """Store each new request file (oldest first, at most ``limit`` per scan) as a queued
+    request.
+
+    Taking a file is three steps, each atomic and each safe to repeat: rename it to a hidden
+    claim file that names a fresh request id, store the request under that id, move the file
+    to processed/. A scan first finishes the claims an interrupted one left, so a process
+    killed at any point neither loses a file nor makes two requests of it.
+    """
     scan = InboxScan()
     if not inbox.is_dir():
         return scan
+    for path in sorted(inbox.iterdir()):
+        if path.is_file() and (claim := _claimed(path)) is not None:
+            _take(inbox, path, *claim, store, scan)
     files = sorted(
         (p for p in inbox.iterdir() if p.is_file() and not p.name.startswith(".")),
         key=lambda p: (p.stat().st_mtime, p.name),
@@ -84,14 +126,11 @@ def scan_inbox(inbox: Path, store: RequestStore, *, limit: int = 50) -> InboxSca
             continue
         if len(scan.accepted) + len(scan.rejected) >= limit:
             break
+        request_id = new_request_id()
+        claim = inbox / _claim_name(request_id, path.name)
         try:
-            text, options = parse_request_file(path)
-        except (BadRequest, OSError) as exc:
-            dest = _move(path, inbox / "rejected", path.name)
-            dest.with_name(dest.name + ".reason.txt").write_text(f"{exc}\n")
-            scan.rejected.append((path.name, str(exc)))
+            os.replace(path, claim)
+        except FileNotFoundError:  # taken away since the listing (by its writer, say)
             continue
-        req = store.add(text, options, source=f"inbox:{path.name}", state="launched")
-        _move(path, inbox / "processed", f"{req.id}__{path.name}")
-        scan.accepted.append(req)
+        _take(inbox, claim, request_id, path.name, store, scan)
     return scan

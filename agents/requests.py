@@ -23,7 +23,7 @@ from typing import Any
 ARTIFACT_FILES = ("solution.py", "test_solution.py", "README.md", "spec.json", "report.json")
 _ID = re.compile(r"^req-[0-9a-f]{16}$")
 
-# queued: waiting for the sensor to launch it; launched: a run was started for it.
+# queued: waiting for the sensor to launch it; launched: Dagster holds its run request.
 STATES = ("queued", "launched")
 
 
@@ -83,11 +83,17 @@ class RequestStore:
         *,
         source: str = "cli",
         state: str = "launched",
+        request_id: str | None = None,
     ) -> StoredRequest:
+        """Store a new request. With ``request_id`` (chosen by the caller before any other side
+        effect, as the inbox does) adding it again is a no-op returning the stored one, so a
+        step repeated after a crash never makes a second request."""
         if state not in STATES:
             raise ValueError(f"unknown state {state!r}")
+        if request_id is not None and not is_request_id(request_id):
+            raise ValueError(f"not a request id: {request_id!r}")
         req = StoredRequest(
-            id=new_request_id(),
+            id=request_id or new_request_id(),
             text=text,
             options=dict(options or {}),
             source=source,
@@ -95,11 +101,11 @@ class RequestStore:
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
         with self._db() as conn:
-            conn.execute(
-                "INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?)",
+            added = conn.execute(
+                "INSERT OR IGNORE INTO requests VALUES (?, ?, ?, ?, ?, ?)",
                 (req.id, req.text, json.dumps(req.options), req.source, req.state, req.created_at),
-            )
-        return req
+            ).rowcount
+        return req if added else self.get(req.id)
 
     def get(self, request_id: str) -> StoredRequest:
         with self._db() as conn:

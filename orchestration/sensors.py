@@ -1,8 +1,14 @@
 """The inbox sensor: one run per new request file, and per request queued from the launchpad.
 
+Crash-safe by construction: request files are taken in steps that are safe to repeat
+(``agents.inbox.scan_inbox``), a request leaves the ``queued`` state only once a later tick's
+cursor shows that Dagster recorded its run request, and the run key is the request id.
+
 A factory that takes the job it launches, as in Dagster's ``project_fully_featured``: the
 sensor module never imports the jobs module, and ``definitions`` wires the two together.
 """
+
+import json
 
 from dagster import (
     DefaultSensorStatus,
@@ -18,11 +24,24 @@ from dagster._core.definitions.unresolved_asset_job_definition import (
 )
 
 from agents.inbox import scan_inbox
-from agents.requests import RequestStore
+from agents.requests import RequestStore, is_request_id
 from assets.codegen import requests_partitions
 from assets.resources import SettingsResource
 
 INBOX_SENSOR = "inbox_sensor"
+
+
+def _requested(context: SensorEvaluationContext) -> list[str]:
+    """The request ids in the cursor; a cursor edited into anything else is ignored (those
+    requests stay queued and are asked for again, which the run key makes harmless)."""
+    try:
+        ids = json.loads(context.cursor or "[]")
+    except ValueError:
+        ids = None
+    if not isinstance(ids, list) or not all(isinstance(i, str) and is_request_id(i) for i in ids):
+        context.log.warning("inbox: ignoring a cursor that is not a list of request ids")
+        return []
+    return ids
 
 
 def build_inbox_sensor(job: UnresolvedAssetJobDefinition) -> SensorDefinition:
@@ -39,22 +58,25 @@ def build_inbox_sensor(job: UnresolvedAssetJobDefinition) -> SensorDefinition:
     def inbox_sensor(context: SensorEvaluationContext, settings: SettingsResource) -> SensorResult:
         cfg = settings.load()
         store = RequestStore(cfg.requests_dir)
+        # The cursor names the requests of the last tick that Dagster finished, so it holds
+        # their run requests now; a tick cut short leaves its requests queued for the next.
+        for request_id in _requested(context):
+            store.set_state(request_id, "launched")
         scan = scan_inbox(cfg.inbox_dir, store)
         for name, reason in scan.rejected:
             context.log.warning(f"inbox: {name} moved to rejected/: {reason}")
-        queued = store.with_state("queued")
-        for req in queued:
-            store.set_state(req.id, "launched")
-        launch = [*scan.accepted, *queued]
+        launch = store.with_state("queued")
         if not launch:
-            return SensorResult(skip_reason=SkipReason("no new requests"))
+            return SensorResult(skip_reason=SkipReason("no new requests"), cursor="[]")
         ids = [r.id for r in launch]
         return SensorResult(
+            # run_key = request id: Dagster never starts a second run for a request asked twice.
             run_requests=[
                 RunRequest(partition_key=r.id, run_key=r.id, tags={"codegen/source": r.source})
                 for r in launch
             ],
             dynamic_partitions_requests=[requests_partitions.build_add_request(ids)],
+            cursor=json.dumps(ids),
         )
 
     return inbox_sensor

@@ -10,7 +10,7 @@ import pytest
 from dagster import DagsterInstance, SensorResult, build_sensor_context, instance_for_test
 
 from agents.inbox import parse_request_file
-from agents.requests import RequestStore, is_request_id
+from agents.requests import RequestStore, is_request_id, new_request_id
 from agents.roles import BadRequest
 from assets.resources import SettingsResource
 from orchestration.instance import storage_overrides
@@ -30,8 +30,11 @@ def instance() -> Iterator[DagsterInstance]:
         yield inst
 
 
-def tick(instance: DagsterInstance) -> SensorResult:
-    context = build_sensor_context(instance=instance, resources={"settings": SettingsResource()})
+def tick(instance: DagsterInstance, cursor: str | None = None) -> SensorResult:
+    """One evaluation, from ``cursor`` (the one the daemon kept: the last finished tick's)."""
+    context = build_sensor_context(
+        instance=instance, resources={"settings": SettingsResource()}, cursor=cursor
+    )
     result = inbox_sensor(context)
     assert isinstance(result, SensorResult)
     return result
@@ -82,9 +85,10 @@ def test_one_run_per_new_file_and_malformed_files_moved_aside(
     assert len(list((inbox / "processed").iterdir())) == 2
     assert (inbox / "writing.txt.part").exists()  # still being written: left alone
 
-    # The next tick finds nothing new: one run per file, never two.
-    again = tick(instance)
+    # The next tick, from the cursor Dagster kept, finds nothing new: one run per file.
+    again = tick(instance, result.cursor)
     assert not again.run_requests
+    assert {store.get(k).state for k in keys} == {"launched"}
 
 
 def test_a_second_file_with_the_same_name_keeps_both(
@@ -123,8 +127,8 @@ def test_launchpad_submit_job_queues_a_request_the_sensor_launches(
 
     launched = tick(instance)
     assert [r.partition_key for r in launched.run_requests] == [request_id]
+    assert not tick(instance, launched.cursor).run_requests
     assert RequestStore(isolated_home / "requests").get(request_id).state == "launched"
-    assert not tick(instance).run_requests
 
 
 def test_submit_job_refuses_an_empty_request(instance: DagsterInstance) -> None:
@@ -142,3 +146,61 @@ def test_huge_file_is_refused(tmp_path: Path) -> None:
     big.write_text("a" * 2_000_000)
     with pytest.raises(BadRequest, match="limit"):
         parse_request_file(big)
+
+
+def test_a_tick_cut_short_loses_no_request_and_makes_none_twice(
+    instance: DagsterInstance, isolated_home: Path
+) -> None:
+    """The daemon killed inside a tick, before Dagster recorded its run requests: the daemon
+    keeps the previous cursor, and the next tick asks for the same requests again."""
+    inbox = isolated_home / "inbox"
+    inbox.mkdir()
+    (inbox / "a.txt").write_text("Write a(n).")
+    lost = tick(instance)  # its result never reaches Dagster
+    [first] = [r.run_key for r in lost.run_requests]
+    (inbox / "b.txt").write_text("Write b(n).")
+    retried = tick(instance)  # same (empty) cursor as before the lost tick
+    assert sorted(r.run_key for r in retried.run_requests) == sorted(
+        [first, request_id_of(inbox, "b.txt")]
+    )
+    assert not tick(instance, retried.cursor).run_requests
+    assert len(RequestStore(isolated_home / "requests").all()) == 2
+
+
+@pytest.mark.parametrize("stored_before_crash", [False, True])
+def test_a_file_claimed_when_the_scan_died_is_taken_once(
+    instance: DagsterInstance, isolated_home: Path, stored_before_crash: bool
+) -> None:
+    """Killed after claiming a file (renaming it to its hidden claim name), with or without
+    having stored its request: the next scan finishes the claim, under the claimed id."""
+    inbox = isolated_home / "inbox"
+    inbox.mkdir()
+    request_id = new_request_id()
+    (inbox / f".{request_id}__c.txt.claim").write_text("Write c(n).")
+    store = RequestStore(isolated_home / "requests")
+    if stored_before_crash:
+        store.add("Write c(n).", source="inbox:c.txt", state="queued", request_id=request_id)
+    (inbox / ".editor-swap").write_text("not ours")  # other hidden files stay untouched
+
+    result = tick(instance)
+    assert [r.run_key for r in result.run_requests] == [request_id]
+    assert [(r.id, r.text, r.source) for r in store.all()] == [
+        (request_id, "Write c(n).", "inbox:c.txt")
+    ]
+    assert sorted(p.name for p in inbox.iterdir() if p.is_file()) == [".editor-swap"]
+    assert (inbox / "processed" / f"{request_id}__c.txt").read_text() == "Write c(n)."
+
+
+def test_a_cursor_that_is_not_request_ids_is_ignored(
+    instance: DagsterInstance, isolated_home: Path
+) -> None:
+    store = RequestStore(isolated_home / "requests")
+    queued = store.add("Write d(n).", state="queued")
+    for cursor in ("not json", '{"a": 1}', '["../../etc"]'):
+        assert [r.run_key for r in tick(instance, cursor).run_requests] == [queued.id]
+    assert store.get(queued.id).state == "queued"
+
+
+def request_id_of(inbox: Path, name: str) -> str:
+    [path] = (inbox / "processed").glob(f"req-*__{name}")
+    return path.name.split("__")[0]

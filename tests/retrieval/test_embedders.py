@@ -97,6 +97,22 @@ def test_onnx_identity_and_cache_key_name_weights_and_recipe(
     assert not [p.name for p in export.iterdir() if p.name != "model.onnx"]  # no temp files
 
 
+def test_onnx_export_fuses_attention_and_keeps_embeddings_fp32(
+    onnx_model_cache: Path, onnx_minilm: OnnxMiniLMEmbedder
+) -> None:
+    """The speed of the default rests on ONNX Runtime fusing each layer's attention into one
+    int8 kernel; an exporter change that silently breaks the fusion fails here, not in a
+    benchmark nobody runs."""
+    import onnx
+
+    onnx_minilm.embed_query("export")
+    (export,) = (onnx_model_cache / "models").iterdir()
+    ops = [node.op_type for node in onnx.load(str(export / "model.onnx")).graph.node]
+    assert ops.count("QAttention") == 6  # one per layer
+    assert "Softmax" not in ops and "IsNaN" not in ops  # no unfused attention left
+    assert ops.count("EmbedLayerNormalization") == 1  # the embedding table stays fp32
+
+
 def test_damaged_onnx_cache_is_a_clear_error(tmp_path: Path, onnx_model_cache: Path) -> None:
     shutil.copytree(onnx_model_cache / "models", tmp_path / "models")
     (model,) = (tmp_path / "models").glob("*/model.onnx")

@@ -1,0 +1,320 @@
+"""How fast all-MiniLM-L6-v2 could possibly embed on this CPU, against issue 13's target of
+8x torch's throughput. Prints JSON.
+
+Everything is measured in one run on this machine:
+  - the texts' real token counts under MiniLM's tokenizer: the same 256 stdlib functions
+    that benchmarks/retrieval_quality.py times, and the default corpus's chunks (those of a
+    first `codegen corpus build`, made here by the corpus pipeline in --workdir, or --chunks);
+  - MiniLM's arithmetic per text, counted from its config: per layer and token, the dense
+    projections (Q, K, V, output: 4 d^2; feed-forward: 2 d f multiply-adds), plus attention's
+    2 n d, which grows with the text's length n;
+  - the machine's sustained rate for exactly those dense projections: one transformer
+    layer's six Linear layers (d=384, f=1536) exported to ONNX and int8-quantized with the
+    default embedder's own recipe, run by ONNX Runtime on every CPU over 8,192 token rows;
+    the same graph in fp32, and torch's fp32;
+  - torch MiniLM (the baseline) and the ONNX int8 default on the same texts, interleaved.
+
+The ceiling is the throughput MiniLM would reach if all of its dense arithmetic ran at that
+measured int8 rate and everything else were free: no attention, softmax, layer norm, GELU,
+quantizing of activations between layers, padding or tokenizing. It is an upper bound: no
+runtime, batching or thread setting can pass it with this model on this CPU. If 8x torch
+is above it, the target needs a smaller model (``shrink_needed``: how many times fewer
+multiply-adds per token), not a faster runtime.
+
+    .venv/bin/python benchmarks/embedder_ceiling.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import sys
+import sysconfig
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.embedders import (
+    MiniLMEmbedder,
+    OnnxMiniLMEmbedder,
+    available_cpus,
+    verified_minilm_dir,
+)
+from retrieval.evaluation import stdlib_eval_set
+
+TARGET_SPEEDUP = 8.0
+ROWS = 8192  # token rows per timed GEMM call: the embedder's own batch_tokens
+
+
+def log(msg: str) -> None:
+    print(f"[embedder_ceiling] {msg}", file=sys.stderr, flush=True)
+
+
+def model_shape() -> dict[str, int]:
+    path, _ = verified_minilm_dir()
+    config = json.loads((path / "config.json").read_text())
+    return {
+        "layers": int(config["num_hidden_layers"]),
+        "hidden": int(config["hidden_size"]),
+        "ffn": int(config["intermediate_size"]),
+    }
+
+
+def dense_macs_per_token_layer(shape: dict[str, int]) -> int:
+    d, f = shape["hidden"], shape["ffn"]
+    return 4 * d * d + 2 * d * f
+
+
+def token_counts(texts: list[str], max_length: int) -> np.ndarray:
+    """Tokens per text as the default embedder feeds them (its tokenizer, its truncation,
+    no padding)."""
+    from retrieval.embedders import _fast_tokenizer
+
+    path, _ = verified_minilm_dir()
+    encodings = _fast_tokenizer(str(path), max_length).encode_batch(texts)
+    return np.array([len(e.ids) for e in encodings], dtype=np.int64)
+
+
+def macs(tokens: np.ndarray, shape: dict[str, int]) -> tuple[float, float]:
+    """(dense, attention) multiply-adds summed over the texts, no padding."""
+    dense = float(tokens.sum()) * shape["layers"] * dense_macs_per_token_layer(shape)
+    squares = float((tokens.astype(np.float64) ** 2).sum())
+    attention = squares * shape["layers"] * 2 * shape["hidden"]
+    return dense, attention
+
+
+def _layer_module(shape: dict[str, int]) -> Any:
+    import torch
+
+    d, f = shape["hidden"], shape["ffn"]
+
+    class DenseOfOneLayer(torch.nn.Module):
+        """The six projections of one BERT layer, chained (shapes only; no attention)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.linears = torch.nn.ModuleList(
+                [torch.nn.Linear(d, d) for _ in range(4)]
+                + [torch.nn.Linear(d, f), torch.nn.Linear(f, d)]
+            )
+
+        def forward(self, x: Any) -> Any:
+            for linear in self.linears:
+                x = linear(x)
+            return x
+
+    torch.manual_seed(0)
+    return DenseOfOneLayer().eval()
+
+
+def _time(fn: Any, repeats: int) -> float:
+    fn()  # warm-up: kernels chosen, buffers allocated
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def gemm_rates(shape: dict[str, int], workdir: Path, repeats: int) -> dict[str, float]:
+    """Sustained multiply-adds per second of one layer's dense projections: ONNX Runtime int8
+    (the default embedder's quantization recipe), ONNX Runtime fp32, torch fp32."""
+    import onnx
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from retrieval.embedders import _onnx_session
+
+    module = _layer_module(shape)
+    x = np.random.default_rng(0).standard_normal((ROWS, shape["hidden"])).astype(np.float32)
+    fp32_path, int8_path = workdir / "layer-fp32.onnx", workdir / "layer-int8.onnx"
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            module,
+            (torch.from_numpy(x),),
+            str(fp32_path),
+            input_names=["x"],
+            output_names=["y"],
+            dynamic_axes={"x": {0: "rows"}, "y": {0: "rows"}},
+            opset_version=17,
+            dynamo=False,
+        )
+    logging.getLogger().setLevel(logging.ERROR)  # the quantizer's generic advice
+    quantize_dynamic(
+        str(fp32_path),
+        str(int8_path),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+    )
+    work = ROWS * dense_macs_per_token_layer(shape)
+    threads = available_cpus()
+    rates = {}
+    for name, path in (("onnx_int8", int8_path), ("onnx_fp32", fp32_path)):
+        session = _onnx_session(str(path), threads)
+        seconds = _time(lambda s=session: s.run(["y"], {"x": x}), repeats)
+        rates[name] = work / seconds
+    torch.set_num_threads(threads)
+    tx = torch.from_numpy(x)
+    with torch.no_grad():
+        rates["torch_fp32"] = work / _time(lambda: module(tx), repeats)
+    return rates
+
+
+def default_corpus_texts(workdir: Path) -> list[str]:
+    """The chunks of a first `codegen corpus build` of the default corpus, made by the same
+    corpus stages in a throwaway home (memoized there, so a rerun is quick)."""
+    home = workdir / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ["CODEGEN_HOME"] = str(home)
+    os.environ["CODEGEN_CONFIG"] = str(home / "codegen.toml")  # no developer config file
+    from corpus import pipeline
+    from corpus.chunk import Budget
+    from corpus.sources import refresh_source
+    from corpus.store import chunks_path
+    from settings import get_settings
+    from settings.corpus import dedupe_params, source_config
+
+    get_settings.cache_clear()
+    cfg = get_settings()
+    quiet = lambda _msg: None  # noqa: E731 - the stages' progress lines are not the result
+    for source in cfg.corpus.sources:
+        refresh_source(source, source_config(cfg, source), cfg.corpus_dir, True, quiet)
+    pipeline.clean_stage(cfg.corpus_dir, cfg.corpus.max_document_bytes, quiet)
+    pipeline.dedupe_stage(cfg.corpus_dir, dedupe_params(cfg), quiet)
+    budget = Budget(cfg.corpus.chunk_max_tokens, cfg.corpus.chunk_min_tokens)
+    pipeline.chunk_stage(cfg.corpus_dir, budget, quiet, dedupe_params(cfg))
+    return read_chunk_texts(chunks_path(cfg.corpus_dir))
+
+
+def read_chunk_texts(path: Path) -> list[str]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for line in fh if line.strip()]
+
+
+def measured_throughput(
+    embedders: dict[str, Any], texts: list[str], rounds: int
+) -> dict[str, list[float]]:
+    rates: dict[str, list[float]] = {name: [] for name in embedders}
+    for embedder in embedders.values():
+        embedder.embed_documents(texts[:8])  # model load / first-time export
+    for r in range(rounds):
+        for name, embedder in embedders.items():
+            t0 = time.perf_counter()
+            embedder.embed_documents(texts)
+            rates[name].append(len(texts) / (time.perf_counter() - t0))
+        log(f"round {r + 1}: " + ", ".join(f"{n} {v[-1]:.1f}/s" for n, v in rates.items()))
+    return rates
+
+
+def ceiling_for(
+    label: str,
+    texts: list[str],
+    shape: dict[str, int],
+    rates: dict[str, float],
+    measured: dict[str, float],
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"texts": len(texts)}
+    dense_per_text: dict[int, float] = {}
+    for cap in (256, 128):
+        tokens = token_counts(texts, cap)
+        dense, attention = macs(tokens, shape)
+        dense_per_text[cap] = dense / len(texts)
+        dense_only = len(texts) / (dense / rates["onnx_int8"])
+        with_attention = len(texts) / (dense / rates["onnx_int8"] + attention / rates["onnx_fp32"])
+        entry[f"seq{cap}"] = {
+            "tokens_mean": round(float(tokens.mean()), 1),
+            "tokens_at_cap_fraction": round(float((tokens >= cap).mean()), 3),
+            "gmacs_per_text": round((dense + attention) / len(texts) / 1e9, 3),
+            "ceiling_chunks_per_s_dense_int8_only": round(dense_only, 1),
+            "ceiling_chunks_per_s_plus_attention_fp32": round(with_attention, 1),
+        }
+    torch_rate = measured["minilm-torch"]
+    ceiling = entry["seq256"]["ceiling_chunks_per_s_dense_int8_only"]
+    target = TARGET_SPEEDUP * torch_rate
+    entry.update(
+        {
+            "measured_chunks_per_s": {k: round(v, 1) for k, v in measured.items()},
+            "target_chunks_per_s_8x_torch": round(target, 1),
+            "ceiling_over_torch": round(ceiling / torch_rate, 2),
+            "seq128_ceiling_over_torch": round(
+                entry["seq128"]["ceiling_chunks_per_s_dense_int8_only"] / torch_rate, 2
+            ),
+            "target_over_ceiling": round(target / ceiling, 2),
+            "target_reachable_with_this_model": target <= ceiling,
+            # Multiply-adds per text that 8x torch leaves at the int8 rate, against MiniLM's.
+            "shrink_needed": round(dense_per_text[256] / (rates["onnx_int8"] / target), 2),
+            "onnx_int8_share_of_ceiling": round(measured["minilm"] / ceiling, 3),
+        }
+    )
+    log(f"{label}: {json.dumps(entry)}")
+    return entry
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--workdir", default=".codegen/bench/embedder_ceiling")
+    ap.add_argument("--model-cache", default=".codegen/bench/retrieval_quality/cache")
+    ap.add_argument("--sample", type=int, default=256, help="stdlib functions timed")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--gemm-repeats", type=int, default=5)
+    ap.add_argument("--chunks", type=Path, help="a chunks.jsonl instead of building one")
+    ap.add_argument(
+        "--corpus-sample", type=int, default=512, help="default-corpus chunks timed (seeded)"
+    )
+    args = ap.parse_args()
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    report: dict[str, Any] = {
+        "cpus": available_cpus(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "baseline": "minilm-torch on the same texts, interleaved rounds",
+        "target": f"{TARGET_SPEEDUP:g}x the baseline's chunks/s (issue 13)",
+    }
+    shape = model_shape()
+    per_token = shape["layers"] * dense_macs_per_token_layer(shape)
+    report["model"] = shape | {"dense_macs_per_token": per_token}
+
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        rates = gemm_rates(shape, Path(tmp), args.gemm_repeats)
+    report["gemm_gmacs_per_s"] = {k: round(v / 1e9, 2) for k, v in rates.items()}
+    log(f"GEMM rates (GMAC/s): {report['gemm_gmacs_per_s']}")
+
+    embedders = {
+        "minilm-torch": MiniLMEmbedder(),
+        "minilm": OnnxMiniLMEmbedder(cache_dir=args.model_cache),
+    }
+    chunks, _ = stdlib_eval_set(
+        Path(sysconfig.get_paths()["stdlib"]), max_queries=1000, max_files=120
+    )
+    functions = [c.text for c in chunks[: args.sample]]  # retrieval_quality.py's sample
+    corpus = read_chunk_texts(args.chunks) if args.chunks else default_corpus_texts(workdir)
+    rng = np.random.default_rng(0)
+    picked = rng.choice(len(corpus), size=min(args.corpus_sample, len(corpus)), replace=False)
+    corpus_sample = [corpus[i] for i in sorted(picked)]
+    report["texts"] = {}
+    for label, texts in (("stdlib_functions", functions), ("default_corpus_chunks", corpus_sample)):
+        log(f"{label}: timing {len(texts)} texts")
+        measured = {
+            name: statistics.median(v)
+            for name, v in measured_throughput(embedders, texts, args.rounds).items()
+        }
+        report["texts"][label] = ceiling_for(label, texts, shape, rates, measured)
+    report["default_corpus_chunks_total"] = len(corpus)
+    report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    report["total_seconds"] = round(time.perf_counter() - started, 1)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

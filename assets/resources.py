@@ -1,6 +1,7 @@
 """Dagster resources: thin adapters that hand settings to the domain packages."""
 
 import contextlib
+import hashlib
 import importlib
 import multiprocessing.util
 import threading
@@ -251,13 +252,23 @@ class VectorIndexResource(RetrieverResource):
         return LazyRetriever(self.open_store(), self.make_embedder)
 
     def identity(self) -> dict[str, Any]:
-        """Store, embedder and size of the index: a re-built index is another crew. (The
-        chunk count stands in for a content hash, which the store does not keep.)"""
+        """Store, embedder and contents of the index: a re-built index is another crew.
+        Chunk ids hash their text, so the digest of the sorted ids is a content hash: an
+        index whose chunks changed is another identity even at the same chunk count, and
+        one re-embedded by another embedder recipe is another through ``vectors``."""
         store = self.store_config()
         try:
-            chunks = self.open_store().count()
+            opened = self.open_store()
+            ids, vectors = sorted(opened.ids()), opened.embedder_identity()
         except Exception:  # a missing index searches as empty
-            chunks = 0
+            ids, vectors = [], None
         embedder = retrieval_wiring.embedder_config(self.load_settings(), self.embedder).name
         where = store.weaviate_url if store.kind == "weaviate" else store.uri
-        return {"kind": store.kind, "where": where, "embedder": embedder, "chunks": chunks}
+        return {
+            "kind": store.kind,
+            "where": where,
+            "embedder": embedder,
+            "vectors": vectors,  # the identity that embedded them: a new recipe re-embeds
+            "chunks": len(ids),
+            "content": hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16],
+        }

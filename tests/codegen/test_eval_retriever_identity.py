@@ -3,10 +3,17 @@ searches the same index the Dagster backfill's crew does."""
 
 from __future__ import annotations
 
-from agents.evaluation.harness import CREW
+from pathlib import Path
+
+import numpy as np
+
+from agents.evaluation.harness import CREW, EvalConfig
 from assets.evaluation_session import eval_config
 from assets.resources import RetrieverResource, VectorIndexResource
+from corpus.chunk import chunk_id
+from corpus.model import Chunk
 from orchestration.resources import resources_for
+from retrieval.lancedb_store import LanceDBStore
 from settings import get_settings
 
 
@@ -28,3 +35,27 @@ def test_direct_evaluations_use_the_backfill_index() -> None:
     assert eval_config(settings, CREW, 1).config_id == (
         eval_config(settings, CREW, 1, retriever=backfill).config_id
     )
+
+
+def test_an_index_with_other_chunks_or_vectors_is_another_crew(isolated_home: Path) -> None:
+    """Same chunk count, other contents (or the same chunks embedded by another recipe): the
+    evaluation cache must not hand back the other index's results."""
+    settings = get_settings()
+    store = LanceDBStore(uri=settings.index_uri)
+
+    def fill(texts: list[str], embedder_identity: str) -> EvalConfig:
+        store.reset(embedder_identity, 4)
+        chunks = [
+            Chunk(chunk_id(t), "d", "local", "file:///x.py", t, t, "python", 1, 1, "function")
+            for t in texts
+        ]
+        store.upsert(chunks, np.eye(4, dtype=np.float32)[: len(chunks)])
+        return eval_config(settings, CREW, 1, retriever=VectorIndexResource.for_crew(settings))
+
+    first = fill(["def a(): pass", "def b(): pass"], "test-embedder:r1")
+    assert first.identity["retriever"]["chunks"] == 2
+    other_chunks = fill(["def a(): pass", "def c(): pass"], "test-embedder:r1")
+    other_vectors = fill(["def a(): pass", "def b(): pass"], "test-embedder:r2")
+    same_again = fill(["def b(): pass", "def a(): pass"], "test-embedder:r1")
+    assert len({first.config_id, other_chunks.config_id, other_vectors.config_id}) == 3
+    assert same_again.config_id == first.config_id

@@ -315,10 +315,6 @@ class OnnxMiniLMEmbedder:
     max_seq_length: int = 256
     batch_tokens: int = 8192  # padded tokens per batch: bounds memory, keeps kernels busy
     max_batch: int = 128
-    # A batch past min_batch texts closes before padding would exceed this share of its
-    # real tokens: many short texts padded to one long one cost 1.55x on stdlib functions.
-    padding_slack: float = 0.1
-    min_batch: int = 8
     threads: int = 0  # 0: every CPU this process may run on
     model_dir: str | None = None
 
@@ -364,28 +360,22 @@ class OnnxMiniLMEmbedder:
             return out
         session = self._session()
         encodings = _fast_tokenizer(self._path, self.max_seq_length).encode_batch(list(texts))
-        lengths = [len(e.ids) for e in encodings]
-        order = np.argsort(lengths, kind="stable")
+        order = np.argsort([len(e.ids) for e in encodings], kind="stable")
         start = 0
         while start < len(order):
             # Longest text of the batch sets the padded width; sorted, that is the last one.
-            end, real = start + 1, lengths[order[start]]
+            end = start + 1
             while end < len(order) and end - start < self.max_batch:
-                width, rows = lengths[order[end]], end - start + 1
-                if width * rows > self.batch_tokens:
+                width = len(encodings[order[end]].ids)
+                if width * (end - start + 1) > self.batch_tokens:
                     break
-                if rows > self.min_batch and width * rows > (1 + self.padding_slack) * (
-                    real + width
-                ):
-                    break
-                real += width
                 end += 1
             batch = order[start:end]
-            width = lengths[batch[-1]]
+            width = len(encodings[batch[-1]].ids)
             ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
             for row, i in enumerate(batch):
-                n = lengths[i]
+                n = len(encodings[i].ids)
                 ids[row, :n] = encodings[i].ids
                 mask[row, :n] = 1
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}

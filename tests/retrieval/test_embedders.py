@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -111,47 +111,6 @@ def test_onnx_export_fuses_attention_and_keeps_embeddings_fp32(
     assert ops.count("QAttention") == 6  # one per layer
     assert "Softmax" not in ops and "IsNaN" not in ops  # no unfused attention left
     assert ops.count("EmbedLayerNormalization") == 1  # the embedding table stays fp32
-
-
-class ShapeRecordingSession:
-    """Stands in for the ONNX session: records each batch, answers each row with its own
-    token count, so the test can see the batching and the restored order."""
-
-    def __init__(self) -> None:
-        self.batches: list[tuple[int, int, int]] = []  # (rows, padded width, real tokens)
-
-    def run(self, outputs: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        mask = feeds["attention_mask"]
-        self.batches.append((mask.shape[0], mask.shape[1], int(mask.sum())))
-        out = np.zeros((mask.shape[0], 384), dtype=np.float32)
-        out[:, 0] = mask.sum(axis=1)
-        return [out]
-
-
-def test_onnx_batches_bound_padding_and_keep_input_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    embedder = OnnxMiniLMEmbedder(cache_dir=str(tmp_path))
-    session = ShapeRecordingSession()
-    monkeypatch.setattr(embedder, "_session", lambda: session)
-    rng = np.random.default_rng(0)
-    # Mostly short texts and a few long ones: the shape that padded short functions to the
-    # longest of 128 and cost 1.55x.
-    texts = [" ".join(["word"] * int(n)) for n in rng.choice([3, 8, 20, 60, 250], 300)]
-    vectors = embedder.embed_documents(texts)
-    lengths = [len(e.ids) for e in embedder_tokenizer(embedder).encode_batch(texts)]
-    assert vectors[:, 0].tolist() == lengths  # every row back in its text's place
-    assert sum(rows for rows, _, _ in session.batches) == len(texts)
-    for rows, width, real in session.batches:
-        assert rows * width <= embedder.batch_tokens and rows <= embedder.max_batch
-        if rows > embedder.min_batch:
-            assert rows * width <= (1 + embedder.padding_slack) * real
-
-
-def embedder_tokenizer(embedder: OnnxMiniLMEmbedder) -> Any:
-    from retrieval.embedders import _fast_tokenizer
-
-    return _fast_tokenizer(str(verified_minilm_dir()[0]), embedder.max_seq_length)
 
 
 def test_damaged_onnx_cache_is_a_clear_error(tmp_path: Path, onnx_model_cache: Path) -> None:

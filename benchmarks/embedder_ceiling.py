@@ -171,28 +171,25 @@ def gemm_rates(shape: dict[str, int], workdir: Path, repeats: int) -> dict[str, 
 
 
 def default_corpus_texts(workdir: Path) -> list[str]:
-    """The chunks of a first `codegen corpus build` of the default corpus, made by the same
-    corpus stages in a throwaway home (memoized there, so a rerun is quick)."""
+    """The chunks of a first `codegen corpus build` of the default corpus: the same corpus
+    materializations (``build_corpus``, no index) in a throwaway home, memoized there so a
+    rerun is quick."""
     home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)
     os.environ["CODEGEN_HOME"] = str(home)
     os.environ["CODEGEN_CONFIG"] = str(home / "codegen.toml")  # no developer config file
-    from corpus import pipeline
-    from corpus.chunk import Budget
-    from corpus.sources import refresh_source
+    from dagster import DagsterInstance
+
     from corpus.store import chunks_path
+    from orchestration.corpus import build_corpus
     from settings import get_settings
-    from settings.corpus import dedupe_params, source_config
 
     get_settings.cache_clear()
     cfg = get_settings()
-    quiet = lambda _msg: None  # noqa: E731 - the stages' progress lines are not the result
-    for source in cfg.corpus.sources:
-        refresh_source(source, source_config(cfg, source), cfg.corpus_dir, True, quiet)
-    pipeline.clean_stage(cfg.corpus_dir, cfg.corpus.max_document_bytes, quiet)
-    pipeline.dedupe_stage(cfg.corpus_dir, dedupe_params(cfg), quiet)
-    budget = Budget(cfg.corpus.chunk_max_tokens, cfg.corpus.chunk_min_tokens)
-    pipeline.chunk_stage(cfg.corpus_dir, budget, quiet, dedupe_params(cfg))
+    with DagsterInstance.ephemeral() as instance:
+        failed = [s.name for s in build_corpus(instance, cfg.corpus.sources, cfg) if not s.success]
+    if failed:
+        raise SystemExit(f"building the default corpus failed at: {', '.join(failed)}")
     return read_chunk_texts(chunks_path(cfg.corpus_dir))
 
 

@@ -21,7 +21,7 @@ venv: $(STAMP)
 
 home:
 	@mkdir -p "$(DAGSTER_HOME)"
-	@test -f "$(DAGSTER_HOME)/dagster.yaml" || cp orchestration/dagster.yaml "$(DAGSTER_HOME)/dagster.yaml"
+	@test -f "$(DAGSTER_HOME)/dagster.yaml" || cp codegen/orchestration/dagster.yaml "$(DAGSTER_HOME)/dagster.yaml"
 
 run: venv home
 	$(BIN)/dagster dev --host $(HOST) --port $(PORT)
@@ -32,10 +32,10 @@ run: venv home
 # (make run, the daemon, the CLI) then keeps runs, event logs and schedules there.
 POSTGRES_DIR ?= $(CODEGEN_HOME)/postgres
 postgres: venv
-	@$(BIN)/python -m orchestration.postgres start --data "$(POSTGRES_DIR)"
+	@$(BIN)/python -m codegen.orchestration.postgres start --data "$(POSTGRES_DIR)"
 
 postgres-stop: venv
-	@$(BIN)/python -m orchestration.postgres stop --data "$(POSTGRES_DIR)"
+	@$(BIN)/python -m codegen.orchestration.postgres stop --data "$(POSTGRES_DIR)"
 
 # Idempotent (CI calls it before `make test`): a no-op when the image tag and the cached
 # debootstrapped root file system (also bubblewrap's root) exist; else a few minutes offline.
@@ -59,16 +59,16 @@ lock:
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
-# ---- docker deployment (deploy/docker): webserver, daemon, code server and Postgres as
+# ---- docker deployment (codegen/deploy/docker): webserver, daemon, code server and Postgres as
 # containers on this host, each run in its own container. Images are built offline.
 .PHONY: deploy-images deploy-docker deploy-docker-down
 deploy-images: sandbox-image
-	$(BIN)/python -m deploy.images
+	$(BIN)/python -m codegen.deploy.images
 
 deploy-docker: deploy-images
-	$(BIN)/python -m deploy.stack up
+	$(BIN)/python -m codegen.deploy.stack up
 
 # Keeps the volumes (CODEGEN_HOME, Postgres data); DEPLOY_DOWN_ARGS=--volumes deletes them.
 deploy-docker-down: venv
-	$(BIN)/python -m deploy.stack down $(DEPLOY_DOWN_ARGS)
+	$(BIN)/python -m codegen.deploy.stack down $(DEPLOY_DOWN_ARGS)
 # ---- end of docker deployment

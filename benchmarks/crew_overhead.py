@@ -1,6 +1,6 @@
 """Crew overhead: seconds a request spends outside model calls, through Dagster and without.
 
-A scripted OpenAI-compatible server (tests/fakes/openai_server.py) answers every call after
+A scripted OpenAI-compatible server (codegen/replay/scripted.py) answers every call after
 ``--latency`` seconds and records when each call was in flight. For each request,
 ``overhead = wall time - time at least one model call was in flight``: orchestration,
 process start, sandbox runs, checks. ``overlap`` says whether the test designer's and the
@@ -8,7 +8,7 @@ programmer's first calls were in flight at the same time (the design runs them i
 
 Paths, interleaved request by request so machine load hits all of them alike:
 
-* ``in_process_loop`` (baseline): ``agents.crew.run_crew`` in this process, one sandbox kept
+* ``in_process_loop`` (baseline): ``codegen.agents.crew.run_crew`` in this process, one sandbox kept
   open across requests; no Dagster.
 * ``codegen_generate``: the CLI as a user runs it, a fresh process per request
   (``codegen generate --json --launch here``: the request job on the threaded in-process
@@ -42,8 +42,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 # The scripted server lives with the tests. The project root goes first so that test folders
 # named like packages (tests/sandbox, no __init__.py) never shadow the real packages.
-sys.path[:0] = [str(ROOT)]
-sys.path.append(str(ROOT / "tests"))
 
 CODEGEN = str(Path(sys.executable).parent / "codegen")
 
@@ -57,7 +55,7 @@ class CallLog:
         self.lock = threading.Lock()
 
     def handler(self, role: str, body: dict[str, Any]) -> Any:
-        from fakes.openai_server import Reply, primes_handler
+        from codegen.replay.scripted import Reply, primes_handler
 
         start = time.time()
         with self.lock:
@@ -164,15 +162,19 @@ def previous_multiprocess_job() -> Any:
     """The request job as it was: one process per step, forkserver preloading the location."""
     from dagster import AssetSelection, Definitions, define_asset_job, multiprocess_executor
 
-    from assets.codegen import GROUP, requests_partitions
-    from orchestration.definitions import defs
+    from codegen.assets.codegen import GROUP, requests_partitions
+    from codegen.orchestration.definitions import defs
 
     job = define_asset_job(
         "codegen_request_previous",
         selection=AssetSelection.groups(GROUP),
         partitions_def=requests_partitions,
         executor_def=multiprocess_executor.configured(
-            {"start_method": {"forkserver": {"preload_modules": ["orchestration.definitions"]}}}
+            {
+                "start_method": {
+                    "forkserver": {"preload_modules": ["codegen.orchestration.definitions"]}
+                }
+            }
         ),
     )
     return Definitions.merge(defs, Definitions(jobs=[job])).resolve_job_def(job.name)
@@ -204,15 +206,15 @@ def main() -> None:
 
     from dagster import execute_job
     from dagster._core.definitions.reconstruct import ReconstructableJob
-    from fakes.openai_server import ScriptedOpenAIServer
 
-    from agents.crew import run_crew
-    from agents.requests import RequestStore
-    from assets.codegen import requests_partitions
-    from assets.resources import LLMResource
-    from orchestration.instance import configured_instance
-    from sandbox import open_sandbox
-    from settings import get_settings
+    from codegen.agents.crew import run_crew
+    from codegen.assets.codegen import requests_partitions
+    from codegen.assets.resources import LLMResource
+    from codegen.orchestration.instance import configured_instance
+    from codegen.replay.scripted import ScriptedOpenAIServer
+    from codegen.requests.store import RequestStore
+    from codegen.sandbox import open_sandbox
+    from codegen.settings import get_settings
 
     def text(i: int, path: str) -> str:
         return f"Write primes_up_to(n) with the Sieve of Eratosthenes ({path} #{i})."

@@ -2,8 +2,8 @@
 
 Brings up a fresh docker deployment (its own compose project, volumes and UI port; the images
 as `make deploy-images` builds them), with the scripted OpenAI-compatible server
-(tests/fakes/openai_server.py) on the Docker bridge answering every call after ``--latency``
-seconds. Then ``deploy.load.run_load``: ``--cli`` requests through ``codegen generate`` in
+(codegen/replay/scripted.py) on the Docker bridge answering every call after ``--latency``
+seconds. Then ``codegen.deploy.load.run_load``: ``--cli`` requests through ``codegen generate`` in
 one-off containers and ``--inbox`` files dropped into the inbox, all at once; with ``--faults``
 the daemon is SIGKILLed and restarted once a third have ended, and one run's container is
 SIGKILLed. The LLM response cache is off, so every request makes every call.
@@ -21,14 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import socket
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT)]
-sys.path.append(str(ROOT / "tests"))
 
 
 def main() -> None:
@@ -40,11 +37,10 @@ def main() -> None:
     parser.add_argument("--baseline", action="store_true", help="the same burst without faults")
     args = parser.parse_args()
 
-    from fakes.openai_server import Reply, ScriptedOpenAIServer, primes_handler
-
-    from deploy.images import build_all
-    from deploy.load import leftover_containers, run_load
-    from deploy.stack import Stack, host_address_for_containers
+    from codegen.deploy.images import build_all
+    from codegen.deploy.load import leftover_containers, run_load
+    from codegen.deploy.stack import Stack, host_address_for_containers
+    from codegen.replay.scripted import Reply, ScriptedOpenAIServer, primes_handler
 
     def handler(role: str, body: dict[str, Any]) -> Any:
         return Reply.delay(args.latency, primes_handler(role, body))

@@ -41,13 +41,13 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.embedders import (
+from codegen.retrieval.embedders import (
     MiniLMEmbedder,
     OnnxMiniLMEmbedder,
     available_cpus,
     verified_minilm_dir,
 )
-from retrieval.evaluation import stdlib_eval_set
+from codegen.retrieval.evaluation import stdlib_eval_set
 
 TARGET_SPEEDUP = 8.0
 ROWS = 8192  # token rows per timed GEMM call: the embedder's own batch_tokens
@@ -75,7 +75,7 @@ def dense_macs_per_token_layer(shape: dict[str, int]) -> int:
 def token_counts(texts: list[str], max_length: int) -> np.ndarray:
     """Tokens per text as the default embedder feeds them (its tokenizer, its truncation,
     no padding)."""
-    from retrieval.embedders import _fast_tokenizer
+    from codegen.retrieval.embedders import _fast_tokenizer
 
     path, _ = verified_minilm_dir()
     encodings = _fast_tokenizer(str(path), max_length).encode_batch(texts)
@@ -131,7 +131,7 @@ def gemm_rates(shape: dict[str, int], workdir: Path, repeats: int) -> dict[str, 
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from retrieval.embedders import _onnx_session
+    from codegen.retrieval.embedders import _onnx_session
 
     module = _layer_module(shape)
     x = np.random.default_rng(0).standard_normal((ROWS, shape["hidden"])).astype(np.float32)
@@ -180,9 +180,9 @@ def default_corpus_texts(workdir: Path) -> list[str]:
     os.environ["CODEGEN_CONFIG"] = str(home / "codegen.toml")  # no developer config file
     from dagster import DagsterInstance
 
-    from corpus.store import chunks_path
-    from orchestration.corpus import build_corpus
-    from settings import get_settings
+    from codegen.corpus.store import chunks_path
+    from codegen.orchestration.corpus import build_corpus
+    from codegen.settings import get_settings
 
     get_settings.cache_clear()
     cfg = get_settings()

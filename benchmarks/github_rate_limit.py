@@ -1,6 +1,6 @@
 """GitHub rate limits: waiting for the reset versus stopping the source, on a loopback GitHub.
 
-The loopback server (tests/fakes/corpus_servers.py) speaks GitHub's REST shapes and spends its
+The loopback server (codegen/replay/loopback_sources.py) speaks GitHub's REST shapes and spends its
 quota mid-pagination: issues come one per page, and after ``--quota`` requests it answers 403
 (or 429) with ``X-RateLimit-Remaining: 0`` until ``X-RateLimit-Reset``, ``--reset-in`` seconds
 later. Per status, in the same run:
@@ -19,24 +19,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from corpus.connectors.github import GitHubConfig
-from corpus.sources import refresh_source
-from corpus.store import raw_path, read_documents
+from codegen.corpus.connectors.github import GitHubConfig
+from codegen.corpus.sources import refresh_source
+from codegen.corpus.store import raw_path, read_documents
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT)]  # the loopback GitHub lives with the tests (tests.fakes)
 
 
 def scenario(
     status: int, issues: int, quota: int, reset_in: float, max_wait_s: float
 ) -> dict[str, Any]:
-    from tests.fakes.corpus_servers import FakeGitHub, FakeRepo, issue
+    from codegen.replay.loopback_sources import FakeGitHub, FakeRepo, issue
 
     repo = FakeRepo(
         "acme/widgets",

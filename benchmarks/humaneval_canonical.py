@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
@@ -36,11 +35,11 @@ def main() -> None:
     os.environ["CODEGEN_HOME"] = str(home)
     os.environ.setdefault("CODEGEN_ENV", "local")
 
-    from agents.evaluation.harness import CANONICAL, evaluate
-    from agents.evaluation.humaneval import select_keys
-    from agents.evaluation.report import summarize
-    from assets.evaluation_session import eval_session
-    from settings import get_settings
+    from codegen.assets.evaluation_session import eval_session
+    from codegen.evaluation.harness import CANONICAL, evaluate
+    from codegen.evaluation.humaneval import select_keys
+    from codegen.evaluation.report import summarize
+    from codegen.settings import get_settings
 
     settings = get_settings()
     keys = select_keys(args.limit)
@@ -71,7 +70,7 @@ def main() -> None:
         print(f"{label}: {result[label]}", file=sys.stderr)
 
     if not args.skip_backfill:
-        from orchestration.backfill import stdout_to_stderr
+        from codegen.orchestration.backfill import stdout_to_stderr
 
         with stdout_to_stderr():  # Dagster's child processes log to stdout; keep it for JSON
             result["backfill"] = run_backfill(home, keys)
@@ -85,9 +84,9 @@ def run_backfill(home: Path, keys: list[str]) -> dict[str, object]:
 
     from dagster import AssetCheckKey, AssetKey, instance_for_test
 
-    from orchestration.backfill import configure_pools, drive_backfill, submit_backfill
-    from orchestration.definitions import build_definitions
-    from settings import get_settings
+    from codegen.orchestration.backfill import configure_pools, drive_backfill, submit_backfill
+    from codegen.orchestration.definitions import build_definitions
+    from codegen.settings import get_settings
 
     shutil.rmtree(home / "eval", ignore_errors=True)  # no cache from the direct runs
     get_settings.cache_clear()

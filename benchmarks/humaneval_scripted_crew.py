@@ -15,14 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
@@ -32,13 +30,13 @@ def main() -> None:
     args = parser.parse_args()
 
     os.environ["CODEGEN_HOME"] = tempfile.mkdtemp(prefix="codegen-crew-eval-")
-    from agents.evaluation.harness import CREW, evaluate
-    from agents.evaluation.humaneval import get_problem, hidden_check_lines, select_keys
-    from agents.evaluation.report import summarize
-    from assets.evaluation_session import eval_session
-    from settings import get_settings
-    from tests.evaluation.scripted_crew import make_handler
-    from tests.fakes.openai_server import ScriptedOpenAIServer, estimate_tokens
+    from codegen.assets.evaluation_session import eval_session
+    from codegen.evaluation.harness import CREW, evaluate
+    from codegen.evaluation.humaneval import get_problem, hidden_check_lines, select_keys
+    from codegen.evaluation.report import summarize
+    from codegen.replay.scripted import ScriptedOpenAIServer, estimate_tokens
+    from codegen.replay.scripted_crew import make_handler
+    from codegen.settings import get_settings
 
     keys = select_keys(args.limit)
     solve = set(keys[:: args.solve_every])

@@ -35,11 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.ann import nlist_for
-from retrieval.embedders import Embedder, EmbedderConfig, make_embedder
-from retrieval.evaluation import stdlib_eval_set
-from retrieval.lancedb_store import LanceDBStore
-from retrieval.stores import Filters
+from codegen.retrieval.ann import nlist_for
+from codegen.retrieval.embedders import Embedder, EmbedderConfig, make_embedder
+from codegen.retrieval.evaluation import stdlib_eval_set
+from codegen.retrieval.lancedb_store import LanceDBStore
+from codegen.retrieval.stores import Filters
 
 
 def log(msg: str) -> None:

@@ -1,7 +1,8 @@
 """Near-duplicate detection: precision and recall on planted duplicates, code-aware vs raw tokens.
 
 Two parts, each run twice on the same candidates in the same process: with today's default
-(code shingled as normalised tokens, confirmed by fingerprints; see ``corpus/dedupe.py``) and
+(code shingled as normalised tokens, confirmed by fingerprints; see ``codegen/corpus/dedupe.py``)
+and
 with the previous version (every document shingled on raw word tokens, as prose still is),
 which is the baseline. A third figure, exact hashing alone, is the floor.
 
@@ -45,8 +46,8 @@ from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
 
-from corpus.connectors.local import SKIPPED_DIRS, stdlib_path
-from corpus.dedupe import (
+from codegen.corpus.connectors.local import SKIPPED_DIRS, stdlib_path
+from codegen.corpus.dedupe import (
     Candidate,
     DedupeParams,
     DedupeResult,

@@ -42,13 +42,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents.evaluation.humaneval import Problem, load_problems
-from agents.evaluation.passk import mean_pass_at_k
-from agents.evaluation.samples_file import read_samples
-from agents.evaluation.scoring import SampleScore, score_candidates
-from agents.replay.importers import codet_rows, codet_truncate
-from sandbox.api import Sandbox
-from sandbox.types import Limits
+from codegen.evaluation.humaneval import Problem, load_problems
+from codegen.evaluation.passk import mean_pass_at_k
+from codegen.evaluation.samples_file import read_samples
+from codegen.evaluation.scoring import SampleScore, score_candidates
+from codegen.replay.importers import codet_rows, codet_truncate
+from codegen.sandbox.api import Sandbox
+from codegen.sandbox.types import Limits
 
 # MapCoder's README, HumanEval pass@1 (the files' is_solved counts match these).
 MAPCODER_TABLE = {
@@ -147,7 +147,7 @@ def categorize(
 
 def score_file(settings: Any, box: Sandbox, home: Path, name: str, lines: list[dict]) -> Any:
     """Write ``lines`` as a samples file and score it the way ``--samples-file`` does."""
-    from assets.evaluation_session import score_samples_file
+    from codegen.assets.evaluation_session import score_samples_file
 
     path = home / f"{Path(name).stem}.samples.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -230,8 +230,8 @@ def main() -> None:
 
     home = Path(tempfile.mkdtemp(prefix="published-tables-"))
     os.environ["CODEGEN_HOME"] = str(home)
-    from sandbox import open_sandbox
-    from settings import get_settings
+    from codegen.sandbox import open_sandbox
+    from codegen.settings import get_settings
 
     settings = get_settings()
     settings = settings.model_copy(

@@ -8,11 +8,11 @@ For each of the three raw-reply files (ChatGPT-CoT, GPT4-Turbo-CoT, Gemini-Direc
 recording (the raw ``responses[-1]`` as the programmer's reply; the roles MapCoder never had
 are derived from the public prompt by the importer), ``codegen replay serve`` answers from
 it, and ``codegen eval humaneval --json`` runs the whole crew against it in a fresh home. The
-programmer's raw reply goes through ``agents.replies`` like any model's.
+programmer's raw reply goes through ``codegen.agents.replies`` like any model's.
 
 ``--refuse-json-schema`` puts a loopback proxy in front of the replay server that answers
 every ``response_format: json_schema`` request the way that server family does (the bodies
-in ``tests/fakes/openai_server.py``), so the run shows the analyzer falling back and every
+in ``codegen/replay/scripted.py``), so the run shows the analyzer falling back and every
 request still getting through; ``codegen info`` of that home shows the remembered mode.
 
 Prints one JSON object per file: published solved count, the crew's solved count, the
@@ -40,8 +40,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 DEFAULT_DATA = ROOT.parent / "shared" / "replays" / "mapcoder"
 FILES = (
@@ -53,7 +51,7 @@ FILES = (
 
 def parser_acceptance(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """How many raw replies the crew's reply parser turns into code, and how it found it."""
-    from agents.replies import AgentOutputError, extract_module
+    from codegen.agents.replies import AgentOutputError, extract_module
 
     found: Counter[str] = Counter()
     rejected: list[str] = []
@@ -72,7 +70,7 @@ class RefusingProxy:
     """Forwards to ``upstream``; answers json_schema requests with ``profile``'s refusal."""
 
     def __init__(self, upstream: str, profile: str) -> None:
-        from fakes.openai_server import REFUSALS
+        from codegen.replay.scripted import REFUSALS
 
         self.upstream = upstream.rstrip("/")
         self.status, self.body = REFUSALS[profile]

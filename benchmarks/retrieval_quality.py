@@ -32,11 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.embedders import Embedder, EmbedderConfig, make_embedder
-from retrieval.evaluation import EvalQuery, evaluate, stdlib_eval_set
-from retrieval.index import IndexRetriever, sync_index
-from retrieval.lancedb_store import LanceDBStore
-from retrieval.stores import RRF_K
+from codegen.retrieval.embedders import Embedder, EmbedderConfig, make_embedder
+from codegen.retrieval.evaluation import EvalQuery, evaluate, stdlib_eval_set
+from codegen.retrieval.index import IndexRetriever, sync_index
+from codegen.retrieval.lancedb_store import LanceDBStore
+from codegen.retrieval.stores import RRF_K
 
 SEARCH_ORDER = ["keyword", "vector", "hybrid"]
 REFERENCE = "minilm-torch"

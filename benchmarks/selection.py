@@ -12,8 +12,8 @@ sandbox execution per task; the results are cached (``--cache``), and every stra
 the same pass/fail matrix.
 
 For N = 5, 10, 25, 100 (``--draws`` random subsets of the 100 samples for N < 100) it prints
-pass@1 of: ``random`` (the baseline), ``codet`` (dual agreement, ``agents.selection``),
-``ours`` (``agents.selection.pick``: examples first, then agreement without suspect tests),
+pass@1 of: ``random`` (the baseline), ``codet`` (dual agreement, ``codegen.agents.selection``),
+``ours`` (``codegen.agents.selection.pick``: examples first, then agreement without suspect tests),
 ``ours_without_examples`` (the same rule given no examples, for a like-for-like comparison
 with CodeT) and ``oracle`` (any candidate correct). A pick's pass@1 is the share of correct
 members in the group it picks (a member is drawn at random).
@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 DEFAULT_DATA = ROOT.parent / "shared" / "replays" / "codet-codegen16b"
 CODE_FILE = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl"
@@ -186,7 +185,7 @@ def example_tests(prompt: str, entry_point: str) -> list[str]:
 
 
 def load_tasks(data: Path, limit: int | None) -> list[dict[str, Any]]:
-    from agents.evaluation.humaneval import load_problems, task_key
+    from codegen.evaluation.humaneval import load_problems, task_key
 
     problems = load_problems()
     gen = [json.loads(line) for line in (data / "HumanEval_for_code_generation.jsonl").open()]
@@ -219,7 +218,7 @@ def load_tasks(data: Path, limit: int | None) -> list[dict[str, Any]]:
 
 
 def execute(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
-    from sandbox.types import Limits
+    from codegen.sandbox.types import Limits
 
     payload = {k: task[k] for k in ("programs", "tests", "hidden", "entry_point")}
     limits = Limits(timeout_s=600, memory_mb=1024, max_output_bytes=16_000_000)
@@ -258,7 +257,7 @@ def _group_share(members: tuple[int, ...], correct: list[bool]) -> float:
 
 
 def strategies() -> dict[str, Strategy]:
-    from agents.selection import dual_agreement, pick
+    from codegen.agents.selection import dual_agreement, pick
 
     def generated_only(trusted: list[bool]) -> list[int]:
         return [t for t, tr in enumerate(trusted) if not tr]
@@ -300,7 +299,7 @@ def main() -> None:
     if not (args.data / CODE_FILE).exists():
         sys.exit(f"selection: error: no CodeT data in {args.data}")
 
-    from sandbox import open_sandbox
+    from codegen.sandbox import open_sandbox
 
     tasks = load_tasks(args.data, args.limit)
     cache: dict[str, Any] = json.loads(args.cache.read_text()) if args.cache.exists() else {}

@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-import settings as config
-from orchestration import postgres
-from orchestration.instance import POSTGRES_URL_ENV
+import codegen.settings as config
+from codegen.orchestration import postgres
+from codegen.orchestration.instance import POSTGRES_URL_ENV
 
 # The server the session was pointed at, if any (read before any test changes the variable).
 SESSION_POSTGRES_URL = os.environ.get(POSTGRES_URL_ENV)

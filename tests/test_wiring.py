@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from assets.resources import LLMResource, SandboxResource
-from settings import SandboxSettings, get_settings
+import codegen
+from codegen.assets.resources import LLMResource, SandboxResource
+from codegen.settings import SandboxSettings, get_settings
 
 
 def imported_after(statement: str) -> set[str]:
@@ -17,15 +20,96 @@ def imported_after(statement: str) -> set[str]:
     return set(out.stdout.split())
 
 
+PACKAGE = Path(codegen.__file__).resolve().parent
+DOMAIN = (
+    "agents",
+    "requests",
+    "evaluation",
+    "replay",
+    "sandbox",
+    "corpus",
+    "retrieval",
+    "settings",
+)
+SUBPACKAGES = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+
+
+def imports_of(package: str) -> dict[str, set[str]]:
+    """Every module each file of ``codegen.<package>`` imports, at any depth (lazy ones too)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((PACKAGE / package).rglob("*.py")):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+        found[str(path.relative_to(PACKAGE))] = names
+    return found
+
+
+def test_the_layout_has_every_package_of_the_architecture() -> None:
+    assert set(DOMAIN) | {"orchestration", "assets", "deploy"} <= SUBPACKAGES
+
+
+@pytest.mark.parametrize("package", DOMAIN)
+def test_domain_packages_import_neither_dagster_nor_the_layers_above(package: str) -> None:
+    forbidden = ("dagster", "codegen.assets", "codegen.orchestration")
+    offenders = {
+        f"{file}: {name}"
+        for file, names in imports_of(package).items()
+        for name in names
+        if any(name == f or name.startswith(f + ".") or name.startswith(f + "_") for f in forbidden)
+    }
+    assert not offenders
+
+
+def test_settings_import_no_sibling() -> None:
+    siblings = {f"codegen.{name}" for name in SUBPACKAGES - {"settings"}}
+    offenders = {
+        f"{file}: {name}"
+        for file, names in imports_of("settings").items()
+        for name in names
+        if any(name == s or name.startswith(s + ".") for s in siblings)
+    }
+    assert not offenders
+
+
+def test_the_import_checks_see_a_violation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The checks above read files: prove they would catch a lazy, function-level import.
+    fake = tmp_path / "codegen"
+    (fake / "settings").mkdir(parents=True)
+    (fake / "settings" / "__init__.py").write_text("def f():\n    from codegen.corpus import x\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    assert imports_of("settings") == {"codegen/settings/__init__.py": {"codegen.corpus"}}
+
+
 def test_settings_import_nothing_of_the_platform() -> None:
-    modules = imported_after("import settings, settings.retrieval")
-    platform = {"assets", "orchestration", "agents", "dagster"}
-    assert not {m.split(".")[0] for m in modules} & platform
+    modules = imported_after("import codegen.settings")
+    assert not {m for m in modules if m.startswith("codegen.") and m != "codegen.settings"}
+    assert not {m.split(".")[0] for m in modules} & {"dagster"}
+
+
+def test_only_one_top_level_package_is_installed() -> None:
+    # The distribution's own record of what it put into site-packages.
+    from importlib.metadata import distribution
+
+    dist = distribution("multiagent-codegen")
+    top = dist.read_text("top_level.txt")
+    if top is None:  # an editable install records its packages in the finder mapping
+        files = [str(f) for f in dist.files or []]
+        mapping = [f for f in files if f.endswith(".py") and "__editable__" in f]
+        text = "".join((Path(str(dist.locate_file(f)))).read_text() for f in mapping)
+        assert "'codegen'" in text and "'settings'" not in text and "'agents'" not in text
+    else:
+        assert top.split() == ["codegen"]
+    with pytest.raises(subprocess.CalledProcessError):
+        imported_after("import settings")
 
 
 def test_jobs_and_sensors_do_not_import_the_definitions() -> None:
-    assert "orchestration.definitions" not in imported_after(
-        "import orchestration.jobs, orchestration.sensors"
+    assert "codegen.orchestration.definitions" not in imported_after(
+        "import codegen.orchestration.jobs, codegen.orchestration.sensors"
     )
 
 
@@ -46,7 +130,7 @@ def test_retrieval_context_settings_reach_the_crew(monkeypatch: pytest.MonkeyPat
 def test_loading_the_definitions_leaves_corpus_only_libraries_unloaded() -> None:
     # Every run and every CLI request loads the definitions; HTML parsing and the secret
     # patterns are imported by the corpus steps that use them (~0.15 s otherwise).
-    loaded = {m.split(".")[0] for m in imported_after("import orchestration.definitions")}
+    loaded = {m.split(".")[0] for m in imported_after("import codegen.orchestration.definitions")}
     assert not {"bs4", "soupsieve", "lxml", "detect_secrets"} & loaded
 
 
@@ -56,7 +140,7 @@ def test_a_run_fills_the_sandbox_pool_before_its_first_test_run() -> None:
 
     from dagster import build_resources
 
-    from assets import resources
+    from codegen.assets import resources
 
     key = ("bwrap", SandboxSettings().image, 1, "pooled")
     resources.close_shared_sandboxes()
@@ -72,7 +156,7 @@ def test_a_run_fills_the_sandbox_pool_before_its_first_test_run() -> None:
 def test_assets_import_nothing_of_orchestration() -> None:
     # Imports run one way: orchestration (definitions, jobs, sensors, CLI) -> assets -> domain.
     modules = imported_after(
-        "import assets.codegen, assets.corpus, assets.evaluation, assets.index, "
-        "assets.evaluation_session, assets.resources"
+        "import codegen.assets.codegen, codegen.assets.corpus, codegen.assets.evaluation, "
+        "codegen.assets.index, codegen.assets.evaluation_session, codegen.assets.resources"
     )
-    assert not [m for m in modules if m.split(".")[0] == "orchestration"]
+    assert not [m for m in modules if m.startswith("codegen.orchestration")]

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from fakes.openai_server import PRIMES_SPEC
-
-from agents.context import estimate_tokens, queries_for, retrieve_context
-from agents.roles import format_context
-from retrieval.types import SearchHit
+from codegen.agents.context import estimate_tokens, queries_for, retrieve_context
+from codegen.agents.roles import format_context
+from codegen.replay.scripted import PRIMES_SPEC
+from codegen.retrieval.types import SearchHit
 
 
 class KeywordRetriever:

@@ -7,9 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes.openai_server import PRIMES_SPEC, Reply, ScriptedOpenAIServer
 
-from agents.llm import (
+from codegen.agents.llm import (
     CANDIDATE_HEADER,
     ROLE_HEADER,
     TASK_HEADER,
@@ -18,8 +17,9 @@ from agents.llm import (
     LLMError,
     RoleModel,
 )
-from agents.roles import AgentOutputError, analyze, design_tests
-from agents.types import Budget, BudgetExceeded, Meter
+from codegen.agents.roles import AgentOutputError, analyze, design_tests
+from codegen.agents.types import Budget, BudgetExceeded, Meter
+from codegen.replay.scripted import PRIMES_SPEC, Reply, ScriptedOpenAIServer
 
 PRICES = {"gpt-4o-mini": {"input": 0.15, "output": 0.60}}
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agents.replies import AgentOutputError, extract_json, extract_module, extract_tests
+from codegen.agents.replies import AgentOutputError, extract_json, extract_module, extract_tests
 
 FRACTION = [("truncate_number", "def truncate_number(number: float) -> float")]
 PREFIXES = [("all_prefixes", "all_prefixes(string: str) -> List[str]:")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.selection import dual_agreement, groups_of, pick, suspect_tests
+from codegen.agents.selection import dual_agreement, groups_of, pick, suspect_tests
 
 T, F = True, False
 

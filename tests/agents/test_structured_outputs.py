@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
-from fakes.openai_server import PRIMES_SPEC, ScriptedOpenAIServer
 
-from agents.llm import LLMClient, StructuredMode, StructuredModes
-from agents.roles import analyze
-from agents.types import Meter
+from codegen.agents.llm import LLMClient, StructuredMode, StructuredModes
+from codegen.agents.roles import analyze
+from codegen.agents.types import Meter
+from codegen.replay.scripted import PRIMES_SPEC, ScriptedOpenAIServer
 
 
 def client(server: ScriptedOpenAIServer, modes: Path) -> LLMClient:
@@ -70,9 +70,8 @@ def test_every_server_gets_the_spec_and_the_working_mode_is_remembered(
 
 
 def test_an_unrelated_server_error_is_not_mistaken_for_a_refusal(tmp_path: Path) -> None:
-    from fakes.openai_server import Reply
-
-    from agents.llm import LLMError
+    from codegen.agents.llm import LLMError
+    from codegen.replay.scripted import Reply
 
     script = {"analyzer": [Reply.error(503, "overloaded", {"Retry-After": "0"})] * 2}
     with ScriptedOpenAIServer(script=script) as server:
@@ -88,8 +87,8 @@ def test_codegen_info_shows_the_mode_the_crew_found(isolated_home: Path) -> None
     import subprocess
     import sys
 
-    from assets.resources import LLMResource
-    from settings import get_settings
+    from codegen.assets.resources import LLMResource
+    from codegen.settings import get_settings
 
     with ScriptedOpenAIServer(
         handler=lambda role, body: PRIMES_SPEC, structured_outputs="vllm-0.5"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.requests import RequestStore, artifact_dir, is_request_id, write_artifact
-from agents.roles import parse_verdict
-from agents.types import Usage
+from codegen.agents.roles import parse_verdict
+from codegen.agents.types import Usage
+from codegen.requests.store import RequestStore, artifact_dir, is_request_id, write_artifact
 
 
 @pytest.mark.parametrize(

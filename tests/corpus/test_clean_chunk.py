@@ -6,11 +6,11 @@ import ast
 
 import pytest
 
-from corpus.chunk import Budget, chunk_id, chunk_spans, make_chunks
-from corpus.clean import clean_document, decode_bytes, html_to_markdown
-from corpus.dedupe import Candidate, DedupeParams, dedupe
-from corpus.model import Document
-from corpus.secrets import has_secret, redact
+from codegen.corpus.chunk import Budget, chunk_id, chunk_spans, make_chunks
+from codegen.corpus.clean import clean_document, decode_bytes, html_to_markdown
+from codegen.corpus.dedupe import Candidate, DedupeParams, dedupe
+from codegen.corpus.model import Document
+from codegen.corpus.secrets import has_secret, redact
 
 # Built at runtime so that this file itself holds no complete secret pattern.
 AWS_KEY = "AKIA" + "QWERTYUIOPASDFGH"

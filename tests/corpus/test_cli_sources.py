@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from dagster import instance_for_test
 
-import settings as config
-from orchestration.corpus import build_corpus, corpus_reindex_schedule
-from orchestration.definitions import build_definitions
+import codegen.settings as config
+from codegen.orchestration.corpus import build_corpus, corpus_reindex_schedule
+from codegen.orchestration.definitions import build_definitions
+from codegen.replay.loopback_sources import FakeGitHub, FakeRepo
 from tests.corpus.test_pipeline import make_tree, read_chunks
-from tests.fakes.corpus_servers import FakeGitHub, FakeRepo
 
 CODEGEN = str(Path(sys.executable).parent / "codegen")
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from corpus.chunk import Budget
-from corpus.dedupe import Candidate, DedupeParams, code_fingerprint, code_tokens, dedupe
-from corpus.model import Document
-from corpus.pipeline import chunk_stage, clean_stage, dedupe_stage
-from corpus.store import chunks_path, raw_path, read_jsonl, write_jsonl_atomic
+from codegen.corpus.chunk import Budget
+from codegen.corpus.dedupe import Candidate, DedupeParams, code_fingerprint, code_tokens, dedupe
+from codegen.corpus.model import Document
+from codegen.corpus.pipeline import chunk_stage, clean_stage, dedupe_stage
+from codegen.corpus.store import chunks_path, raw_path, read_jsonl, write_jsonl_atomic
 
 MODULE = '''"""Running statistics over a stream of samples."""
 

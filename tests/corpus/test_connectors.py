@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from corpus.connectors.docs import DocsConfig
-from corpus.connectors.feeds import FeedsConfig
-from corpus.connectors.github import GitHubConfig
-from corpus.connectors.stackexchange import StackExchangeConfig
-from corpus.sources import refresh_source
-from corpus.store import raw_path, read_documents, state_dir
-from tests.fakes.corpus_servers import (
+from codegen.corpus.connectors.docs import DocsConfig
+from codegen.corpus.connectors.feeds import FeedsConfig
+from codegen.corpus.connectors.github import GitHubConfig
+from codegen.corpus.connectors.stackexchange import StackExchangeConfig
+from codegen.corpus.sources import refresh_source
+from codegen.corpus.store import raw_path, read_documents, state_dir
+from codegen.replay.loopback_sources import (
     FakeGitHub,
     FakeRepo,
     FakeSite,
@@ -193,7 +193,7 @@ def test_github_repos_wait_for_the_reset_and_a_403_without_a_spent_quota_is_not_
 
 def test_github_source_without_repos_is_disabled(tmp_path: Path) -> None:
     report = refresh_source("github_repos", GitHubConfig(), tmp_path)
-    assert report.status == "disabled" and "corpus.github.repos" in report.message
+    assert report.status == "disabled" and "codegen.corpus.github.repos" in report.message
 
 
 def se_fixture() -> FakeStackExchange:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from dagster import DagsterInstance, instance_for_test
 
-import settings as config
-from corpus.model import Chunk
-from corpus.store import chunks_path
-from orchestration.corpus import build_corpus
+import codegen.settings as config
+from codegen.corpus.model import Chunk
+from codegen.corpus.store import chunks_path
+from codegen.orchestration.corpus import build_corpus
 
 AWS_KEY = "AKIA" + "ZXCVBNMASDFGHJKL"
 GH_TOKEN = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
@@ -38,7 +38,7 @@ def make_tree(root: Path) -> Path:
     (pkg / "near_mod1.py").write_text(
         (pkg / "mod1.py").read_text().replace("Return value plus 3.", "Return value + 3.")
     )
-    (pkg / "settings.py").write_text(
+    (pkg / "codegen.settings.py").write_text(
         f'AWS_ACCESS_KEY_ID = "{AWS_KEY}"\nTOKEN = "{GH_TOKEN}"\n\n\ndef get():\n    return TOKEN\n'
     )
     (pkg / "examples" / "demo.py").write_text(

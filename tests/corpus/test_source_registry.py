@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from corpus.connectors.base import SourceError
-from corpus.sources import REGISTRY, SOURCES, source_spec
-from settings import Settings
-from settings.corpus import source_config
+from codegen.composition import source_config
+from codegen.corpus.connectors.base import SourceError
+from codegen.corpus.sources import REGISTRY, SOURCES, source_spec
+from codegen.settings import Settings
 
 
 @pytest.mark.parametrize("source", SOURCES)

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from corpus.chunk import Budget
-from corpus.connectors.docs import DocsConfig
-from corpus.connectors.feeds import FeedsConfig
-from corpus.dedupe import DedupeParams
-from corpus.model import Chunk
-from corpus.pipeline import chunk_stage, clean_stage, dedupe_stage
-from corpus.sources import refresh_source
-from corpus.store import chunks_path, raw_path, read_documents, read_jsonl
-from retrieval.embedders import MiniLMEmbedder
-from retrieval.index import sync_index
-from retrieval.lancedb_store import LanceDBStore
-from tests.fakes.corpus_servers import FakeSite
+from codegen.corpus.chunk import Budget
+from codegen.corpus.connectors.docs import DocsConfig
+from codegen.corpus.connectors.feeds import FeedsConfig
+from codegen.corpus.dedupe import DedupeParams
+from codegen.corpus.model import Chunk
+from codegen.corpus.pipeline import chunk_stage, clean_stage, dedupe_stage
+from codegen.corpus.sources import refresh_source
+from codegen.corpus.store import chunks_path, raw_path, read_documents, read_jsonl
+from codegen.replay.loopback_sources import FakeSite
+from codegen.retrieval.embedders import MiniLMEmbedder
+from codegen.retrieval.index import sync_index
+from codegen.retrieval.lancedb_store import LanceDBStore
 
 PAGE = """<html><head><title>{title}</title></head><body><main><h1>{title}</h1>
 <p>{title} explained at length, with an example of its use in real code.</p>

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.openai_server import ScriptedOpenAIServer
 
-from deploy.images import PROJECT_ROOT
-from deploy.stack import Stack, host_address_for_containers
+from codegen.deploy.images import PROJECT_ROOT
+from codegen.deploy.stack import Stack, host_address_for_containers
+from codegen.replay.scripted import ScriptedOpenAIServer
 
 DEPLOY_TIMEOUT_S = 1500  # a fresh machine builds the images first (pip wheel, docker build)
 
@@ -59,7 +59,7 @@ def make(target: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="session")
 def llm_handler() -> Callable[[str, dict[str, Any]], Any]:
-    from fakes.openai_server import primes_handler
+    from codegen.replay.scripted import primes_handler
 
     return primes_handler
 

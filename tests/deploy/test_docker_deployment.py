@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from deploy.images import WORKER_TAG
-from deploy.stack import LOCATION
-from orchestration.jobs import CODEGEN_JOB
+from codegen.deploy.images import WORKER_TAG
+from codegen.deploy.stack import LOCATION
+from codegen.orchestration.jobs import CODEGEN_JOB
 
 if TYPE_CHECKING:
     from tests.deploy.conftest import Deployment

@@ -15,13 +15,18 @@ from pathlib import Path
 
 import pytest
 from dagster import AssetKey, instance_for_test, materialize
-from fakes.openai_server import ScriptedOpenAIServer, primes_handler
 
-from agents.requests import RequestStore
-from assets import codegen
-from assets.resources import LLMResource, RetrieverResource, SandboxResource, SettingsResource
-from orchestration.resources import io_manager_for
-from settings import get_settings
+from codegen.assets import codegen
+from codegen.assets.resources import (
+    LLMResource,
+    RetrieverResource,
+    SandboxResource,
+    SettingsResource,
+)
+from codegen.orchestration.resources import io_manager_for
+from codegen.replay.scripted import ScriptedOpenAIServer, primes_handler
+from codegen.requests.store import RequestStore
+from codegen.settings import get_settings
 
 pytestmark = pytest.mark.docker  # solution_code runs the tests in the sandbox
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from dagster._core.instance.config import dagster_instance_config
 
-from deploy.images import SHARED_INSTANCE, instance_yaml
+from codegen.deploy.images import SHARED_INSTANCE, instance_yaml
 
 
 def test_the_merged_instance_file_is_valid_and_keeps_the_shared_sections(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from deploy.load import FINISHED, leftover_containers, run_load
+from codegen.deploy.load import FINISHED, leftover_containers, run_load
 
 if TYPE_CHECKING:
     from tests.deploy.conftest import Deployment

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox.api import Sandbox
+from codegen.sandbox.api import Sandbox
 
 
 @pytest.fixture(scope="module")
 def box() -> Iterator[Sandbox]:
-    from sandbox import open_sandbox
+    from codegen.sandbox import open_sandbox
 
     sandbox = open_sandbox("auto", pool_size=2)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dagster import AssetKey
 
-from orchestration.definitions import build_definitions
+from codegen.orchestration.definitions import build_definitions
 
 
 def test_partitions_pools_and_jobs() -> None:

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from dagster import AssetKey, DagsterInstance, instance_for_test
 
-from agents.evaluation.humaneval import task_keys
-from orchestration.backfill import configure_pools, drive_backfill, submit_backfill
-from orchestration.definitions import build_definitions
-from settings import get_settings
-from tests.evaluation.scripted_crew import make_handler
-from tests.fakes.openai_server import ScriptedOpenAIServer
+from codegen.evaluation.humaneval import task_keys
+from codegen.orchestration.backfill import configure_pools, drive_backfill, submit_backfill
+from codegen.orchestration.definitions import build_definitions
+from codegen.replay.scripted import ScriptedOpenAIServer
+from codegen.replay.scripted_crew import make_handler
+from codegen.settings import get_settings
 
 pytestmark = pytest.mark.docker
 POOLS = {"concurrency": {"pools": {"default_limit": 2, "granularity": "op"}}}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestration.cli import main
+from codegen.orchestration.cli import main
 
 CODEGEN = shutil.which("codegen", path=str(Path(sys.executable).parent)) or "codegen"
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from agents.evaluation.humaneval import get_problem, hidden_check_lines, task_keys
-from orchestration.cli import main
-from tests.evaluation.scripted_crew import make_handler
-from tests.fakes.openai_server import Reply, ScriptedOpenAIServer
+from codegen.evaluation.humaneval import get_problem, hidden_check_lines, task_keys
+from codegen.orchestration.cli import main
+from codegen.replay.scripted import Reply, ScriptedOpenAIServer
+from codegen.replay.scripted_crew import make_handler
 
 pytestmark = pytest.mark.docker
 API_KEY = "sk-eval-test-0123456789-not-a-real-key"

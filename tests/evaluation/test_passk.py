@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from agents.evaluation.passk import mean_pass_at_k, pass_at_k, reportable_ks
+from codegen.evaluation.passk import mean_pass_at_k, pass_at_k, reportable_ks
 
 
 def brute_force(n: int, c: int, k: int) -> float:

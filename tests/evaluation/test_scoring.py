@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from agents.evaluation.humaneval import (
+from codegen.evaluation.humaneval import (
     get_problem,
     hidden_check_lines,
     public_request,
     select_keys,
     task_keys,
 )
-from agents.evaluation.scoring import Category, score_candidate
-from sandbox.api import Sandbox
-from sandbox.types import Limits
+from codegen.evaluation.scoring import Category, score_candidate
+from codegen.sandbox.api import Sandbox
+from codegen.sandbox.types import Limits
 
 pytestmark = pytest.mark.docker
 LIMITS = Limits(timeout_s=5.0)

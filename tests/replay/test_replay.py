@@ -15,12 +15,12 @@ from typing import Any
 import openai
 import pytest
 
-from agents.evaluation.humaneval import get_problem
-from agents.replay.importers import codet_test_assertions, codet_truncate, import_file
-from agents.replay.recording import DERIVED, RECORDED, read_recording
-from agents.replay.server import ReplayServer
-from agents.types import Spec
-from orchestration.cli import main
+from codegen.agents.types import Spec
+from codegen.evaluation.humaneval import get_problem
+from codegen.orchestration.cli import main
+from codegen.replay.importers import codet_test_assertions, codet_truncate, import_file
+from codegen.replay.recording import DERIVED, RECORDED, read_recording
+from codegen.replay.server import ReplayServer
 
 API_KEY = "sk-replay-test-0123456789-not-a-real-key"
 
@@ -341,8 +341,8 @@ def test_record_then_replay_gives_the_same_evaluation(
 ) -> None:
     import io
 
-    from tests.evaluation.scripted_crew import make_handler
-    from tests.fakes.openai_server import ScriptedOpenAIServer
+    from codegen.replay.scripted import ScriptedOpenAIServer
+    from codegen.replay.scripted_crew import make_handler
 
     tasks = ["HumanEval/11", "HumanEval/12"]
     args = [a for t in tasks for a in ("--task", t)]
@@ -363,7 +363,7 @@ def test_record_then_replay_gives_the_same_evaluation(
     fresh = tmp_path / "fresh_home"
     fresh.mkdir()
     monkeypatch.setenv("CODEGEN_HOME", str(fresh))
-    from settings import get_settings
+    from codegen.settings import get_settings
 
     get_settings.cache_clear()
     with ReplayServer(loaded, log=io.StringIO()) as srv:
@@ -383,7 +383,7 @@ def test_generate_record_writes_every_step_into_one_recording(
     import subprocess
     import sys
 
-    from tests.fakes.openai_server import ScriptedOpenAIServer, primes_handler
+    from codegen.replay.scripted import ScriptedOpenAIServer, primes_handler
 
     record = tmp_path / "generate.jsonl"
     with ScriptedOpenAIServer(handler=primes_handler) as scripted:

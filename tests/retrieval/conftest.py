@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from corpus.model import Chunk
-from retrieval.embedders import MiniLMEmbedder, OnnxMiniLMEmbedder
-from retrieval.evaluation import chunk_id
+from codegen.corpus.model import Chunk
+from codegen.retrieval.embedders import MiniLMEmbedder, OnnxMiniLMEmbedder
+from codegen.retrieval.evaluation import chunk_id
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 MODULES = ["textwrap.py", "shlex.py", "fnmatch.py", "base64.py", "heapq.py", "calendar.py"]

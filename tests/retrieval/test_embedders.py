@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from retrieval.embedders import (
+from codegen.retrieval.embedders import (
     EmbedderConfig,
     EmbedderError,
     MiniLMEmbedder,

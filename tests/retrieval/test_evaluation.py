@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from corpus.model import Chunk
-from retrieval.evaluation import (
+from codegen.corpus.model import Chunk
+from codegen.retrieval.evaluation import (
     EvalQuery,
     build_eval_set,
     evaluate,
     first_sentence,
     functions_from_file,
 )
-from retrieval.types import SearchHit
+from codegen.retrieval.types import SearchHit
 
 SOURCE = '''
 def documented(a, b):
@@ -89,7 +89,7 @@ def test_metrics() -> None:
 
 
 def test_quality_check_queries_come_from_indexed_methods_too() -> None:
-    from retrieval.evaluation import queries_from_chunks
+    from codegen.retrieval.evaluation import queries_from_chunks
 
     method = Chunk(
         "m1",

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-from corpus.model import Chunk
-from retrieval.ann import FaissSidecar
-from retrieval.lancedb_store import LanceDBStore
-from retrieval.stores import Filters
+from codegen.corpus.model import Chunk
+from codegen.retrieval.ann import FaissSidecar
+from codegen.retrieval.lancedb_store import LanceDBStore
+from codegen.retrieval.stores import Filters
 
 DIM = 16
 

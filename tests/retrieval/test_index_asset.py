@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from dagster import AssetKey, instance_for_test, materialize
 
-from assets.index import index, index_retrieval_quality
-from assets.resources import SettingsResource, VectorIndexResource
-from corpus.model import Chunk
-from corpus.store import chunks_path, write_jsonl_atomic
-from retrieval.embedders import Embedder
+from codegen.assets.index import index, index_retrieval_quality
+from codegen.assets.resources import SettingsResource, VectorIndexResource
+from codegen.corpus.model import Chunk
+from codegen.corpus.store import chunks_path, write_jsonl_atomic
+from codegen.retrieval.embedders import Embedder
 
 
 class ReversedBatchEmbedder:
@@ -142,7 +142,7 @@ def test_missing_chunks_fail_with_a_clear_message(isolated_home: Path) -> None:
 
 
 def test_definitions_wire_the_index_after_chunks() -> None:
-    from orchestration.definitions import defs
+    from codegen.orchestration.definitions import defs
 
     graph = defs.resolve_asset_graph()
     assert AssetKey("chunks") in graph.get(AssetKey("index")).parent_keys

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corpus.model import Chunk
-from retrieval.index import StoreConfig, open_store
-from retrieval.stores import Filters, VectorStore, keyword_text, rrf_fuse
+from codegen.corpus.model import Chunk
+from codegen.retrieval.index import StoreConfig, open_store
+from codegen.retrieval.stores import Filters, VectorStore, keyword_text, rrf_fuse
 
 DIM = 8
 

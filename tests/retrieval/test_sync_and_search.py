@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corpus.model import Chunk
-from orchestration.cli import main
-from retrieval.embedders import Embedder, MiniLMEmbedder, OnnxMiniLMEmbedder
-from retrieval.index import IndexRetriever, LazyRetriever, sync_index
-from retrieval.lancedb_store import LanceDBStore
+from codegen.corpus.model import Chunk
+from codegen.orchestration.cli import main
+from codegen.retrieval.embedders import Embedder, MiniLMEmbedder, OnnxMiniLMEmbedder
+from codegen.retrieval.index import IndexRetriever, LazyRetriever, sync_index
+from codegen.retrieval.lancedb_store import LanceDBStore
 
 
 class Counting:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from sandbox_support import ROOMY, TIMINGS, ensure_docker_image, ensure_rootfs_or_skip
 
-from sandbox import open_sandbox
-from sandbox.api import Sandbox
+from codegen.sandbox import open_sandbox
+from codegen.sandbox.api import Sandbox
 
 
 def _open(backend: str) -> Sandbox:

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from sandbox import Limits
-from sandbox.api import Sandbox
-from sandbox.bwrap_backend import processes_of_uid
-from sandbox.docker_backend import LABEL, OWNER_LABEL, owner_tag
+from codegen.sandbox import Limits
+from codegen.sandbox.api import Sandbox
+from codegen.sandbox.bwrap_backend import processes_of_uid
+from codegen.sandbox.docker_backend import LABEL, OWNER_LABEL, owner_tag
 
 # Small limits keep the hostile suite quick on a 2-core machine.
 SMALL = Limits(
@@ -96,9 +96,9 @@ def assert_still_works(sb: Sandbox) -> None:
 
 
 def ensure_docker_image() -> str:
-    from sandbox import DEFAULT_IMAGE
-    from sandbox.docker_backend import docker_client
-    from sandbox.image import build_image, image_exists
+    from codegen.sandbox import DEFAULT_IMAGE
+    from codegen.sandbox.docker_backend import docker_client
+    from codegen.sandbox.image import build_image, image_exists
 
     client = docker_client()
     try:
@@ -112,7 +112,7 @@ def ensure_docker_image() -> str:
 
 
 def ensure_rootfs_or_skip() -> None:
-    from sandbox.image import ensure_rootfs, rootfs_path, rootfs_ready
+    from codegen.sandbox.image import ensure_rootfs, rootfs_path, rootfs_ready
 
     if rootfs_ready(rootfs_path()):
         return

@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 from sandbox_support import ROOMY, assert_clean
 
-from sandbox import Symlink, UnsafePathError
-from sandbox.api import Sandbox
+from codegen.sandbox import Symlink, UnsafePathError
+from codegen.sandbox.api import Sandbox
 
 SOLUTION = "def add(a, b):\n    return a + b\n"
 TESTS_10 = "from solution import add\n\n" + "".join(
@@ -133,7 +133,7 @@ def test_nothing_survives_from_one_execution_to_the_next(sb: Sandbox) -> None:
 
 
 def test_strict_isolation_uses_a_fresh_sandbox(sb: Sandbox) -> None:
-    from sandbox import open_sandbox
+    from codegen.sandbox import open_sandbox
 
     strict = open_sandbox(sb.backend, isolation="strict")
     probe = ["python3", "-c", "import os; print(os.stat('/proc/1').st_ctime_ns)"]
@@ -147,7 +147,7 @@ def test_strict_isolation_uses_a_fresh_sandbox(sb: Sandbox) -> None:
 
 @pytest.mark.docker
 def test_leftover_containers_of_a_dead_process_are_removed(docker_sandbox: Sandbox) -> None:
-    from sandbox.docker_backend import LABEL, OWNER_LABEL, reap_leftovers
+    from codegen.sandbox.docker_backend import LABEL, OWNER_LABEL, reap_leftovers
 
     api = docker_sandbox.client.api  # type: ignore[attr-defined]
     import socket
@@ -163,7 +163,7 @@ def test_leftover_containers_of_a_dead_process_are_removed(docker_sandbox: Sandb
 
 
 def test_unknown_backend_is_a_clear_error() -> None:
-    from sandbox import SandboxUnavailable, open_sandbox
+    from codegen.sandbox import SandboxUnavailable, open_sandbox
 
     with pytest.raises(SandboxUnavailable, match="unknown sandbox backend"):
         open_sandbox("podman")
@@ -171,7 +171,7 @@ def test_unknown_backend_is_a_clear_error() -> None:
 
 @pytest.mark.docker
 def test_unknown_image_is_a_clear_error() -> None:
-    from sandbox import SandboxUnavailable, open_sandbox
+    from codegen.sandbox import SandboxUnavailable, open_sandbox
 
     with pytest.raises(SandboxUnavailable, match="not found; build it") as info:
         open_sandbox("docker", image="multiagent-codegen-sandbox:does-not-exist")
@@ -180,7 +180,7 @@ def test_unknown_image_is_a_clear_error() -> None:
 
 CRASHER = """
 import json, sys, time
-from sandbox import open_sandbox
+from codegen.sandbox import open_sandbox
 sb = open_sandbox(sys.argv[1], pool_size=2)
 sb.run({}, ["true"])
 if sb.backend == "docker":
@@ -238,7 +238,7 @@ def _alive_bwrap(pid: int) -> bool:
 def test_module_level_functions_use_one_default_sandbox(
     sb: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sandbox
+    from codegen import sandbox
 
     monkeypatch.setenv("CODEGEN_SANDBOX__BACKEND", sb.backend)
     monkeypatch.setenv("CODEGEN_SANDBOX__POOL_SIZE", "1")
@@ -255,14 +255,14 @@ def test_module_level_functions_use_one_default_sandbox(
 
 def test_unsafe_host_only_by_name_and_still_limited() -> None:
     """The opt-in bare-host mode: named unsafe, fresh per execution, timeout and rlimits."""
-    from sandbox import open_sandbox
+    from codegen.sandbox import open_sandbox
 
     with open_sandbox(
         "bwrap", allow_unsafe_host=True, default_limits=dataclasses.replace(ROOMY, timeout_s=1.5)
     ) as box:
         if box.backend != "unsafe-host":  # bwrap works here, so it is never chosen
             assert box.backend == "bwrap"
-            from sandbox.bwrap_backend import BwrapSandbox
+            from codegen.sandbox.bwrap_backend import BwrapSandbox
 
             box = BwrapSandbox(unsafe_host=True, default_limits=box.default_limits)
         ok = box.run({"a.py": "import os; print(os.path.exists('a.py'))"}, ["python3", "a.py"])

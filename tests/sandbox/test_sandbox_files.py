@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import Symlink, UnsafePathError
-from sandbox.files import encode_files, read_dir
+from codegen.sandbox import Symlink, UnsafePathError
+from codegen.sandbox.files import encode_files, read_dir
 
 MB = 1024 * 1024
 

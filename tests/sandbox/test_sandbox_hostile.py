@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from sandbox_support import SMALL, assert_clean, assert_still_works, record_timing
 
-from sandbox import Symlink, open_sandbox
-from sandbox.api import Sandbox
-from sandbox.types import ExecResult
+from codegen.sandbox import Symlink, open_sandbox
+from codegen.sandbox.api import Sandbox
+from codegen.sandbox.types import ExecResult
 
 
 def attack(sb: Sandbox, case: str, code: str, files: dict | None = None) -> ExecResult:

@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sandbox.junit import MAX_XML_BYTES, parse_junit
-from sandbox.types import ExecResult
+from codegen.sandbox.junit import MAX_XML_BYTES, parse_junit
+from codegen.sandbox.types import ExecResult
 
 
 def _result(**overrides: object) -> ExecResult:

@@ -1,0 +1,1 @@
+"""multiagent-codegen: one import package; see README.md for the layout."""

@@ -1,0 +1,77 @@
+"""Retrieved context for the programmer: spec -> queries -> deduplicated, cited, budgeted chunks.
+
+Works against the ``codegen.retrieval.types.Retriever`` protocol only; an empty index (or no
+retriever at all) yields no context, never an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codegen.retrieval.types import Retriever, SearchHit
+
+
+def estimate_tokens(text: str) -> int:
+    # About four characters per token for English and code; only used for budgeting.
+    return max(1, (len(text) + 3) // 4)
+
+
+def queries_for(spec: dict[str, Any], limit: int = 4) -> list[str]:
+    """A few focused queries: the purpose, then each function's signature and contract."""
+    queries: list[str] = []
+    purpose = str(spec.get("purpose") or "").strip()
+    if purpose:
+        queries.append(purpose)
+    for fn in spec.get("functions") or []:
+        text = f"{fn.get('signature', '')} {fn.get('description', '')}".strip()
+        if text:
+            queries.append(text)
+    constraints = " ".join(str(c) for c in spec.get("constraints") or [])
+    if constraints:
+        queries.append(constraints)
+    seen: set[str] = set()
+    unique = [q for q in queries if not (q in seen or seen.add(q))]
+    return [q[:500] for q in unique[:limit]]
+
+
+def retrieve_context(
+    retriever: Retriever | None,
+    spec: dict[str, Any],
+    *,
+    top_k: int = 8,
+    token_budget: int = 1500,
+) -> list[dict[str, Any]]:
+    """Top chunks over all queries, best score first, each once, cut to ``token_budget``."""
+    if retriever is None or token_budget <= 0:
+        return []
+    best: dict[str, SearchHit] = {}
+    for query in queries_for(spec):
+        for hit in retriever.search(query, k=top_k):
+            key = hit.chunk_id or hit.citation
+            if key not in best or hit.score > best[key].score:
+                best[key] = hit
+    chosen: list[dict[str, Any]] = []
+    seen_text: set[str] = set()
+    used = 0
+    for hit in sorted(best.values(), key=lambda h: h.score, reverse=True):
+        text = hit.text.strip()
+        if not text or text in seen_text:  # same code indexed under two paths
+            continue
+        cost = estimate_tokens(text)
+        if used + cost > token_budget:
+            continue  # a smaller later chunk may still fit
+        seen_text.add(text)
+        used += cost
+        chosen.append(
+            {
+                "citation": hit.citation,
+                "uri": hit.uri,
+                "source": hit.source,
+                "score": round(float(hit.score), 4),
+                "tokens": cost,
+                "text": text,
+            }
+        )
+        if len(chosen) >= top_k:
+            break
+    return chosen

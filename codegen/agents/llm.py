@@ -1,0 +1,498 @@
+"""The crew's LLM client: the ``openai`` SDK plus role headers, caching and cost accounting.
+
+Endpoint: ``base_url``/``api_key`` of None leave the choice to the SDK's own environment
+(``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), so any OpenAI-compatible server works and the key
+never passes through our settings.
+
+Retries: the SDK's own retry loop is used (checked in openai 3.57 ``_base_client``): it
+retries 408/409/429/5xx responses, connection errors and timeouts, up to ``max_retries``
+times, with exponential backoff (0.5 s doubling, capped at 8 s, jittered) and honours
+``Retry-After``/``retry-after-ms`` up to 120 s; a longer ``Retry-After`` is not retried.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import openai
+
+from codegen.agents.types import Meter
+
+ROLE_HEADER = "X-Codegen-Agent"
+# Wire contract (ARCHITECTURE.md, "LLM endpoint"): outside servers replay recorded replies by
+# role, task, draft and round, so every request says which it is.
+TASK_HEADER = "X-Codegen-Task"
+CANDIDATE_HEADER = "X-Codegen-Candidate"
+ROUND_HEADER = "X-Codegen-Round"
+# Called after every reply from the endpoint with (role, the SDK call's keyword arguments,
+# reply text): ``codegen.replay.recording.FileRecorder`` writes recordings with it.
+Recorder = Callable[[str, dict[str, Any], str], None]
+
+
+@dataclass(frozen=True)
+class RoleModel:
+    model: str = "gpt-4o-mini"
+    temperature: float = 0.0
+    max_tokens: int = 4096
+
+
+@dataclass
+class Completion:
+    role: str
+    model: str
+    content: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    latency_s: float
+    cached: bool
+
+
+class LLMError(Exception):
+    """The endpoint failed for good (retries exhausted, timeout, bad reply)."""
+
+    def __init__(self, message: str, *, status: int | None = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.status = status  # the HTTP status, when the endpoint answered with one
+        self.detail = detail  # the endpoint's own error message
+
+
+class StructuredMode(StrEnum):
+    """How a server is asked for JSON, best first (ARCHITECTURE.md, "LLM endpoint")."""
+
+    JSON_SCHEMA = "json_schema"  # Structured Outputs, strict
+    JSON_OBJECT = "json_object"  # JSON mode, the schema in the prompt
+    PROMPT = "prompt"  # plain prompting, the schema in the prompt, tolerant parsing
+
+    def fallback(self) -> StructuredMode | None:
+        order = list(StructuredMode)
+        index = order.index(self)
+        return order[index + 1] if index + 1 < len(order) else None
+
+
+# Words in a refusal of ``response_format``: llama.cpp answers HTTP 500 "response_format type
+# must be one of "text" or "json_object", but got: json_schema"; vLLM before 0.5.5 answers
+# 400 with pydantic's "Input should be 'text' or 'json_object'".
+_REFUSAL_WORDS = ("response_format", "json_schema", "json_object", "unsupported", "not supported")
+
+
+def refuses_structured_outputs(exc: LLMError) -> bool:
+    """Whether an error is the server turning down the requested ``response_format``."""
+    detail = exc.detail.lower()
+    if exc.status in (400, 422):
+        return True
+    return exc.status is not None and any(word in detail for word in _REFUSAL_WORDS)
+
+
+def structured_modes_file(cache_dir: Path) -> Path:
+    """Where the working modes are kept under the platform's cache directory."""
+    return Path(cache_dir) / "llm-structured-outputs.json"
+
+
+class StructuredModes:
+    """The working ``StructuredMode`` per endpoint and model, kept in a small JSON file so
+    that later processes (and ``codegen info``) know it without probing again."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._known: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(endpoint: str, model: str) -> str:
+        return f"{endpoint} {model}"
+
+    def all(self) -> dict[str, str]:
+        with self._lock:
+            return {**self._read(), **self._known}
+
+    def get(self, endpoint: str, model: str) -> StructuredMode:
+        value = self.all().get(self.key(endpoint, model))
+        try:
+            return StructuredMode(value) if value else StructuredMode.JSON_SCHEMA
+        except ValueError:
+            return StructuredMode.JSON_SCHEMA
+
+    def set(self, endpoint: str, model: str, mode: StructuredMode) -> None:
+        with self._lock:
+            self._known[self.key(endpoint, model)] = mode.value
+            if self.path is None:
+                return
+            merged = {**self._read(), **self._known}
+            with contextlib.suppress(OSError):  # a read-only home must not fail the request
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+                with os.fdopen(fd, "w") as fh:
+                    json.dump(merged, fh, indent=2, sort_keys=True)
+                os.replace(tmp, self.path)
+
+    def _read(self) -> dict[str, str]:
+        if self.path is None:
+            return {}
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def structured_request(
+    mode: StructuredMode, messages: list[dict[str, str]], name: str, schema: dict[str, Any]
+) -> tuple[list[dict[str, str]], dict[str, Any] | None]:
+    """The messages and ``response_format`` that ask for ``schema`` in ``mode``."""
+    if mode is StructuredMode.JSON_SCHEMA:
+        fmt = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "strict": True, "schema": schema},
+        }
+        return messages, fmt
+    note = SCHEMA_IN_PROMPT.format(schema=json.dumps(schema, sort_keys=True))
+    first, *rest = messages
+    with_schema = [{**first, "content": f"{first['content']}\n\n{note}"}, *rest]
+    fmt = {"type": "json_object"} if mode is StructuredMode.JSON_OBJECT else None
+    return with_schema, fmt
+
+
+SCHEMA_IN_PROMPT = """\
+Reply with one JSON object and nothing else (no prose, no code fence). It must match this \
+JSON Schema:
+{schema}"""
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count(self, hit: bool) -> None:
+        with self._lock:
+            if hit:
+                self.hits += 1
+            else:
+                self.misses += 1
+
+
+class ResponseCache:
+    """Replies of deterministic (temperature 0) calls, one JSON file per request hash.
+
+    Writes are atomic (temp file + rename) so concurrent processes never read half a file.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.stats = CacheStats()
+
+    @staticmethod
+    def key(payload: dict[str, Any]) -> str:
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self._path(key).read_text())
+        except (OSError, ValueError):
+            self.stats.count(False)
+            return None
+        self.stats.count(True)
+        return data
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(value, fh)
+        os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """Which programmer draft a call writes: ``candidate`` 0-based, ``round`` 1-based."""
+
+    candidate: int = 0
+    round: int = 1
+
+
+_sdk_clients: dict[tuple[Any, ...], openai.OpenAI] = {}
+_sdk_clients_lock = threading.Lock()
+
+
+def _sdk_client(
+    base_url: str | None, api_key: str | None, timeout_s: float, max_retries: int
+) -> openai.OpenAI:
+    """One SDK client per endpoint and process: every ``LLMClient`` (a Dagster step builds
+    its own) shares its connection pool, and its TLS context, which costs ~50 ms to load."""
+    import openai  # deferred: the SDK costs ~0.5 s to import, most commands never call
+
+    # The pid: a forked child never reuses its parent's open connections.
+    key = (os.getpid(), base_url, api_key, timeout_s, max_retries)
+    with _sdk_clients_lock:
+        client = _sdk_clients.get(key)
+        if client is None:
+            try:
+                client = openai.OpenAI(
+                    base_url=base_url,
+                    # Local servers (vLLM, Ollama) need no key; the SDK insists on one.
+                    api_key=api_key or "not-needed",
+                    timeout=timeout_s,
+                    max_retries=max_retries,
+                )
+            except openai.OpenAIError as exc:
+                raise LLMError(f"cannot create the LLM client: {exc}") from exc
+            _sdk_clients[key] = client
+        return client
+
+
+class LLMClient:
+    """One client per process; per-request accounting lives in the ``Meter`` passed to calls.
+
+    ``for_task`` gives a view that tags every request with the task it serves (the
+    ``X-Codegen-Task`` header); the views share the connection pool, cache and settings.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        default: RoleModel | None = None,
+        roles: dict[str, RoleModel] | None = None,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        cache_dir: Path | None = None,
+        prices: dict[str, dict[str, float]] | None = None,
+        modes_file: Path | None = None,
+        recorder: Recorder | None = None,
+    ) -> None:
+        self.recorder = recorder
+        self.default = default or RoleModel()
+        self.roles = dict(roles or {})
+        self.prices = dict(prices or {})
+        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self._base_url = base_url
+        self._api_key = api_key
+        self.modes = StructuredModes(modes_file)
+        self.task: str | None = None
+
+    def for_task(self, task: str) -> LLMClient:
+        """The same client, tagging its requests with ``task`` (benchmark task or request id)."""
+        view = copy.copy(self)
+        view.task = task
+        return view
+
+    @property
+    def client(self) -> openai.OpenAI:
+        # Built lazily: a crew that is fully cached never needs a key or an endpoint.
+        # The SDK's own environment variables, resolved here so the shared client follows them.
+        base_url = self._base_url or os.environ.get("OPENAI_BASE_URL")
+        api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
+        return _sdk_client(base_url, api_key, self.timeout_s, self.max_retries)
+
+    def headers(self, role: str, draft: Draft | None = None) -> dict[str, str]:
+        """The wire-contract headers of one request (never a secret)."""
+        headers = {ROLE_HEADER: role}
+        if self.task:
+            headers[TASK_HEADER] = self.task
+        if draft is not None:
+            headers[CANDIDATE_HEADER] = str(draft.candidate)
+            headers[ROUND_HEADER] = str(draft.round)
+        return headers
+
+    @property
+    def endpoint(self) -> str:
+        """Where calls go, for display (never includes the key)."""
+        return str(self._base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com")
+
+    def model_for(self, role: str) -> RoleModel:
+        return self.roles.get(role, self.default)
+
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        price = self.prices.get(model)
+        if not price or "input" not in price or "output" not in price:
+            return None  # unknown, never zero
+        return (prompt_tokens * price["input"] + completion_tokens * price["output"]) / 1e6
+
+    def complete(
+        self,
+        role: str,
+        messages: list[dict[str, str]],
+        meter: Meter,
+        *,
+        response_format: dict[str, Any] | None = None,
+        draft: Draft | None = None,
+    ) -> Completion:
+        """One chat completion for ``role``; raises BudgetExceeded or LLMError.
+
+        ``draft`` (programmer calls) names the candidate and round being written.
+        """
+        meter.check()  # refuse to spend once the budget is gone
+        cfg = self.model_for(role)
+        payload: dict[str, Any] = {
+            "role": role,
+            "model": cfg.model,
+            "messages": messages,
+            "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens,
+            "response_format": response_format,
+        }
+        if draft is not None and draft.candidate:
+            # Drafts 1..N-1 ask the same thing as draft 0 and must not share its cached reply.
+            payload["candidate"] = draft.candidate
+        cacheable = self.cache is not None and cfg.temperature == 0
+        key = ResponseCache.key(payload) if cacheable else ""
+        started = time.perf_counter()
+        if cacheable and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                done = Completion(
+                    role=role,
+                    model=cfg.model,
+                    content=hit["content"],
+                    prompt_tokens=int(hit.get("prompt_tokens", 0)),
+                    completion_tokens=int(hit.get("completion_tokens", 0)),
+                    cost_usd=0.0,
+                    latency_s=time.perf_counter() - started,
+                    cached=True,
+                )
+                self._record(meter, done)
+                return done
+        kwargs: dict[str, Any] = {
+            "model": cfg.model,
+            "messages": messages,
+            "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens,
+            "extra_headers": self.headers(role, draft),
+        }
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        import openai  # deferred (see ``client``); already loaded by the time we get here
+
+        try:
+            reply = self.client.chat.completions.create(**kwargs)
+        except openai.APITimeoutError as exc:
+            raise LLMError(
+                f"{role}: request timed out after {self.timeout_s:g}s "
+                f"({self.max_retries} retries exhausted)"
+            ) from exc
+        except openai.APIStatusError as exc:
+            raise LLMError(
+                f"{role}: endpoint answered HTTP {exc.status_code} "
+                f"(retried up to {self.max_retries} times): {_short(exc.message)}",
+                status=exc.status_code,
+                detail=str(exc.message),
+            ) from exc
+        except openai.APIConnectionError as exc:
+            raise LLMError(f"{role}: cannot reach the LLM endpoint {self.endpoint}") from exc
+        except openai.OpenAIError as exc:
+            raise LLMError(f"{role}: {_short(str(exc))}") from exc
+        latency = time.perf_counter() - started
+        if not reply.choices:
+            raise LLMError(f"{role}: the endpoint returned no choices")
+        content = reply.choices[0].message.content or ""
+        if self.recorder is not None:
+            self.recorder(role, kwargs, content)
+        usage = reply.usage
+        prompt_tokens = usage.prompt_tokens if usage else 0
+        completion_tokens = usage.completion_tokens if usage else 0
+        done = Completion(
+            role=role,
+            model=cfg.model,
+            content=content,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=self.cost(cfg.model, prompt_tokens, completion_tokens),
+            latency_s=latency,
+            cached=False,
+        )
+        if cacheable and self.cache is not None:
+            with contextlib.suppress(OSError):  # a full disk must not fail the request
+                self.cache.put(
+                    key,
+                    {
+                        "content": content,
+                        "prompt_tokens": prompt_tokens,
+                        "completion_tokens": completion_tokens,
+                    },
+                )
+        self._record(meter, done)
+        meter.check()  # this call may have crossed the budget: stop before the next step
+        return done
+
+    def complete_structured(
+        self,
+        role: str,
+        messages: list[dict[str, str]],
+        meter: Meter,
+        *,
+        name: str,
+        schema: dict[str, Any],
+    ) -> tuple[Completion, StructuredMode]:
+        """A completion asked to follow ``schema``, in the best mode the server accepts.
+
+        Starts from the mode remembered for this endpoint and model (``json_schema`` when
+        none is); a refusal moves to the next mode, and the mode that answers is remembered.
+        A server that accepts ``json_schema`` but answers with something other than bare
+        JSON (Ollama before 0.5 ignores it) is remembered as ``json_object``, so later
+        requests carry the schema in the prompt. The caller parses tolerantly either way.
+        """
+        model = self.model_for(role).model
+        mode: StructuredMode | None = self.modes.get(self.endpoint, model)
+        while mode is not None:
+            sent, fmt = structured_request(mode, messages, name, schema)
+            try:
+                done = self.complete(role, sent, meter, response_format=fmt)
+            except LLMError as exc:
+                lower = mode.fallback()
+                if lower is None or not refuses_structured_outputs(exc):
+                    raise
+                mode = lower
+                continue
+            remembered = mode
+            if mode is StructuredMode.JSON_SCHEMA and not _is_bare_json(done.content):
+                remembered = StructuredMode.JSON_OBJECT
+            if self.modes.all().get(StructuredModes.key(self.endpoint, model)) != remembered:
+                self.modes.set(self.endpoint, model, remembered)
+            return done, mode
+        raise AssertionError("unreachable: the last mode raises")  # pragma: no cover
+
+    @staticmethod
+    def _record(meter: Meter, done: Completion) -> None:
+        meter.record(
+            done.role,
+            prompt_tokens=done.prompt_tokens,
+            completion_tokens=done.completion_tokens,
+            cost_usd=done.cost_usd,
+            latency_s=done.latency_s,
+            cached=done.cached,
+        )
+
+
+def _is_bare_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

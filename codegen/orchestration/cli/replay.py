@@ -1,0 +1,141 @@
+"""``codegen replay``: serve a recording as an OpenAI-compatible endpoint; import public files."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from codegen.replay.importers import FORMATS
+from codegen.replay.recording import RecordingError
+from codegen.settings import Settings
+
+
+def recording_settings(settings: Settings, path: Path) -> Settings:
+    """Settings for a run whose LLM traffic goes to the recording ``path``.
+
+    The recorder is found through the environment (``CODEGEN_RECORD``), which runs in other
+    processes inherit; the response cache is off, so every reply comes from the endpoint
+    and lands in the recording (a cache hit would be missing from it).
+    """
+    from codegen.replay.recording import RECORD_ENV
+
+    path = path.resolve()
+    if path.exists() and path.is_dir():
+        raise click.UsageError(f"--record {path}: is a directory")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.environ[RECORD_ENV] = str(path)
+    os.environ["CODEGEN_LLM__CACHE"] = "false"
+    return settings.model_copy(update={"llm": settings.llm.model_copy(update={"cache": False})})
+
+
+@click.group(name="replay")
+def replay_group() -> None:
+    """Replay recorded model replies instead of calling a model (no tokens, no key)."""
+
+
+@replay_group.command(name="serve")
+@click.argument("recording", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="Port to bind (0: any free one).",
+)
+@click.option(
+    "--log",
+    "log_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also append the request log (one JSON object a line) to this file.",
+)
+def serve(recording: Path, host: str, port: int, log_file: Path | None) -> None:
+    """Answer chat completions from RECORDING, keyed by the X-Codegen-* headers.
+
+    Prints OPENAI_BASE_URL=... once listening, then one JSON line per request on stderr.
+    A request the recording cannot answer gets HTTP 404 saying what is missing.
+    """
+    from codegen.replay.recording import read_recording
+    from codegen.replay.server import ReplayServer
+
+    try:
+        loaded = read_recording(recording)
+    except RecordingError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        server = ReplayServer(loaded, host=host, port=port, log_file=log_file)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    roles = Counter(e.role for e in loaded.entries)
+    click.echo(
+        f"replaying {len(loaded.entries)} replies for {len(loaded.tasks)} tasks "
+        f"({', '.join(f'{r} {n}' for r, n in sorted(roles.items()))}) from {recording}",
+        err=True,
+    )
+    click.echo(f"OPENAI_BASE_URL={server.base_url}")
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    finally:
+        server.stop()
+
+
+@replay_group.command(name="import")
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), required=True, help="The input's format."
+)
+@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--tasks",
+    "tasks_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="codet: the task file to join by prompt (default: HumanEval_for_code_generation.jsonl "
+    "next to SOURCE).",
+)
+@click.option(
+    "--tests",
+    "tests_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="codet: the generated test cases (default: SOURCE's _test_case twin, when present).",
+)
+@click.option(
+    "--recorded-only",
+    is_flag=True,
+    help="Only the source's own replies: no replies derived from the prompt for other roles.",
+)
+def import_cmd(
+    fmt: str,
+    source: Path,
+    out: Path,
+    tasks_file: Path | None,
+    tests_file: Path | None,
+    recorded_only: bool,
+) -> None:
+    """Turn SOURCE (a public HumanEval generation file) into the recording OUT."""
+    from codegen.replay.importers import DERIVED_NOTES, import_file
+    from codegen.replay.recording import write_recording
+
+    started = time.perf_counter()
+    try:
+        entries = import_file(
+            fmt, source, recorded_only=recorded_only, tasks_file=tasks_file, tests_file=tests_file
+        )
+    except (RecordingError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if out.resolve() == source.resolve():
+        raise click.UsageError("OUT must not be SOURCE")
+    notes = "" if recorded_only else DERIVED_NOTES
+    count = write_recording(out, entries, source=f"{fmt}:{source.name}", notes=notes)
+    by_source = Counter(f"{e.role} ({e.source})" for e in entries)
+    tasks = len({e.task for e in entries})
+    click.echo(
+        f"{out}: {count} replies for {tasks} tasks: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(by_source.items()))
+        + f" ({time.perf_counter() - started:.1f}s)"
+    )

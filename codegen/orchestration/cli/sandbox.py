@@ -1,0 +1,88 @@
+"""``codegen sandbox build`` and ``codegen sandbox exec``: thin wrappers over ``sandbox``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from codegen.settings import get_settings
+
+
+def _progress(message: str) -> None:
+    click.echo(f"sandbox: {message}", err=True)
+
+
+@click.group("sandbox")
+def sandbox_group() -> None:
+    """Build the sandbox image or run a command inside the sandbox."""
+
+
+@sandbox_group.command("build")
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="Build from Debian packages (debootstrap + docker import) instead of a registry image.",
+)
+@click.option("--force", is_flag=True, help="Rebuild even if the image tag exists.")
+@click.option("--tag", default=None, help="Image tag (default: sandbox.image setting).")
+def build(offline: bool, force: bool, tag: str | None) -> None:
+    """Build the sandbox image; a no-op when the tag already exists."""
+    from codegen.sandbox import SandboxError
+    from codegen.sandbox.image import build_image
+
+    tag = tag or get_settings().sandbox.image
+    try:
+        built = build_image(tag, offline=offline, force=force, progress=_progress)
+    except SandboxError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(built)
+
+
+@sandbox_group.command(
+    "exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
+@click.option(
+    "--dir",
+    "directory",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Directory copied in as the working directory (links stay links).",
+)
+@click.option("--timeout", type=click.FloatRange(min=0.1, max=3600), default=None)
+@click.option("--memory", type=click.IntRange(min=16, max=65536), default=None, help="MB")
+@click.option("--backend", type=click.Choice(["auto", "docker", "bwrap"]), default=None)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def exec_command(
+    directory: Path,
+    timeout: float | None,
+    memory: int | None,
+    backend: str | None,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND in the sandbox and print the JSON result.
+
+    Example: codegen sandbox exec --dir . --timeout 10 -- python3 -m pytest -q
+    """
+    from codegen.sandbox import Limits, SandboxError, open_sandbox
+    from codegen.sandbox.files import read_dir
+
+    settings = get_settings().sandbox
+    limits = Limits(
+        timeout_s=timeout if timeout is not None else settings.timeout_s,
+        memory_mb=memory if memory is not None else settings.memory_mb,
+        pids=settings.pids,
+        cpus=settings.cpus,
+        workdir_mb=settings.workdir_mb,
+        max_output_bytes=settings.max_output_bytes,
+    )
+    try:
+        files = read_dir(directory, limits.workdir_mb * 1024 * 1024)
+        with open_sandbox(
+            backend or settings.backend, image=settings.image, pool_size=1, isolation="strict"
+        ) as sb:
+            result = sb.run(files, list(command), limits)
+    except (SandboxError, OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(json.dumps(result.to_dict(), indent=2))

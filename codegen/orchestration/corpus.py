@@ -1,0 +1,182 @@
+"""Corpus wiring: jobs, the re-index schedule, the downstream automation sensor, a build call.
+
+Re-indexing: the schedule launches one run per source partition of ``raw_documents`` (a
+disabled source records "disabled" in a moment), and ``corpus_automation_sensor`` then
+materializes clean -> dedupe -> chunks once every raw partition has settled (their
+``AutomationCondition.eager()``). ``build_corpus`` is the same thing done synchronously for
+the CLI: raw partitions first, each in its own run so one failing never blocks the others,
+then the downstream stages and their checks in one run.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dagster import (
+    AssetSelection,
+    AutomationConditionSensorDefinition,
+    DagsterInstance,
+    DefaultSensorStatus,
+    RunRequest,
+    ScheduleEvaluationContext,
+    define_asset_job,
+    materialize,
+    schedule,
+)
+
+from codegen.assets import corpus as corpus_assets
+from codegen.orchestration.resources import resources_for
+from codegen.orchestration.run_queue import KIND_CORPUS, kind_tags
+from codegen.settings import Settings, get_settings
+
+DOWNSTREAM = [
+    corpus_assets.clean_documents,
+    corpus_assets.deduped_documents,
+    corpus_assets.chunks,
+]
+CHECKS = [corpus_assets.corpus_checks]
+
+corpus_raw_job = define_asset_job(
+    "corpus_raw_job",
+    selection=AssetSelection.assets(corpus_assets.raw_documents),
+    partitions_def=corpus_assets.source_partitions,
+    description="Fetch one source's raw documents (a partition per source).",
+    tags=kind_tags(KIND_CORPUS),
+)
+corpus_downstream_job = define_asset_job(
+    "corpus_downstream_job",
+    selection=AssetSelection.assets(*DOWNSTREAM),
+    description="Clean, dedupe and chunk every source's stored raw documents.",
+    tags=kind_tags(KIND_CORPUS),
+)
+
+
+@schedule(
+    cron_schedule=get_settings().corpus.reindex_cron,
+    job=corpus_raw_job,
+    description="Re-index the corpus (daily by default: corpus.reindex_cron).",
+)
+def corpus_reindex_schedule(context: ScheduleEvaluationContext) -> list[RunRequest]:
+    tick = context.scheduled_execution_time.strftime("%Y%m%dT%H%M")
+    return [
+        RunRequest(run_key=f"{tick}-{source}", partition_key=source)
+        for source in corpus_assets.CORPUS_SOURCES
+    ]
+
+
+corpus_automation_sensor = AutomationConditionSensorDefinition(
+    "corpus_automation_sensor",
+    target=AssetSelection.assets(*DOWNSTREAM),
+    default_status=DefaultSensorStatus.RUNNING,
+    description="Runs clean -> dedupe -> chunks after raw partitions update.",
+)
+
+CORPUS_JOBS = [corpus_raw_job, corpus_downstream_job]
+CORPUS_SCHEDULES = [corpus_reindex_schedule]
+CORPUS_SENSORS = [corpus_automation_sensor]
+
+
+@dataclass
+class StageResult:
+    name: str
+    success: bool
+    metadata: dict[str, Any]
+
+
+def _metadata(result: Any, node: str) -> dict[str, Any]:
+    mats = result.asset_materializations_for_node(node)
+    return {k: v.value for k, v in mats[-1].metadata.items()} if mats else {}
+
+
+def build_corpus(
+    instance: DagsterInstance,
+    sources: Sequence[str],
+    settings: Settings | None = None,
+    on_stage: Callable[[StageResult], None] = lambda _: None,
+) -> list[StageResult]:
+    """Materialize raw partitions for ``sources``, then the downstream stages and checks.
+
+    Each source is its own run, except the last, which shares the downstream run: Dagster's
+    per-run bookkeeping dominates an incremental build, and one run fewer is a second saved.
+    Should that shared raw step fail, the downstream stages run again on their own, so one
+    source failing never blocks the others.
+    """
+    resources = resources_for(settings or get_settings())
+    common: dict[str, Any] = {
+        "instance": instance,
+        "resources": resources,
+        "run_config": {"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+        "raise_on_error": False,
+        "tags": {"codegen/command": "corpus build"},
+    }
+    results: list[StageResult] = []
+
+    def report(stage: StageResult) -> None:
+        results.append(stage)
+        on_stage(stage)
+
+    def raw_stage(res: Any, source: str) -> bool:
+        failed = {e.step_key for e in res.get_step_failure_events()}
+        meta = _metadata(res, "raw_documents")
+        ok = "raw_documents" not in failed and bool(meta)
+        report(StageResult(f"raw_documents[{source}]", ok, meta))
+        return ok
+
+    for source in sources[:-1]:
+        raw_stage(
+            materialize([corpus_assets.raw_documents], partition_key=source, **common), source
+        )
+    if sources:
+        res = materialize(
+            [corpus_assets.raw_documents, *DOWNSTREAM, *CHECKS], partition_key=sources[-1], **common
+        )
+        if not raw_stage(res, sources[-1]):
+            res = materialize([*DOWNSTREAM, *CHECKS], **common)
+    else:
+        res = materialize([*DOWNSTREAM, *CHECKS], **common)
+    names = {a.key.to_user_string() for a in DOWNSTREAM}
+    failed_steps = {e.step_key for e in res.get_step_failure_events()}
+    for asset in DOWNSTREAM:
+        name = asset.key.to_user_string()
+        ok = name not in failed_steps and bool(_metadata(res, name))
+        report(StageResult(name, ok, _metadata(res, name)))
+    report(
+        StageResult(
+            "checks",
+            not (failed_steps - names - {"raw_documents"}),
+            {e.check_name: e.passed for e in res.get_asset_check_evaluations()},
+        )
+    )
+    return results
+
+
+def build_index(
+    instance: DagsterInstance,
+    settings: Settings | None = None,
+    on_stage: Callable[[StageResult], None] = lambda _: None,
+) -> list[StageResult]:
+    """Sync the vector index with the chunks (only new ids are embedded) and check quality."""
+    from codegen.assets import index as index_assets
+
+    res = materialize(
+        [index_assets.index, index_assets.index_retrieval_quality],
+        instance=instance,
+        resources=resources_for(settings or get_settings()),
+        # INFO: the index asset logs "embedded N/M" as it goes, the progress of a long build.
+        run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+        raise_on_error=False,
+        tags={"codegen/command": "corpus build"},
+    )
+    failed = {e.step_key for e in res.get_step_failure_events()}
+    meta = _metadata(res, "index")
+    stages = [
+        StageResult("index", "index" not in failed and bool(meta), meta),
+        StageResult(
+            "index_checks",
+            not (failed - {"index"}),
+            {e.check_name: e.passed for e in res.get_asset_check_evaluations()},
+        ),
+    ]
+    for stage in stages:
+        on_stage(stage)
+    return stages

@@ -1,0 +1,67 @@
+"""The code location: one Definitions object wiring assets, checks, jobs, sensors, resources.
+
+Jobs and sensors are built in their own modules and only meet here (sensor factories take
+the job they launch), so no module below imports this one.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from dagster import (
+    Definitions,
+    JobDefinition,
+    load_asset_checks_from_modules,
+    load_assets_from_modules,
+)
+
+from codegen.assets import codegen, corpus, evaluation, index
+from codegen.orchestration.corpus import CORPUS_JOBS, CORPUS_SCHEDULES, CORPUS_SENSORS
+from codegen.orchestration.evaluation import eval_jobs
+from codegen.orchestration.indexing import INDEX_JOBS, INDEX_SENSORS
+from codegen.orchestration.jobs import CODEGEN_JOB, codegen_request_job, submit_request_job
+from codegen.orchestration.resources import resources_for
+from codegen.orchestration.review import REVIEW_JOB, build_review_sensor, review_request_job
+from codegen.orchestration.sensors import build_inbox_sensor
+from codegen.settings import get_settings
+
+ASSET_MODULES = [corpus, evaluation, codegen, index]
+
+
+def build_definitions() -> Definitions:
+    settings = get_settings()
+    return Definitions(
+        assets=load_assets_from_modules(ASSET_MODULES),
+        asset_checks=load_asset_checks_from_modules(ASSET_MODULES),
+        resources=resources_for(settings),
+        jobs=[
+            codegen_request_job,
+            submit_request_job,
+            review_request_job,
+            *CORPUS_JOBS,
+            *INDEX_JOBS,
+            *eval_jobs(),
+        ],
+        schedules=[*CORPUS_SCHEDULES],
+        sensors=[
+            build_inbox_sensor(codegen_request_job),
+            build_review_sensor(review_request_job),
+            *CORPUS_SENSORS,
+            *INDEX_SENSORS,
+        ],
+    )
+
+
+defs = build_definitions()
+
+
+@cache
+def request_job() -> JobDefinition:
+    """The resolved request job, for ``build_reconstructable_job`` (the CLI's own runs)."""
+    return defs.resolve_job_def(CODEGEN_JOB)
+
+
+@cache
+def review_job() -> JobDefinition:
+    """The resolved review job, for ``build_reconstructable_job`` (``codegen review``)."""
+    return defs.resolve_job_def(REVIEW_JOB)

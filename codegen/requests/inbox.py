@@ -1,0 +1,136 @@
+"""The inbox: request files dropped into ``$CODEGEN_HOME/inbox/`` become stored requests.
+
+A file is plain text (the request) or JSON ``{"request": "...", "options": {...}}``. Accepted
+files move to ``inbox/processed/``; malformed ones move to ``inbox/rejected/`` next to a
+``.reason.txt`` saying why. Hidden and ``*.tmp``/``*.part`` files are left alone so a file
+still being written is never read half-way; the only hidden files the scan touches are its
+own claim files (``.<request id>__<name>.claim``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codegen.agents.roles import BadRequest, validate_request
+from codegen.agents.types import CrewOptions
+from codegen.requests.store import RequestStore, StoredRequest, is_request_id, new_request_id
+
+MAX_FILE_BYTES = 1_000_000
+_PARTIAL = (".tmp", ".part", ".partial", ".swp")
+_CLAIM = ".claim"  # a file being taken: hidden, so no other scan takes it too
+
+
+@dataclass
+class InboxScan:
+    accepted: list[StoredRequest] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (file name, reason)
+
+
+def parse_request_file(path: Path, name: str | None = None) -> tuple[str, dict]:
+    """(request text, options) from one inbox file, read as JSON when its ``name`` (default:
+    the path's own) ends in .json; BadRequest says what is wrong."""
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise BadRequest(f"file is {size} bytes; the limit is {MAX_FILE_BYTES}")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest("file is not UTF-8 text (binary?)") from exc
+    options: dict = {}
+    if Path(name or path.name).suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise BadRequest(f"invalid JSON: {exc}") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("request"), str):
+            raise BadRequest('JSON must be an object with a string "request"')
+        raw_options = data.get("options") or {}
+        if not isinstance(raw_options, dict):
+            raise BadRequest('"options" must be an object')
+        unknown = set(raw_options) - set(CrewOptions.__dataclass_fields__) - {"limits"}
+        if unknown:
+            raise BadRequest(f"unknown options: {', '.join(sorted(unknown))}")
+        try:
+            CrewOptions.from_dict(raw_options)
+        except TypeError as exc:
+            raise BadRequest(f"bad options: {exc}") from exc
+        text, options = data["request"], raw_options
+    return validate_request(text), options
+
+
+def _move(src: Path, dest_dir: Path, name: str) -> Path:
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / name
+    n = 1
+    while dest.exists():  # never overwrite an earlier file of the same name
+        dest = dest_dir / f"{name}.{n}"
+        n += 1
+    os.replace(src, dest)
+    return dest
+
+
+def _claim_name(request_id: str, name: str) -> str:
+    return f".{request_id}__{name}{_CLAIM}"
+
+
+def _claimed(path: Path) -> tuple[str, str] | None:
+    """(request id, original file name) of a claim file, else None."""
+    if not (path.name.startswith(".") and path.name.endswith(_CLAIM)):
+        return None
+    request_id, sep, name = path.name[1 : -len(_CLAIM)].partition("__")
+    return (request_id, name) if sep and is_request_id(request_id) and name else None
+
+
+def _take(
+    inbox: Path, claim: Path, request_id: str, name: str, store: RequestStore, scan: InboxScan
+) -> None:
+    """Steps 2 and 3 of taking a file: store it as a queued request under the claimed id,
+    then move it to processed/. Each step is safe to repeat after a crash."""
+    try:
+        text, options = parse_request_file(claim, name)
+    except (BadRequest, OSError) as exc:
+        dest = _move(claim, inbox / "rejected", name)
+        dest.with_name(dest.name + ".reason.txt").write_text(f"{exc}\n")
+        scan.rejected.append((name, str(exc)))
+        return
+    req = store.add(text, options, source=f"inbox:{name}", state="queued", request_id=request_id)
+    _move(claim, inbox / "processed", f"{request_id}__{name}")
+    scan.accepted.append(req)
+
+
+def scan_inbox(inbox: Path, store: RequestStore, *, limit: int = 50) -> InboxScan:
+    """Store each new request file (oldest first, at most ``limit`` per scan) as a queued
+    request.
+
+    Taking a file is three steps, each atomic and each safe to repeat: rename it to a hidden
+    claim file that names a fresh request id, store the request under that id, move the file
+    to processed/. A scan first finishes the claims an interrupted one left, so a process
+    killed at any point neither loses a file nor makes two requests of it.
+    """
+    scan = InboxScan()
+    if not inbox.is_dir():
+        return scan
+    for path in sorted(inbox.iterdir()):
+        if path.is_file() and (claim := _claimed(path)) is not None:
+            _take(inbox, path, *claim, store, scan)
+    files = sorted(
+        (p for p in inbox.iterdir() if p.is_file() and not p.name.startswith(".")),
+        key=lambda p: (p.stat().st_mtime, p.name),
+    )
+    for path in files:
+        if path.name.endswith(_PARTIAL) or path.name.endswith(".reason.txt"):
+            continue
+        if len(scan.accepted) + len(scan.rejected) >= limit:
+            break
+        request_id = new_request_id()
+        claim = inbox / _claim_name(request_id, path.name)
+        try:
+            os.replace(path, claim)
+        except FileNotFoundError:  # taken away since the listing (by its writer, say)
+            continue
+        _take(inbox, claim, request_id, path.name, store, scan)
+    return scan

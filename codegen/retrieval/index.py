@@ -1,0 +1,175 @@
+"""Incremental indexing (embed only new chunk ids, delete removed ones) and the Retriever.
+
+Chunk ids hash the chunk's content and the chunker version, so "same id" means "same text":
+an id already in the store under the same embedder is never embedded again. A store filled
+by a different embedder is reset and everything is re-embedded, because vectors from two
+models do not share a space.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from codegen.corpus.model import Chunk
+from codegen.retrieval.embedders import Embedder, EmbedderConfig, make_embedder
+from codegen.retrieval.lancedb_store import LanceDBStore
+from codegen.retrieval.stores import SEARCH_MODES, Filters, IndexMissingError, VectorStore
+from codegen.retrieval.types import SearchHit
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """Plain values naming a vector store; built by the Dagster/CLI layer from settings."""
+
+    kind: str = "lancedb"  # lancedb | weaviate
+    uri: str = ""  # LanceDB path or object-store URI
+    weaviate_url: str | None = None
+    collection: str = "CodeChunk"
+
+
+def open_store(config: StoreConfig) -> VectorStore:
+    if config.kind == "lancedb":
+        return LanceDBStore(uri=config.uri)
+    if config.kind == "weaviate":
+        from codegen.retrieval.weaviate_store import WeaviateStore
+
+        if not config.weaviate_url:
+            raise ValueError("vector_store is weaviate but no WEAVIATE_URL/weaviate_url is set")
+        return WeaviateStore(url=config.weaviate_url, collection=config.collection)
+    raise ValueError(f"unknown vector store {config.kind!r}; choose lancedb or weaviate")
+
+
+@dataclass
+class SyncStats:
+    total: int = 0
+    embedded: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    reset: bool = False
+    embedder: str = ""
+    embed_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def sync_index(
+    chunks: Iterable[Chunk],
+    store: VectorStore,
+    embedder: Embedder,
+    *,
+    batch_size: int = 256,
+    progress: Callable[[int, int], None] | None = None,
+) -> SyncStats:
+    """Make the store hold exactly ``chunks``, embedding only what it lacks."""
+    wanted: dict[str, Chunk] = {}
+    for chunk in chunks:
+        wanted.setdefault(chunk.id, chunk)  # duplicate ids carry the same text
+    stats = SyncStats(total=len(wanted), embedder=embedder.identity)
+    if store.embedder_identity() != embedder.identity:
+        store.reset(embedder.identity, embedder.dim)
+        stats.reset = True
+    present = store.ids()
+    new_ids = [i for i in wanted if i not in present]
+    stale = present - wanted.keys()
+    stats.unchanged = len(wanted) - len(new_ids)
+    started = time.perf_counter()
+    for start in range(0, len(new_ids), batch_size):
+        batch = [wanted[i] for i in new_ids[start : start + batch_size]]
+        vectors = embedder.embed_documents([c.text for c in batch])
+        store.upsert(batch, vectors)
+        stats.embedded += len(batch)
+        if progress:
+            progress(stats.embedded, len(new_ids))
+    stats.embed_seconds = round(time.perf_counter() - started, 3)
+    stats.deleted = store.delete(sorted(stale))
+    if stats.embedded or stats.deleted or stats.reset:
+        store.refresh()
+    return stats
+
+
+class IndexRetriever:
+    """The ``codegen.retrieval.types.Retriever`` over a store and the embedder that filled it."""
+
+    QUERY_CACHE = 1024  # repeated queries (and one query in several modes) embed once
+
+    def __init__(self, store: VectorStore, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def prime(self, queries: Sequence[str]) -> None:
+        """Embed many queries in one batch (evaluation), far faster than one at a time."""
+        todo = [q.strip() for q in queries if q.strip() and q.strip() not in self._vectors]
+        todo = list(dict.fromkeys(todo))[: self.QUERY_CACHE]
+        if todo:
+            for text, vector in zip(todo, self.embedder.embed_documents(todo), strict=True):
+                self._remember(text, vector)
+
+    def _remember(self, text: str, vector: np.ndarray) -> None:
+        if len(self._vectors) >= self.QUERY_CACHE:
+            self._vectors.pop(next(iter(self._vectors)))  # oldest first
+        self._vectors[text] = vector
+
+    def query_vector(self, text: str) -> np.ndarray:
+        vector = self._vectors.get(text)
+        if vector is None:
+            vector = self.embedder.embed_query(text)
+            self._remember(text, vector)
+        return vector
+
+    def search(
+        self,
+        query: str,
+        k: int = 8,
+        *,
+        source: str | None = None,
+        mode: str = "hybrid",
+        language: str | None = None,
+    ) -> list[SearchHit]:
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
+        query = query.strip()
+        if not query:
+            return []
+        try:
+            if self.store.count() == 0:
+                return []
+        except IndexMissingError:
+            return []
+        indexed_by = self.store.embedder_identity()
+        if indexed_by and indexed_by != self.embedder.identity:
+            raise ValueError(
+                f"the index was built with {indexed_by} but the configured embedder is "
+                f"{self.embedder.identity}; re-materialize the index"
+            )
+        vector = None if mode == "keyword" else self.query_vector(query)
+        return self.store.search(
+            query, vector, k, mode=mode, filters=Filters(source=source, language=language)
+        )
+
+
+class LazyRetriever(IndexRetriever):
+    """An IndexRetriever that builds its embedder on first use, so that searching a missing
+    or empty index (the crew's common case before the corpus is built) loads no model."""
+
+    def __init__(self, store: VectorStore, embedder_factory: Callable[[], Embedder]) -> None:
+        self.store = store
+        self._factory = embedder_factory
+        self._embedder: Embedder | None = None
+        self._vectors = {}
+
+    @property  # type: ignore[override]
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self._factory()
+        return self._embedder
+
+
+def open_retriever(store: StoreConfig, embedder: EmbedderConfig) -> IndexRetriever:
+    return IndexRetriever(open_store(store), make_embedder(embedder))

@@ -1,0 +1,147 @@
+"""Host side of the supervisor's wire format (see ``codegen/sandbox/supervisor.py``)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from codegen.sandbox.files import FileContent, encode_files
+from codegen.sandbox.types import ExecResult, Limits
+
+WORKDIR = "/work"
+SANDBOX_UID = 10001
+# The only environment a job sees: nothing is inherited from the host.
+SANDBOX_ENV: dict[str, str] = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": WORKDIR,
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "1",
+    "PYTHONHASHSEED": "0",
+}
+# Room the result JSON may take beyond the captured output (escaping can grow text up to 6x).
+RESULT_SLACK_BYTES = 64_000
+
+
+@cache
+def supervisor_source() -> str:
+    return resources.files("codegen.sandbox").joinpath("supervisor.py").read_text("utf-8")
+
+
+def supervisor_command(mode: str) -> list[str]:
+    # -I: isolated mode, ignores PYTHON* variables and the user site directory.
+    return ["python3", "-I", "-c", supervisor_source(), mode]
+
+
+def encode_job(
+    files: Mapping[str, FileContent],
+    command: list[str],
+    limits: Limits,
+    *,
+    wipe: list[str],
+    extra: Mapping[str, Any] | None = None,
+    confine_links: bool = False,
+) -> bytes:
+    if not command or not all(isinstance(c, str) and c and "\x00" not in c for c in command):
+        raise ValueError("command must be a non-empty list of non-empty strings")
+    numbers = (limits.timeout_s, limits.memory_mb, limits.pids, limits.cpus, limits.workdir_mb)
+    if min(numbers) <= 0 or limits.max_output_bytes <= 0:
+        raise ValueError(f"limits must be positive: {limits}")
+    job: dict[str, Any] = {
+        "files": encode_files(files, limits.workdir_mb * 1024 * 1024, confine_links),
+        "command": list(command),
+        "env": dict(SANDBOX_ENV),
+        "workdir": WORKDIR,
+        "timeout_s": float(limits.timeout_s),
+        "max_output_bytes": int(limits.max_output_bytes),
+        "fsize_bytes": limits.workdir_mb * 1024 * 1024,
+        "nofile": 256,
+        "wipe": wipe,
+    }
+    job.update(extra or {})
+    data = json.dumps(job).encode("utf-8")
+    return b"JOB %d\n" % len(data) + data
+
+
+def max_result_bytes(limits: Limits) -> int:
+    return 2 * 6 * limits.max_output_bytes + RESULT_SLACK_BYTES
+
+
+def decode_result(
+    data: bytes, backend: str, duration_s: float
+) -> tuple[ExecResult, bool, dict[str, bytes]]:
+    """Returns the result, whether the sandbox verified its own reset, and collected files."""
+    raw = json.loads(data.decode("utf-8"))
+    stderr = raw["stderr"]
+    if raw.get("setup_error"):
+        stderr = f"sandbox: {raw['setup_error']}\n" + stderr
+    result = ExecResult(
+        exit_code=raw["exit_code"],
+        timed_out=bool(raw["timed_out"]),
+        oom_killed=bool(raw["oom_killed"]),
+        stdout=raw["stdout"],
+        stderr=stderr,
+        truncated=bool(raw["truncated"]),
+        duration_s=round(duration_s, 4),
+        backend=backend,
+    )
+    collected = {k: base64.b64decode(v) for k, v in (raw.get("collected") or {}).items()}
+    return result, bool(raw.get("reset_ok")), collected
+
+
+def lost_result(backend: str, duration_s: float, why: str, *, timed_out: bool) -> ExecResult:
+    """The result when the supervisor itself did not answer (killed, OOM, deadline)."""
+    return ExecResult(
+        exit_code=None,
+        timed_out=timed_out,
+        oom_killed=False,
+        stdout="",
+        stderr=f"sandbox: {why}\n",
+        truncated=False,
+        duration_s=round(duration_s, 4),
+        backend=backend,
+    )
+
+
+def split_result(buffer: bytes | bytearray) -> tuple[bytes | None, int]:
+    """Find ``RESULT <n>\\n<payload>`` in ``buffer``; returns (payload or None, bytes needed)."""
+    nl = buffer.find(b"\n")
+    if nl < 0:
+        if len(buffer) > 64:
+            raise ValueError("malformed supervisor output")
+        return None, 0
+    head = buffer[:nl].split()
+    if len(head) != 2 or head[0] != b"RESULT" or not head[1].isdigit():
+        raise ValueError(f"malformed supervisor output: {buffer[:80]!r}")
+    size = int(head[1])
+    end = nl + 1 + size
+    if len(buffer) < end:
+        return None, end
+    return bytes(buffer[nl + 1 : end]), end
+
+
+def result_matcher() -> Callable[[bytearray], bytes | None]:
+    """A reader callback that pops one ``RESULT`` payload off a growing buffer, or None.
+
+    It remembers how many bytes the announced payload needs, so a large result is not
+    re-parsed on every chunk that arrives.
+    """
+    need = 0
+
+    def done(buf: bytearray) -> bytes | None:
+        nonlocal need
+        if len(buf) < need:
+            return None
+        payload, end = split_result(buf)
+        if payload is None:
+            need = end
+            return None
+        del buf[:end]
+        return payload
+
+    return done

@@ -1,0 +1,289 @@
+"""The one way to configure the platform.
+
+Precedence, highest first: environment variables (``CODEGEN_*``, nested keys joined
+with ``__``, e.g. ``CODEGEN_SANDBOX__BACKEND=bwrap``), then the TOML file named by
+``CODEGEN_CONFIG`` (default ``$CODEGEN_HOME/codegen.toml``, else ``codegen.toml`` in the
+project root), then the defaults below.
+
+The LLM endpoint and key are deliberately *not* settings of ours: the ``openai`` SDK reads
+``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` itself, so the key never lands in a config object
+that could be logged or stored. ``llm.base_url`` exists only to override the SDK's variable.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+# The checkout this package lives in (editable install) holds pyproject.toml; an installed
+# wheel has no project root, so the working directory stands in.
+_PACKAGE_PARENT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = _PACKAGE_PARENT if (_PACKAGE_PARENT / "pyproject.toml").exists() else Path.cwd()
+
+AGENT_ROLES = ("analyzer", "test_designer", "programmer", "reviewer", "documenter")
+
+
+class Environment(StrEnum):
+    LOCAL = "local"
+    TEST = "test"
+    PRODUCTION = "production"
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("CODEGEN_HOME") or PROJECT_ROOT / ".codegen").resolve()
+
+
+class AgentModel(BaseModel):
+    model: str = "gpt-4o-mini"
+    temperature: float = 0.0
+    max_tokens: int = 4096
+
+
+class LLMSettings(BaseModel):
+    base_url: str | None = None
+    request_timeout_s: float = 120.0
+    max_retries: int = 4
+    default: AgentModel = AgentModel()
+    # Per-role overrides, keyed by role name (see AGENT_ROLES).
+    agents: dict[str, AgentModel] = Field(default_factory=dict)
+    # USD per million tokens: {model: {"input": x, "output": y}}. Unknown models cost "unknown".
+    prices: dict[str, dict[str, float]] = Field(
+        default_factory=lambda: {
+            "gpt-4o": {"input": 2.50, "output": 10.00},
+            "gpt-4o-mini": {"input": 0.15, "output": 0.60},
+            "gpt-4.1": {"input": 2.00, "output": 8.00},
+            "gpt-4.1-mini": {"input": 0.40, "output": 1.60},
+        }
+    )
+    cache: bool = True
+    max_rounds: int = 3
+    # Programmer drafts per request, picked by execution (agents.selection); 1 until the
+    # measurements in docs/humaneval.md justify more.
+    candidates: int = Field(default=1, ge=1, le=20)
+    budget_tokens: int | None = None
+    budget_usd: float | None = None
+
+    def for_role(self, role: str) -> AgentModel:
+        return self.agents.get(role, self.default)
+
+
+class SandboxSettings(BaseModel):
+    backend: str = "auto"  # auto | docker | bwrap
+    image: str = "multiagent-codegen-sandbox:1"
+    pool_size: int = 2
+    isolation: str = "pooled"  # pooled | strict
+    timeout_s: float = 30.0
+    memory_mb: int = 512
+    pids: int = 128
+    cpus: float = 1.0
+    workdir_mb: int = 64
+    max_output_bytes: int = 1_000_000
+
+
+class ContextSettings(BaseModel):
+    """How much retrieved context the crew's programmer gets (``[retrieval]`` keys)."""
+
+    top_k: int = 8  # hits per query; also `codegen search`'s default -k
+    context_token_budget: int = 1500  # retrieved context is cut to this many (estimated) tokens
+
+
+class RetrievalSettings(ContextSettings):
+    vector_store: str = "lancedb"  # lancedb | weaviate
+    lancedb_uri: str | None = None  # default: $CODEGEN_HOME/index
+    weaviate_url: str | None = None
+    embedder: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | openai
+    weaviate_collection: str = "CodeChunk"
+    openai_embedding_model: str = "text-embedding-3-small"
+    openai_embedding_dimensions: int | None = None
+    # Blocking index check: MRR@10 of docstring-sentence queries over the indexed functions.
+    # Dense catches a broken embedder even when BM25 alone would keep hybrid afloat. The floors
+    # sit well under the measured stdlib figures (hybrid 0.52, dense 0.50; docs/benchmarks.md)
+    # and far above a broken embedder's (dense 0.02), so corpus drift does not trip them.
+    quality_queries: int = 200
+    quality_floor_hybrid_mrr: float = 0.3
+    quality_floor_dense_mrr: float = 0.25
+
+
+class GitHubSourceSettings(BaseModel):
+    """github_repos / github_issues. The token comes from GITHUB_TOKEN, never from here."""
+
+    api_url: str = "https://api.github.com"
+    repos: list[str] = Field(default_factory=list)  # "owner/name" for github_repos
+    issue_repos: list[str] = Field(default_factory=list)  # "owner/name" for github_issues
+    languages: list[str] = Field(default_factory=lambda: ["python", "markdown"])
+    include_paths: list[str] = Field(default_factory=list)  # glob patterns; empty = all
+    exclude_paths: list[str] = Field(default_factory=lambda: ["*/tests/*", "*/test/*"])
+    max_file_bytes: int = 500_000
+    max_issues: int = 500
+    # A spent rate limit is waited out until its reset, if that is at most this far away.
+    max_rate_limit_wait_s: float = 900.0
+
+
+class StackOverflowSourceSettings(BaseModel):
+    """Stack Exchange API (key from STACKEXCHANGE_KEY) and/or a data-dump Posts.xml."""
+
+    api_url: str = "https://api.stackexchange.com"
+    site: str = "stackoverflow"
+    tags: list[str] = Field(default_factory=list)
+    max_pages: int = 5
+    posts_xml: str | None = None
+
+
+class DocsSourceSettings(BaseModel):
+    # Each URL: a sitemap.xml, or a page whose links are crawled under the same prefix.
+    urls: list[str] = Field(default_factory=list)
+    max_pages: int = 500
+    delay_s: float = 1.0  # politeness delay between requests to one host
+    user_agent: str = "multiagent-codegen-corpus/0.1"
+
+
+class BlogSourceSettings(BaseModel):
+    feeds: list[str] = Field(default_factory=list)  # RSS or Atom URLs
+    fetch_articles: bool = True  # fetch the linked page when the feed has only a summary
+
+
+class CorpusSettings(BaseModel):
+    # Empty means "the running interpreter's standard library".
+    local_paths: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=lambda: ["local"])
+    reindex_cron: str = "0 3 * * *"
+    max_document_bytes: int = 1_000_000
+    chunk_max_tokens: int = 400
+    chunk_min_tokens: int = 48
+    # Near-duplicate defaults: Lee et al. 2022 (5-gram shingles, Jaccard 0.8); see
+    # codegen/corpus/dedupe.py.
+    dedupe_shingle_size: int = 5
+    dedupe_num_perm: int = 128
+    dedupe_threshold: float = 0.8
+    # Asset check bounds on the share of documents removed as duplicates.
+    dedupe_ratio_max: float = 0.5
+    http_timeout_s: float = 30.0
+    http_retries: int = 3
+    github: GitHubSourceSettings = GitHubSourceSettings()
+    stackoverflow: StackOverflowSourceSettings = StackOverflowSourceSettings()
+    docs: DocsSourceSettings = DocsSourceSettings()
+    blogs: BlogSourceSettings = BlogSourceSettings()
+
+
+class EvalSettings(BaseModel):
+    """HumanEval runs (issue 7): samples per task, scoring limits, backfill concurrency."""
+
+    samples: int = 1  # n candidates per task; pass@10 is reported when n >= 10
+    timeout_s: float = 10.0  # per hidden-test execution in the sandbox
+    memory_mb: int = 512
+    # Limits of the Dagster pools "llm" (crew ops) and "sandbox" (scoring ops), set on the
+    # instance by `codegen eval` and the backfill helpers (dagster.yaml holds only a default).
+    llm_concurrency: int = 2
+    sandbox_concurrency: int = 2
+    # Tasks worked on concurrently inside one op (CLI runs and ranged backfill runs).
+    workers: int = 2
+    # A samples file (JSONL: task_id + completion | solution) the humaneval_file_* assets
+    # score; set by `codegen eval humaneval --samples-file FILE --backfill`.
+    samples_file: str | None = None
+
+
+class StorageSettings(BaseModel):
+    """Where Dagster's IO manager keeps asset values (the large artefacts live in files)."""
+
+    # Used only when env = production; empty keeps the local filesystem IO manager.
+    gcs_bucket: str | None = None
+    gcs_prefix: str = "multiagent-codegen"
+    gcs_project: str | None = None
+
+
+class ReviewSettings(BaseModel):
+    """Who signs off on code whose tests pass (``[review]``; issue 15)."""
+
+    # agent: the Reviewer agent alone; human: a person alone; both: the agent, then a person.
+    mode: Literal["agent", "human", "both"] = "agent"
+    # A review waiting longer than this ends as rejected (None: it waits for ever).
+    timeout_hours: float | None = Field(default=None, gt=0)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CODEGEN_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    home: Path = Field(default_factory=default_home)
+    env: Environment = Environment.LOCAL
+    llm: LLMSettings = LLMSettings()
+    sandbox: SandboxSettings = SandboxSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
+    corpus: CorpusSettings = CorpusSettings()
+    eval: EvalSettings = EvalSettings()
+    storage: StorageSettings = StorageSettings()
+    review: ReviewSettings = ReviewSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, config_file()))
+
+    # Derived locations, all under the data directory.
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.home / "artifacts"
+
+    @property
+    def corpus_dir(self) -> Path:
+        return self.home / "corpus"
+
+    @property
+    def index_uri(self) -> str:
+        return self.retrieval.lancedb_uri or str(self.home / "index")
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
+
+    @property
+    def eval_dir(self) -> Path:
+        return self.home / "eval"
+
+    @property
+    def inbox_dir(self) -> Path:
+        return self.home / "inbox"
+
+    @property
+    def requests_dir(self) -> Path:
+        # Request text and options, stored apart from the opaque partition key.
+        return self.home / "requests"
+
+    def public_dict(self) -> dict[str, Any]:
+        """Settings safe to show or store (they never hold a secret)."""
+        return self.model_dump(mode="json")
+
+
+def config_file() -> Path:
+    explicit = os.environ.get("CODEGEN_CONFIG")
+    if explicit:
+        return Path(explicit)
+    in_home = default_home() / "codegen.toml"
+    return in_home if in_home.exists() else PROJECT_ROOT / "codegen.toml"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def default_dagster_home(settings: Settings | None = None) -> Path:
+    return (settings or get_settings()).home / "dagster_home"

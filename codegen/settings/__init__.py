@@ -31,12 +31,13 @@ from pydantic_settings import (
 _PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 PROJECT_ROOT = _PACKAGE_PARENT if (_PACKAGE_PARENT / "pyproject.toml").exists() else Path.cwd()
 
-AGENT_ROLES = ("analyzer", "test_designer", "programmer", "reviewer", "documenter")
+# The crew's roles, as they go over the wire in X-Codegen-Agent; a TOML override for any other
+# name is a typo, rejected when the settings load.
+AgentRole = Literal["analyzer", "test_designer", "programmer", "reviewer", "documenter"]
 
 
 class Environment(StrEnum):
     LOCAL = "local"
-    TEST = "test"
     PRODUCTION = "production"
 
 
@@ -55,8 +56,8 @@ class LLMSettings(BaseModel):
     request_timeout_s: float = 120.0
     max_retries: int = 4
     default: AgentModel = AgentModel()
-    # Per-role overrides, keyed by role name (see AGENT_ROLES).
-    agents: dict[str, AgentModel] = Field(default_factory=dict)
+    # Per-role overrides, keyed by role name.
+    agents: dict[AgentRole, AgentModel] = Field(default_factory=dict)
     # USD per million tokens: {model: {"input": x, "output": y}}. Unknown models cost "unknown".
     prices: dict[str, dict[str, float]] = Field(
         default_factory=lambda: {
@@ -73,9 +74,6 @@ class LLMSettings(BaseModel):
     candidates: int = Field(default=1, ge=1, le=20)
     budget_tokens: int | None = None
     budget_usd: float | None = None
-
-    def for_role(self, role: str) -> AgentModel:
-        return self.agents.get(role, self.default)
 
 
 class SandboxSettings(BaseModel):

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from dagster import InputContext
-from dagster._utils.cached_method import cached_method
 from dagster_gcp import GCSPickleIOManager
 from dagster_gcp.gcs.io_manager import PickledObjectGCSIOManager
 from upath import UPath
 
+from codegen.orchestration.dagster_private import cached_method
 from codegen.orchestration.io_managers import STALE_VALUE_ERRORS, stale_value
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from dagster import Failure, FilesystemIOManager, InitResourceContext, InputContext
-from dagster._core.storage.fs_io_manager import PickledObjectFilesystemIOManager
 from upath import UPath
+
+from codegen.orchestration.dagster_private import PickledObjectFilesystemIOManager
 
 # What unpickling a value written by another version of the code raises.
 STALE_VALUE_ERRORS = (ModuleNotFoundError, AttributeError, ImportError, TypeError)

@@ -46,8 +46,11 @@ from dagster import (
 )
 
 from codegen.agents import prompts
-from codegen.agents.crew import Crew, CrewState, StepResult, Verification, advance, write_report
+from codegen.agents.report import Verification, write_report
 from codegen.agents.roles import execute_tests
+from codegen.agents.runner import advance
+from codegen.agents.state import CrewState, StepResult
+from codegen.agents.steps import Crew
 from codegen.agents.types import SPEC_JSON_SCHEMA, Status, Usage
 from codegen.assets.resources import (
     LLMResource,

@@ -21,11 +21,12 @@ from dagster import (
     sensor,
 )
 
+from codegen.agents.artifacts import is_request_id
 from codegen.assets.codegen import requests_partitions
 from codegen.assets.resources import SettingsResource
 from codegen.orchestration.dagster_private import UnresolvedAssetJobDefinition
 from codegen.requests.inbox import scan_inbox
-from codegen.requests.store import RequestStore, is_request_id
+from codegen.requests.store import RequestStore
 
 INBOX_SENSOR = "inbox_sensor"
 

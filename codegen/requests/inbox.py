@@ -14,9 +14,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codegen.agents.artifacts import is_request_id, new_request_id
 from codegen.agents.roles import BadRequest, validate_request
 from codegen.agents.types import CrewOptions
-from codegen.requests.store import RequestStore, StoredRequest, is_request_id, new_request_id
+from codegen.requests.store import RequestStore, StoredRequest
 
 MAX_FILE_BYTES = 1_000_000
 _PARTIAL = (".tmp", ".part", ".partial", ".swp")

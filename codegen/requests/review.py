@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from codegen.agents.crew import VERDICT_KINDS, HumanVerdict, ReviewResult
+from codegen.agents.state import VERDICT_KINDS, HumanVerdict, ReviewResult
 from codegen.requests.store import requests_db
 
 AWAITING, DECIDING, CLOSED = "awaiting", "deciding", "closed"

@@ -8,11 +8,7 @@ opaque id (the Dagster partition key); the text itself is never used as a key. A
 from __future__ import annotations
 
 import json
-import os
-import re
-import secrets
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -20,19 +16,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ARTIFACT_FILES = ("solution.py", "test_solution.py", "README.md", "spec.json", "report.json")
-_ID = re.compile(r"^req-[0-9a-f]{16}$")
+from codegen.agents.artifacts import is_request_id, new_request_id
 
 # queued: waiting for the sensor to launch it; launched: Dagster holds its run request.
 STATES = ("queued", "launched")
-
-
-def new_request_id() -> str:
-    return f"req-{secrets.token_hex(8)}"
-
-
-def is_request_id(value: str) -> bool:
-    return bool(_ID.match(value))
 
 
 @dataclass(frozen=True)
@@ -157,20 +144,3 @@ def artifact_dir(artifacts_root: Path, request_id: str) -> Path:
         # Partition keys become folder names: never let one escape the artifacts root.
         raise ValueError(f"not a request id: {request_id!r}")
     return Path(artifacts_root) / request_id
-
-
-def write_artifact(folder: Path, name: str, content: str | dict[str, Any]) -> Path:
-    """Replace one artifact file atomically (a crash never leaves half a file)."""
-    if name not in ARTIFACT_FILES:
-        raise ValueError(f"not an artifact name: {name}")
-    folder.mkdir(parents=True, exist_ok=True)
-    text = content if isinstance(content, str) else json.dumps(content, indent=2) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, folder / name)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return folder / name

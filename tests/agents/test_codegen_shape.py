@@ -9,10 +9,11 @@ import pytest
 from dagster import AssetKey, Definitions
 
 from codegen.agents import prompts
-from codegen.agents.crew import STEPS, Verification, upstream, write_report
+from codegen.agents.artifacts import write_artifact
+from codegen.agents.report import Verification, write_report
+from codegen.agents.steps import STEPS, upstream
 from codegen.assets import codegen
 from codegen.orchestration.definitions import build_definitions
-from codegen.requests.store import write_artifact
 
 
 def test_request_assets_are_partitioned_by_opaque_request_ids() -> None:
@@ -102,3 +103,9 @@ def test_the_assets_run_the_crew_steps_in_their_order() -> None:
         reach = {producer[u] for h in have for u in upstream(runs[h])} | have
         assert needed <= reach, (step.name, needed, have)
         assert have <= {producer[u] for u in upstream(step.name)}, (step.name, have)
+
+
+def test_the_state_holds_one_result_field_per_step_in_the_steps_order() -> None:
+    from codegen.agents.state import STEP_FIELDS
+
+    assert tuple(step.name for step in STEPS) == STEP_FIELDS

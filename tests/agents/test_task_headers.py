@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from codegen.agents.artifacts import is_request_id
 from codegen.agents.crew import run_crew
 from codegen.agents.llm import CANDIDATE_HEADER, ROUND_HEADER, TASK_HEADER, LLMClient
 from codegen.agents.types import CrewOptions, Status
@@ -20,7 +21,6 @@ from codegen.replay.scripted import (
     ScriptedOpenAIServer,
     primes_handler,
 )
-from codegen.requests.store import is_request_id
 from codegen.sandbox.api import Sandbox
 
 pytestmark = pytest.mark.docker

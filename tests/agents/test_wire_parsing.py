@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from codegen.agents.artifacts import is_request_id, write_artifact
 from codegen.agents.roles import parse_verdict
 from codegen.agents.types import Usage
-from codegen.requests.store import RequestStore, artifact_dir, is_request_id, write_artifact
+from codegen.requests.store import RequestStore, artifact_dir
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from dagster import (
     materialize,
 )
 
+from codegen.agents.artifacts import ARTIFACT_FILES
 from codegen.assets import codegen
 from codegen.assets.resources import (
     LLMResource,
@@ -31,7 +32,7 @@ from codegen.replay.scripted import (
     ScriptedOpenAIServer,
     primes_handler,
 )
-from codegen.requests.store import ARTIFACT_FILES, RequestStore
+from codegen.requests.store import RequestStore
 
 pytestmark = pytest.mark.docker
 
@@ -82,7 +83,7 @@ def instance() -> Iterator[DagsterInstance]:
 
 
 def resources(
-    server: ScriptedOpenAIServer, home: Path, *, cache: bool, backend: str = "docker"
+    server: ScriptedOpenAIServer, home: Path, *, cache: bool, image: str | None = None
 ) -> dict[str, Any]:
     return {
         "settings": SettingsResource(),
@@ -92,7 +93,7 @@ def resources(
             prices={"gpt-4o-mini": {"input": 0.15, "output": 0.60}},
             max_retries=1,
         ),
-        "sandbox": SandboxResource(backend=backend, pool_size=1, timeout_s=20),
+        "sandbox": SandboxResource(backend="docker", image=image, pool_size=1, timeout_s=20),
         "retriever": RetrieverResource(),
     }
 
@@ -105,7 +106,7 @@ def run_request(
     options: dict[str, Any] | None = None,
     *,
     cache: bool = True,
-    backend: str = "docker",
+    image: str | None = None,
 ) -> tuple[str, ExecuteInProcessResult]:
     req = RequestStore(home / "requests").add(text, options)
     instance.add_dynamic_partitions("requests", [req.id])
@@ -113,7 +114,7 @@ def run_request(
         SELECTION,
         partition_key=req.id,
         instance=instance,
-        resources=resources(server, home, cache=cache, backend=backend),
+        resources=resources(server, home, cache=cache, image=image),
         raise_on_error=False,
     )
     return req.id, result
@@ -252,9 +253,9 @@ def test_failures_end_with_their_status_and_leave_earlier_requests_alone(
 
     # No sandbox backend: status error, with a reason and a report (an endpoint failing for
     # good ends the same way; see test_crew_loop and test_llm_client for that reason text).
-    nobox_id, nobox = run("Primes without a sandbox.", backend="no-such-backend")
+    nobox_id, nobox = run("Primes without a sandbox.", image="multiagent-codegen-no-such:0")
     code = metadata(nobox, "solution_code")
-    assert code["status"] == "error" and "unknown sandbox backend" in code["reason"]
+    assert code["status"] == "error" and "not found" in code["reason"]
     report = json.loads((isolated_home / "artifacts" / nobox_id / "report.json").read_text())
     assert report["status"] == "error"
 

@@ -326,7 +326,7 @@ def _claim(root: str, request_id: str, n: int, start: Any, results: Any) -> None
 
 
 def test_racing_verdicts_exactly_one_wins(isolated_home: Path) -> None:
-    from codegen.agents.crew import ReviewResult
+    from codegen.agents.state import ReviewResult
 
     root = isolated_home / "requests"
     request_id = RequestStore(root).add(REQUEST, {"review": "human"}).id

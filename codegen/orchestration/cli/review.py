@@ -9,11 +9,12 @@ from typing import Any
 
 import click
 
+from codegen.agents.artifacts import is_request_id
 from codegen.agents.types import Status
 from codegen.orchestration.cli.generate import run_in_this_process, show_outcome, summarize
 from codegen.orchestration.instance import configured_instance
 from codegen.requests.review import ReviewError, ReviewStore
-from codegen.requests.store import RequestStore, artifact_dir, is_request_id
+from codegen.requests.store import RequestStore, artifact_dir
 from codegen.settings import get_settings
 
 # A request without report.json yet: waiting for the daemon's sensor, or its run under way.

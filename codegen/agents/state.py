@@ -1,0 +1,244 @@
+"""A request's typed state: each step's result, and how the request ended.
+
+``CrewState`` holds the request, its options and each step's result once it has run; a
+state holding some results can be resumed (``runner.run_steps`` runs only what is missing).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from codegen.agents.types import CrewOptions, CrewOutcome, Status, Usage
+from codegen.sandbox.types import TestReport
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How a request ended, decided by the step that ended it."""
+
+    status: Status
+    reason: str
+
+
+@dataclass
+class StepResult:
+    """What one step produced: its usage, and ``ended`` when it ended the request."""
+
+    usage: Usage = field(default_factory=Usage)
+    ended: Ended | None = None
+
+
+@dataclass
+class SpecResult(StepResult):
+    spec: dict[str, Any] = field(default_factory=dict)
+    structured_outputs: str = ""  # how the server took the JSON request (StructuredMode)
+
+
+@dataclass
+class TestsResult(StepResult):
+    tests: str = ""
+
+
+@dataclass
+class ContextResult(StepResult):
+    queries: list[str] = field(default_factory=list)
+    chunks: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class DraftCandidate:
+    """One programmer draft (``X-Codegen-Candidate`` index = its position) and its cost."""
+
+    code: str = ""
+    problem: str = ""
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class DraftResult(StepResult):
+    code: str = ""  # draft 0 (the only one unless options.candidates > 1)
+    problem: str = ""  # a contract violation of the reply, fed back in round 2
+    drafts: list[DraftCandidate] = field(default_factory=list)
+
+
+@dataclass
+class SolutionResult(StepResult):
+    code: str = ""
+    reason: str = ""
+    rounds: int = 0
+    report: TestReport | None = None
+    review: str = ""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    # With several drafts: each one's test results, the groups, and why the pick won.
+    selection: dict[str, Any] | None = None
+    # The suite the pick was refined against (the test designer's, minus suspect tests).
+    tests: str = ""
+
+
+@dataclass(frozen=True)
+class HumanVerdict:
+    """A person's verdict on one review round (or the timeout's, which rejects)."""
+
+    kind: str  # approve | reject | timeout (see VERDICT_KINDS)
+    text: str  # the approval's note, or the rejection's points
+    reviewer: str
+    decided_at: str  # ISO 8601, UTC
+    review_round: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.kind,
+            "text": self.text,
+            "reviewer": self.reviewer,
+            "decided_at": self.decided_at,
+            "review_round": self.review_round,
+        }
+
+
+VERDICT_KINDS = ("approve", "reject", "timeout")
+
+
+@dataclass
+class ReviewResult(StepResult):
+    """The sign-off: the mode, every verdict so far, and the code after a person's rejection
+    sent it back through refinement (``revised``; None while the solution step's stands)."""
+
+    mode: str = "agent"
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    revised: SolutionResult | None = None
+
+
+@dataclass
+class DocsResult(StepResult):
+    docs: str = ""
+
+
+# Marks the CrewState fields that hold a step's result; steps.STEPS names one step per field.
+STEP: dict[str, bool] = {"step": True}
+
+
+@dataclass
+class CrewState:
+    """One request: its text and options, and each step's result once it has run."""
+
+    request_id: str  # also the X-Codegen-Task tag: a request id, or a benchmark task id
+    request: str
+    options: CrewOptions = field(default_factory=CrewOptions)
+    spec: SpecResult | None = field(default=None, metadata=STEP)
+    tests: TestsResult | None = field(default=None, metadata=STEP)
+    context: ContextResult | None = field(default=None, metadata=STEP)
+    draft: DraftResult | None = field(default=None, metadata=STEP)
+    solution: SolutionResult | None = field(default=None, metadata=STEP)
+    review: ReviewResult | None = field(default=None, metadata=STEP)
+    docs: DocsResult | None = field(default=None, metadata=STEP)
+    # Resuming a request that awaits review: the review so far, and the verdict just given.
+    review_prior: ReviewResult | None = None
+    verdict: HumanVerdict | None = None
+
+    @property
+    def accepted(self) -> SolutionResult | None:
+        """The code under review: the refinement's, or its revision after a rejection."""
+        if self.review is not None and self.review.revised is not None:
+            return self.review.revised
+        return self.solution
+
+    def result(self, name: str) -> StepResult | None:
+        if name not in STEP_FIELDS:
+            raise KeyError(f"no step named {name!r}")
+        return getattr(self, name)
+
+    def merged(self, *others: CrewState) -> CrewState:
+        """This state with the results only ``others`` hold (Dagster hands each asset the
+        states of its upstream assets; they agree on what they share)."""
+        out = copy.copy(self)
+        for other in others:
+            for name in STEP_FIELDS:
+                if out.result(name) is None and other.result(name) is not None:
+                    setattr(out, name, other.result(name))
+        return out
+
+    def ended(self, names: tuple[str, ...] | None = None) -> Ended | None:
+        for name in STEP_FIELDS:
+            result = self.result(name)
+            if (names is None or name in names) and result is not None and result.ended:
+                return result.ended
+        return None
+
+    def usage(self, names: set[str] | None = None) -> Usage:
+        total = Usage()
+        for name in STEP_FIELDS:
+            result = self.result(name)
+            if result is not None and (names is None or name in names):
+                total = total.merge(result.usage)
+        return total
+
+    @property
+    def status(self) -> Status | None:
+        """The final status; None while the request is still under way."""
+        ended = self.ended()
+        if ended is not None:
+            return ended.status
+        return Status.PASSED if self.solution is not None else None
+
+    @property
+    def reason(self) -> str:
+        ended = self.ended()
+        if ended is not None:
+            return ended.reason
+        return self.solution.reason if self.solution is not None else "under way"
+
+    def outcome(self) -> CrewOutcome:
+        solution = self.accepted or SolutionResult()
+        return CrewOutcome(
+            status=self.status or Status.ERROR,
+            reason=self.reason,
+            spec=self.spec.spec if self.spec else {},
+            solution=solution.code or (self.draft.code if self.draft else ""),
+            tests=solution.tests or (self.tests.tests if self.tests else ""),
+            docs=self.docs.docs if self.docs else "",
+            rounds=solution.rounds,
+            test_report=solution.report,
+            usage=self.usage(),
+            review=solution.review,
+            context=self.context.chunks if self.context else [],
+            history=solution.history,
+            structured_outputs=self.spec.structured_outputs if self.spec else "",
+        )
+
+    def report(self, folder: Path) -> dict[str, Any]:
+        """report.json: how the request ended. Holds no settings and no secrets."""
+        outcome = self.outcome()
+        report = outcome.test_report
+        files = {
+            "spec.json": bool(outcome.spec),
+            "test_solution.py": bool(outcome.tests),
+            "solution.py": bool(outcome.solution),
+            "README.md": bool(outcome.docs),
+        }
+        return {
+            "request_id": self.request_id,
+            "status": outcome.status.value,
+            "reason": outcome.reason,
+            "rounds": outcome.rounds,
+            "tests_passed": report.passed if report else 0,
+            "tests_total": report.total if report else 0,
+            "test_report": report.to_dict() if report else None,
+            "review": outcome.review,
+            "history": outcome.history,
+            "context": [c["citation"] for c in outcome.context],
+            "structured_outputs": outcome.structured_outputs,
+            "candidates": self.solution.selection if self.solution else None,
+            "human_review": {
+                "mode": self.review.mode if self.review else self.options.review,
+                "verdicts": self.review.verdicts if self.review else [],
+            },
+            "artifacts": {name: str(folder / name) for name, ok in files.items() if ok},
+            "usage": outcome.usage.to_dict(),
+        }
+
+
+# The step-result fields, in the order STEPS runs them (a test checks the two agree).
+STEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(CrewState) if f.metadata.get("step"))

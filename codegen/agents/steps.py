@@ -1,0 +1,317 @@
+"""The crew's steps, defined once: ``STEPS`` is the sequence
+``spec -> (tests || context -> draft) -> solution -> review -> docs``, each step naming the
+steps it needs. A step is a plain function of the services (``Crew``), the ``CrewState`` so
+far and a budget ``Meter``, returning its typed result. ``runner`` runs them in this process;
+``codegen/assets/codegen.py`` runs each as a Dagster asset."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from codegen.agents import prompts
+from codegen.agents.context import queries_for, retrieve_context
+from codegen.agents.llm import Draft, LLMClient
+from codegen.agents.refine import Event, classify, quiet, refine
+from codegen.agents.roles import (
+    analyze,
+    design_tests,
+    document,
+    execute_tests,
+    validate_request,
+    write_code,
+)
+from codegen.agents.selection import (
+    EXAMPLE_PREFIX,
+    pick,
+    rows_of,
+    spec_example_tests,
+    test_function,
+    with_examples,
+    without_tests,
+)
+from codegen.agents.state import (
+    ContextResult,
+    CrewState,
+    DocsResult,
+    DraftCandidate,
+    DraftResult,
+    Ended,
+    ReviewResult,
+    SolutionResult,
+    SpecResult,
+    StepResult,
+    TestsResult,
+)
+from codegen.agents.types import Meter, Status
+from codegen.retrieval.types import Retriever
+from codegen.sandbox.api import Sandbox
+from codegen.sandbox.types import Limits, TestReport
+
+
+@dataclass
+class Crew:
+    """The services of one request: a task-tagged LLM client, a way to open a sandbox, the
+    retriever, sandbox limits, a progress callback and (optionally) the artifact folder."""
+
+    llm: LLMClient
+    sandbox: Callable[[], AbstractContextManager[Sandbox]]
+    retriever: Retriever | None = None
+    limits: Limits | None = None
+    on_event: Event = quiet
+    artifacts: Path | None = None
+
+
+def _spec_step(crew: Crew, state: CrewState, meter: Meter) -> SpecResult:
+    analysis = analyze(crew.llm, meter, validate_request(state.request))
+    return SpecResult(spec=analysis.spec, structured_outputs=analysis.structured_outputs)
+
+
+def _spec(state: CrewState) -> dict[str, Any]:
+    assert state.spec is not None  # run_step checked the step's needs
+    return state.spec.spec
+
+
+def _tests_step(crew: Crew, state: CrewState, meter: Meter) -> TestsResult:
+    return TestsResult(tests=design_tests(crew.llm, meter, _spec(state)))
+
+
+def _context_step(crew: Crew, state: CrewState, meter: Meter) -> ContextResult:
+    spec = _spec(state)
+    chunks = retrieve_context(
+        crew.retriever,
+        spec,
+        top_k=state.options.top_k,
+        token_budget=state.options.context_token_budget,
+    )
+    return ContextResult(queries=queries_for(spec), chunks=chunks)
+
+
+def _draft_step(crew: Crew, state: CrewState, meter: Meter) -> DraftResult:
+    chunks = state.context.chunks if state.context else []
+    count = max(1, state.options.candidates)
+
+    def one(index: int) -> DraftCandidate:
+        own = Meter(meter.budget, prior=meter.total())
+        code, problem = write_code(
+            crew.llm, own, _spec(state), chunks, draft=Draft(candidate=index, round=1)
+        )
+        meter.add(own.usage)
+        return DraftCandidate(code, problem, own.usage)
+
+    if count == 1:
+        drafts = [one(0)]
+    else:
+        crew.on_event(f"programmer: {count} drafts in parallel")
+        with ThreadPoolExecutor(max_workers=count, thread_name_prefix="draft") as pool:
+            drafts = list(pool.map(one, range(count)))
+    meter.check()  # the drafts together may have crossed the budget
+    return DraftResult(code=drafts[0].code, problem=drafts[0].problem, drafts=drafts)
+
+
+def _select(
+    crew: Crew, box: Sandbox, state: CrewState, limits: Limits | None
+) -> tuple[int, dict[str, Any], str]:
+    """Every draft against the suite plus the spec's examples; the pick, why, and the suite
+    without suspect tests."""
+    assert state.tests is not None and state.draft is not None
+    drafts = state.draft.drafts
+    examples = spec_example_tests(_spec(state))
+    suite = with_examples(state.tests.tests, examples)
+    crew.on_event(f"selection: {len(drafts)} drafts against the suite in the sandbox")
+
+    def run(draft: DraftCandidate) -> TestReport | None:
+        return execute_tests(box, draft.code, suite, limits) if draft.code else None
+
+    with ThreadPoolExecutor(max_workers=min(4, len(drafts))) as pool:
+        reports = list(pool.map(run, drafts))
+    names, rows = rows_of([r or TestReport() for r in reports])
+    trusted = [test_function(n).startswith(EXAMPLE_PREFIX) for n in names]
+    if not names:
+        chosen_index, why, groups, suspect = 0, "no test ran for any draft", [], ()
+    else:
+        chosen = pick(rows, trusted)
+        chosen_index, why, suspect = chosen.chosen, chosen.why, chosen.suspect_tests
+        groups = [
+            {"members": list(g.members), "passes": len(g.passed), "score": g.score}
+            for g in chosen.groups
+        ]
+    suspect_names = [names[t] for t in suspect]
+    selection = {
+        "rule": "examples_then_agreement",
+        "chosen": chosen_index,
+        "why": why,
+        "groups": groups,
+        "suspect_tests": suspect_names,
+        "trusted_tests": [n for n, t in zip(names, trusted, strict=True) if t],
+        "candidates": [
+            {
+                "candidate": i,
+                "problem": d.problem,
+                "passed": r.passed if r else 0,
+                "total": r.total if r else 0,
+                "outcomes": {n: ok for n, ok in zip(names, rows[i], strict=True)},
+                "tokens": d.usage.total_tokens,
+                "cost_usd": d.usage.cost_usd,
+            }
+            for i, (d, r) in enumerate(zip(drafts, reports, strict=True))
+        ],
+    }
+    designer_names = [n for n, t in zip(names, trusted, strict=True) if not t]
+    tests = without_tests(state.tests.tests, suspect_names, designer_names)
+    crew.on_event(f"selection: draft {chosen_index} picked ({why})")
+    return chosen_index, selection, tests
+
+
+def _solution_step(crew: Crew, state: CrewState, meter: Meter) -> SolutionResult:
+    assert state.tests is not None and state.draft is not None and state.context is not None
+    limits = state.options.limits or crew.limits
+    drafts = state.draft.drafts or [DraftCandidate(state.draft.code, state.draft.problem)]
+    selection: dict[str, Any] | None = None
+    tests = state.tests.tests
+    chosen = drafts[0]
+    try:
+        with crew.sandbox() as box:
+            if len(drafts) > 1:
+                index, selection, tests = _select(crew, box, state, limits)
+                chosen = drafts[index]
+            result = refine(
+                crew.llm,
+                meter,
+                box,
+                _spec(state),
+                tests,
+                state.context.chunks,
+                chosen.code,
+                chosen.problem,
+                max_rounds=state.options.max_rounds,
+                limits=limits,
+                on_event=crew.on_event,
+                candidate=drafts.index(chosen),
+                # In human mode a person signs off instead of the Reviewer agent.
+                agent_review=state.options.review != "human",
+            )
+    except Exception as exc:  # e.g. no sandbox backend: still a status and a report
+        status, reason = classify(exc)
+        return SolutionResult(ended=Ended(status, f"sandbox: {reason}"), code=chosen.code)
+    return replace(result, selection=selection, tests=tests)
+
+
+def _review_step(crew: Crew, state: CrewState, meter: Meter) -> ReviewResult:
+    """Agent mode: the refinement's reviewer already signed off. Human and both: wait for a
+    person (``awaiting_review``); a verdict resumes here: approval accepts the code, a
+    rejection sends it back through refinement with the points, then it waits again."""
+    mode = state.options.review
+    if mode == "agent":
+        return ReviewResult(mode=mode)
+    prior = state.review_prior or ReviewResult(mode=mode)
+    # Earlier review rounds count against the budget too, and stay in the usage.
+    meter.prior = meter.prior.merge(prior.usage)
+    result = ReviewResult(
+        usage=prior.usage, mode=mode, verdicts=list(prior.verdicts), revised=prior.revised
+    )
+    verdict = state.verdict
+    if verdict is None:
+        return _awaiting(result, len(result.verdicts) + 1)
+    result.verdicts.append(verdict.to_dict())
+    if verdict.kind == "approve":
+        return result
+    if verdict.kind == "timeout":
+        result.ended = Ended(Status.REJECTED, f"review timed out: {verdict.text}")
+        return result
+    current = result.revised or state.solution
+    assert current is not None and state.tests is not None and state.context is not None
+    # The suite the code was refined against (suspect tests dropped), as in the solution step.
+    tests = current.tests or state.tests.tests
+    crew.on_event(f"review round {verdict.review_round}: rejected; programmer revises")
+    with crew.sandbox() as box:
+        again = refine(
+            crew.llm,
+            meter,
+            box,
+            _spec(state),
+            tests,
+            state.context.chunks,
+            current.code,
+            max_rounds=state.options.max_rounds,
+            limits=state.options.limits or crew.limits,
+            on_event=crew.on_event,
+            feedback=prompts.FEEDBACK_HUMAN.format(points=verdict.text),
+            first_round=current.rounds + 1,
+            agent_review=mode == "both",
+        )
+    result.revised = replace(
+        again,
+        ended=None,  # the review step's result carries how the request ended
+        report=again.report or current.report,
+        review=again.review or current.review,
+        history=[*current.history, *again.history],
+        selection=current.selection,
+        tests=tests,
+    )
+    if again.ended is not None:
+        result.ended = again.ended
+        return result
+    return _awaiting(result, len(result.verdicts) + 1)
+
+
+def _awaiting(result: ReviewResult, review_round: int) -> ReviewResult:
+    result.ended = Ended(
+        Status.AWAITING_REVIEW, f"the tests pass; awaiting a person's review (round {review_round})"
+    )
+    return result
+
+
+def _docs_step(crew: Crew, state: CrewState, meter: Meter) -> DocsResult:
+    accepted = state.accepted
+    assert accepted is not None
+    return DocsResult(docs=document(crew.llm, meter, _spec(state), accepted.code))
+
+
+StepFn = Callable[[Crew, CrewState, Meter], StepResult]
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str  # the CrewState field it fills
+    needs: tuple[str, ...]
+    run: StepFn
+    result_type: type[StepResult]
+    doing: str  # progress line when it starts
+
+
+STEPS: tuple[Step, ...] = (
+    Step("spec", (), _spec_step, SpecResult, "analyzer: writing the spec"),
+    # The test designer works from the spec alone, in parallel with retrieval + programmer.
+    Step("tests", ("spec",), _tests_step, TestsResult, "test designer: writing the tests"),
+    Step("context", ("spec",), _context_step, ContextResult, "retrieving context"),
+    Step("draft", ("spec", "context"), _draft_step, DraftResult, "programmer: first draft"),
+    Step(
+        "solution",
+        ("spec", "tests", "context", "draft"),
+        _solution_step,
+        SolutionResult,
+        "refinement: test, feed back, revise, review",
+    ),
+    Step("review", ("solution",), _review_step, ReviewResult, "review: the code's sign-off"),
+    Step("docs", ("spec", "review"), _docs_step, DocsResult, "documenter: writing the README"),
+)
+
+
+STEP_BY_NAME: dict[str, Step] = {s.name: s for s in STEPS}
+
+
+def upstream(name: str) -> set[str]:
+    """Every step ``name`` depends on, directly or not."""
+    out: set[str] = set()
+    todo = list(STEP_BY_NAME[name].needs)
+    while todo:
+        need = todo.pop()
+        if need not in out:
+            out.add(need)
+            todo.extend(STEP_BY_NAME[need].needs)
+    return out

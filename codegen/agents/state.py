@@ -109,6 +109,7 @@ class ReviewResult(StepResult):
     mode: str = "agent"
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     revised: SolutionResult | None = None
+    open_round: int = 0  # the round awaiting a person's verdict (0: none)
 
 
 @dataclass

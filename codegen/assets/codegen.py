@@ -1,22 +1,26 @@
 """Code-generation assets: every request is one partition of the ``requests`` dynamic partitions.
 
-``request_spec -> (test_suite || retrieved_context -> solution_code[draft]) ->
-solution_code[refine] -> human_review -> documentation``, with a blocking sandbox check and a
-bandit check on ``solution_code``. ``human_review`` passes agent-mode requests straight on; in
-human and both modes it ends the run in ``awaiting_review`` until the ``review_request`` job
-rematerializes it (and ``documentation``) with a person's verdict as run config. The
-sequence is ``codegen.agents.crew.STEPS``, the one the in-process ``run_crew`` runs too: each asset
-(or op) merges its upstream ``CrewState`` values, runs its step with ``codegen.agents.crew.advance``
-and returns the new state. Failures never raise: a step after an ending carries it on, and
-``report.json`` (written by ``codegen.agents.crew.write_report`` alone) always says how the request
-ended.
+One asset per step of ``codegen.agents.steps.STEPS`` (the sequence the in-process ``run_crew``
+runs too), built by ``build_step_asset`` from the step and its row in ``STEP_ASSETS`` (asset
+name, code version, description, metadata, services): ``request_spec -> (test_suite ||
+retrieved_context -> solution_draft) -> solution_code -> human_review -> documentation``,
+with a blocking sandbox check and a bandit check on ``solution_code``. Each asset reads the
+results of the steps upstream of it, runs its own step with ``codegen.agents.runner.advance``
+and stores only its own result. A step added to ``STEPS`` gets its asset without an edit here.
+
+``human_review`` passes agent-mode requests straight on; in human and both modes it ends the
+run in ``awaiting_review`` until the ``review_request`` job rematerializes it (and
+``documentation``) with a person's verdict as run config. Failures never raise: a step after
+an ending carries it on, and ``report.json`` (written by ``codegen.agents.report.write_report``
+alone) always says how the request ended.
 """
 
 import json
 import subprocess
 import sys
 import warnings
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,22 +31,18 @@ from dagster import (
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetIn,
+    AssetsDefinition,
     Config,
     DynamicPartitionsDefinition,
     Failure,
     MaterializeResult,
     MetadataValue,
-    OpExecutionContext,
-    Out,
-    Output,
     PreviewWarning,
     TableColumn,
     TableRecord,
     TableSchema,
     asset,
     asset_check,
-    graph_asset,
-    op,
 )
 
 from codegen.agents import prompts
@@ -50,7 +50,7 @@ from codegen.agents.report import Verification, write_report
 from codegen.agents.roles import execute_tests
 from codegen.agents.runner import advance
 from codegen.agents.state import CrewState, StepResult
-from codegen.agents.steps import Crew
+from codegen.agents.steps import STEP_BY_NAME, STEPS, Crew, Step, upstream
 from codegen.agents.types import SPEC_JSON_SCHEMA, Status, Usage
 from codegen.assets.resources import (
     LLMResource,
@@ -78,25 +78,6 @@ CONTEXT_VERSION = "1"
 # -- helpers ---------------------------------------------------------------------------------
 def _folder(settings: Settings, request_id: str) -> Path:
     return artifact_dir(settings.artifacts_dir, request_id)
-
-
-def _crew(
-    context: AssetExecutionContext | OpExecutionContext,
-    settings: SettingsResource,
-    llm: LLMResource,
-    sandbox: SandboxResource | None = None,
-    retriever: RetrieverResource | None = None,
-) -> Crew:
-    """The services of this request's step, tagged with its request id (the partition)."""
-    request_id = context.partition_key
-    return Crew(
-        llm=llm.client().for_task(request_id),
-        sandbox=sandbox.open if sandbox is not None else _no_sandbox,
-        retriever=retriever.get_retriever() if retriever is not None else None,
-        limits=sandbox.limits() if sandbox is not None else None,
-        on_event=context.log.info,
-        artifacts=_folder(settings.load(), request_id),
-    )
 
 
 def _no_sandbox() -> Any:
@@ -165,161 +146,101 @@ def _final_metadata(state: CrewState) -> dict[str, Any]:
     }
 
 
-# -- assets ----------------------------------------------------------------------------------
-@asset(
-    partitions_def=requests_partitions,
-    group_name=GROUP,
-    kinds={"python"},
-    code_version=SPEC_VERSION,
-    description="The Requirements Analyzer's JSON spec of the request (Structured Outputs).",
-)
-def request_spec(
-    context: AssetExecutionContext, settings: SettingsResource, llm: LLMResource
-) -> MaterializeResult:
-    stored = RequestStore(settings.load().requests_dir).get(context.partition_key)
-    # The review mode's default is [review] mode; the request's own options override it.
-    options = llm.crew_options({"review": settings.load().review.mode, **stored.options})
-    start = CrewState(request_id=stored.id, request=stored.text, options=options)
-    state = advance("spec", _crew(context, settings, llm), start)
+# -- per-step metadata ------------------------------------------------------------------------
+def _spec_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     spec = state.spec.spec if state.spec else {}
-    return MaterializeResult(
-        value=state,
-        metadata={
-            **_step_metadata(state.spec),
-            "request": MetadataValue.md(f"> {stored.text[:2000]}"),
-            "spec": _md_code(json.dumps(spec, indent=2), "json"),
-            "structured_outputs": state.spec.structured_outputs if state.spec else "",
-        },
-    )
+    return {
+        **_step_metadata(state.spec),
+        "request": MetadataValue.md(f"> {state.request[:2000]}"),
+        "spec": _md_code(json.dumps(spec, indent=2), "json"),
+        "structured_outputs": state.spec.structured_outputs if state.spec else "",
+    }
 
 
-@asset(
-    partitions_def=requests_partitions,
-    group_name=GROUP,
-    kinds={"python"},
-    code_version=TESTS_VERSION,
-    description="The Test Designer's pytest module, written from the spec alone (never code).",
-)
-def test_suite(
-    context: AssetExecutionContext,
-    settings: SettingsResource,
-    llm: LLMResource,
-    request_spec: CrewState,
-) -> MaterializeResult:
-    state = advance("tests", _crew(context, settings, llm), request_spec)
+def _tests_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     tests = state.tests.tests if state.tests else ""
-    return MaterializeResult(
-        value=state,
-        metadata={
-            **_step_metadata(state.tests),
-            "tests": _md_code(tests),
-            "test_functions": tests.count("\ndef test_") + tests.startswith("def test_"),
-        },
-    )
+    return {
+        **_step_metadata(state.tests),
+        "tests": _md_code(tests),
+        "test_functions": tests.count("\ndef test_") + tests.startswith("def test_"),
+    }
 
 
-@asset(
-    partitions_def=requests_partitions,
-    group_name=GROUP,
-    kinds={"python"},
-    code_version=CONTEXT_VERSION,
-    description="Corpus chunks for the programmer: spec to queries, deduplicated, cited, budgeted.",
-)
-def retrieved_context(
-    context: AssetExecutionContext,
-    settings: SettingsResource,
-    llm: LLMResource,
-    retriever: RetrieverResource,
-    request_spec: CrewState,
-) -> MaterializeResult:
-    state = advance("context", _crew(context, settings, llm, retriever=retriever), request_spec)
+def _context_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     found = state.context
     chunks = found.chunks if found else []
-    return MaterializeResult(
-        value=state,
-        metadata={
-            "status": found.ended.status.value if found and found.ended else OK,
-            "chunks": len(chunks),
-            "tokens": sum(c["tokens"] for c in chunks),
-            "queries": MetadataValue.json(found.queries if found else []),
-            "citations": MetadataValue.json([c["citation"] for c in chunks]),
-        },
-    )
+    return {
+        "status": found.ended.status.value if found and found.ended else OK,
+        "chunks": len(chunks),
+        "tokens": sum(c["tokens"] for c in chunks),
+        "queries": MetadataValue.json(found.queries if found else []),
+        "citations": MetadataValue.json([c["citation"] for c in chunks]),
+    }
 
 
-@op(code_version=CODE_VERSION, description="Programmer: the first draft of solution.py.")
-def programmer_draft(
-    context: OpExecutionContext,
-    settings: SettingsResource,
-    llm: LLMResource,
-    request_spec: CrewState,
-    retrieved_context: CrewState,
-) -> CrewState:
-    return advance("draft", _crew(context, settings, llm), request_spec.merged(retrieved_context))
+def _draft_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+    draft = state.draft
+    return {
+        **_step_metadata(draft),
+        "drafts": len(draft.drafts) if draft else 0,
+        "code": _md_code(draft.code if draft else ""),
+        "problem": (draft.problem if draft else "") or "",
+    }
 
 
-@op(
-    code_version=CODE_VERSION,
-    description="Test Executor, Programmer and Reviewer: execute, feed back, reprogram, review.",
-    out=Out(CrewState),
-)
-def refine_solution(
-    context: OpExecutionContext,
-    settings: SettingsResource,
-    llm: LLMResource,
-    sandbox: SandboxResource,
-    request_spec: CrewState,
-    test_suite: CrewState,
-    retrieved_context: CrewState,
-    draft: CrewState,
-) -> Output:
-    upstream = request_spec.merged(test_suite, retrieved_context, draft)
-    state = advance("solution", _crew(context, settings, llm, sandbox=sandbox), upstream)
+def _solution_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     solution = state.solution
     report = solution.report if solution else None
-    code = solution.code if solution else ""
-    return Output(
-        state,
-        metadata={
-            **_final_metadata(state),
-            "rounds": solution.rounds if solution else 0,
-            "tests_passed": report.passed if report else 0,
-            "tests_total": report.total if report else 0,
-            "code": _md_code(code),
-            "review": MetadataValue.md((solution.review if solution else "") or "_(not reviewed)_"),
-            # With --candidates N: each draft's results, the groups and why the pick won.
-            "candidates": MetadataValue.json(
-                (solution.selection if solution else None) or {"drafts": 1}
-            ),
-            "artifacts": MetadataValue.path(str(_folder(settings.load(), context.partition_key))),
-        },
-    )
+    return {
+        **_final_metadata(state),
+        "rounds": solution.rounds if solution else 0,
+        "tests_passed": report.passed if report else 0,
+        "tests_total": report.total if report else 0,
+        "code": _md_code(solution.code if solution else ""),
+        "review": MetadataValue.md((solution.review if solution else "") or "_(not reviewed)_"),
+        # With --candidates N: each draft's results, the groups and why the pick won.
+        "candidates": MetadataValue.json(
+            (solution.selection if solution else None) or {"drafts": 1}
+        ),
+        "artifacts": MetadataValue.path(str(folder)),
+    }
 
 
-@graph_asset(
-    partitions_def=requests_partitions,
-    group_name=GROUP,
-    kinds={"python"},
-    code_version=CODE_VERSION,
-    ins={
-        "request_spec": AssetIn("request_spec"),
-        "test_suite": AssetIn("test_suite"),
-        "retrieved_context": AssetIn("retrieved_context"),
-    },
-    description=(
-        "solution.py after the refinement loop. The draft op needs no tests, so it runs in "
-        "parallel with the test designer."
-    ),
-)
-def solution_code(
-    request_spec: CrewState, test_suite: CrewState, retrieved_context: CrewState
-) -> CrewState:
-    draft = programmer_draft(request_spec, retrieved_context)
-    return refine_solution(request_spec, test_suite, retrieved_context, draft)
+def _review_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+    review, accepted = state.review, state.accepted
+    report = accepted.report if accepted else None
+    pending = review.open_round if review is not None else 0
+    return {
+        **_final_metadata(state),
+        "review_mode": review.mode if review else state.options.review,
+        "review_round": pending,
+        "verdicts": MetadataValue.json(review.verdicts if review else []),
+        "rounds": accepted.rounds if accepted else 0,
+        "tests_passed": report.passed if report else 0,
+        "tests_total": report.total if report else 0,
+        "code": _md_code(accepted.code if accepted else ""),
+        "agent_review": MetadataValue.md(
+            (accepted.review if accepted else "") or "_(not reviewed by the agent)_"
+        ),
+        "artifacts": MetadataValue.path(str(folder)),
+    }
 
 
-# The job that brings a verdict (codegen/orchestration/review.py); named here so the asset can tell
-# it.
+def _docs_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+    docs = state.docs.docs if state.docs else ""
+    return {
+        **_final_metadata(state),
+        "docs": MetadataValue.md(docs or "_(no docs: the code was not accepted)_"),
+        "artifacts": MetadataValue.path(str(folder)),
+    }
+
+
+def _default_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+    return _step_metadata(None)
+
+
+# The job that brings a verdict (codegen/orchestration/review.py); named here so the asset can
+# tell it.
 REVIEW_JOB = "review_request"
 
 
@@ -334,26 +255,18 @@ class ReviewVerdictConfig(Config):
     review_round: int = 0  # the round the verdict is for (0: the open one)
 
 
-@asset(
-    partitions_def=requests_partitions,
-    group_name=GROUP,
-    kinds={"python"},
-    code_version=CODE_VERSION,
-    description="The sign-off on code whose tests pass: the Reviewer agent's (mode agent), or "
-    "a person's (human, both: the request waits in awaiting_review, holding no run, until the "
-    "review_request job brings a verdict; a rejection revises the code).",
-)
-def human_review(
+def _run_review(
     context: AssetExecutionContext,
-    config: ReviewVerdictConfig,
-    settings: SettingsResource,
-    llm: LLMResource,
-    sandbox: SandboxResource,
-    solution_code: CrewState,
-) -> MaterializeResult:
+    config: ReviewVerdictConfig | None,
+    crew: Crew,
+    state: CrewState,
+    settings: Settings,
+) -> CrewState:
+    """The review step between the review store's claim and its close: a person's verdict is
+    claimed first (and released if the step fails), a pending round opened after."""
+    assert config is not None
     request_id = context.partition_key
-    reviews = ReviewStore(settings.load().requests_dir)
-    state = solution_code
+    reviews = ReviewStore(settings.requests_dir)
     token = config.claim
     if not config.verdict and context.job_name == REVIEW_JOB:
         # Without a verdict this would restart the review and drop a rejection's revision.
@@ -375,62 +288,183 @@ def human_review(
             raise Failure(description=str(exc), allow_retries=False) from exc
         state = replace(state, review_prior=prior, verdict=verdict)
     try:
-        state = advance("review", _crew(context, settings, llm, sandbox=sandbox), state)
+        state = advance("review", crew, state)
     except BaseException:
         if token:  # the verdict was not applied: its round awaits one again
             reviews.release(request_id, token)
         raise
     review = state.review
-    pending = None
     if state.status is Status.AWAITING_REVIEW and review is not None:
-        pending = reviews.open_round(request_id, review)
-        context.log.warning(f"request {request_id} awaits review (round {pending})")
+        review.open_round = reviews.open_round(request_id, review)
+        context.log.warning(f"request {request_id} awaits review (round {review.open_round})")
     elif review is not None and review.mode != "agent":
         reviews.close(request_id)
-    accepted = state.accepted
-    report = accepted.report if accepted else None
-    return MaterializeResult(
-        value=state,
-        metadata={
-            **_final_metadata(state),
-            "review_mode": review.mode if review else state.options.review,
-            "review_round": pending or 0,
-            "verdicts": MetadataValue.json(review.verdicts if review else []),
-            "rounds": accepted.rounds if accepted else 0,
-            "tests_passed": report.passed if report else 0,
-            "tests_total": report.total if report else 0,
-            "code": _md_code(accepted.code if accepted else ""),
-            "agent_review": MetadataValue.md(
-                (accepted.review if accepted else "") or "_(not reviewed by the agent)_"
-            ),
-            "artifacts": MetadataValue.path(str(_folder(settings.load(), request_id))),
-        },
+    return state
+
+
+# -- the request assets, one per step of STEPS ---------------------------------------------------
+Metadata = Callable[[CrewState, Path], dict[str, Any]]
+StepRunner = Callable[
+    [AssetExecutionContext, "ReviewVerdictConfig | None", Crew, CrewState, Settings], CrewState
+]
+
+
+@dataclass(frozen=True)
+class StepAsset:
+    """How one crew step shows in Dagster: its asset's name, code version, description and
+    metadata, the services it needs beyond the model, and (rarely) its own way to run."""
+
+    asset: str
+    code_version: str
+    description: str
+    metadata: Metadata = _default_metadata
+    services: tuple[str, ...] = ()  # "sandbox", "retriever"
+    config: type[Config] | None = None
+    run: StepRunner | None = None
+
+
+STEP_ASSETS: dict[str, StepAsset] = {
+    "spec": StepAsset(
+        "request_spec",
+        SPEC_VERSION,
+        "The Requirements Analyzer's JSON spec of the request (Structured Outputs).",
+        _spec_metadata,
+    ),
+    "tests": StepAsset(
+        "test_suite",
+        TESTS_VERSION,
+        "The Test Designer's pytest module, written from the spec alone (never code).",
+        _tests_metadata,
+    ),
+    "context": StepAsset(
+        "retrieved_context",
+        CONTEXT_VERSION,
+        "Corpus chunks for the programmer: spec to queries, deduplicated, cited, budgeted.",
+        _context_metadata,
+        services=("retriever",),
+    ),
+    "draft": StepAsset(
+        "solution_draft",
+        CODE_VERSION,
+        "The Programmer's first draft(s) of solution.py; needs no tests, so it runs in "
+        "parallel with the test designer.",
+        _draft_metadata,
+    ),
+    "solution": StepAsset(
+        "solution_code",
+        CODE_VERSION,
+        "solution.py after the refinement loop: the Test Executor, Programmer and Reviewer "
+        "execute, feed back, reprogram and review.",
+        _solution_metadata,
+        services=("sandbox",),
+    ),
+    "review": StepAsset(
+        "human_review",
+        CODE_VERSION,
+        "The sign-off on code whose tests pass: the Reviewer agent's (mode agent), or a "
+        "person's (human, both: the request waits in awaiting_review, holding no run, until the "
+        "review_request job brings a verdict; a rejection revises the code).",
+        _review_metadata,
+        services=("sandbox",),
+        config=ReviewVerdictConfig,
+        run=_run_review,
+    ),
+    "docs": StepAsset(
+        "documentation",
+        DOCS_VERSION,
+        "The Documentation Generator's README for accepted code; completes report.json.",
+        _docs_metadata,
+    ),
+}
+
+
+def step_asset_spec(step: Step) -> StepAsset:
+    """The table's entry, or for a step it does not list the plain defaults."""
+    return STEP_ASSETS.get(step.name) or StepAsset(step.name, "1", step.doing)
+
+
+def asset_name(step_name: str) -> str:
+    return step_asset_spec(STEP_BY_NAME[step_name]).asset
+
+
+def _start(context: AssetExecutionContext, settings: Settings, llm: LLMResource) -> CrewState:
+    """The request as stored: its text and options (the review mode's default is [review]
+    mode; the request's own options override it)."""
+    stored = RequestStore(settings.requests_dir).get(context.partition_key)
+    options = llm.crew_options({"review": settings.review.mode, **stored.options})
+    return CrewState(request_id=stored.id, request=stored.text, options=options)
+
+
+def _crew(context: AssetExecutionContext, settings: Settings, services: tuple[str, ...]) -> Crew:
+    """The services of this request's step, tagged with its request id (the partition)."""
+    resources = context.resources
+    llm: LLMResource = resources.llm
+    sandbox: SandboxResource | None = resources.sandbox if "sandbox" in services else None
+    retriever: RetrieverResource | None = resources.retriever if "retriever" in services else None
+    return Crew(
+        llm=llm.client().for_task(context.partition_key),
+        sandbox=sandbox.open if sandbox is not None else _no_sandbox,
+        retriever=retriever.get_retriever() if retriever is not None else None,
+        limits=sandbox.limits() if sandbox is not None else None,
+        on_event=context.log.info,
+        artifacts=_folder(settings, context.partition_key),
     )
 
 
-@asset(
-    partitions_def=requests_partitions,
-    group_name=GROUP,
-    kinds={"python"},
-    code_version=DOCS_VERSION,
-    description="The Documentation Generator's README for accepted code; completes report.json.",
-)
-def documentation(
-    context: AssetExecutionContext,
-    settings: SettingsResource,
-    llm: LLMResource,
-    human_review: CrewState,
-) -> MaterializeResult:
-    state = advance("docs", _crew(context, settings, llm), human_review)
-    docs = state.docs.docs if state.docs else ""
-    return MaterializeResult(
-        value=state,
-        metadata={
-            **_final_metadata(state),
-            "docs": MetadataValue.md(docs or "_(no docs: the code was not accepted)_"),
-            "artifacts": MetadataValue.path(str(_folder(settings.load(), context.partition_key))),
-        },
+def build_step_asset(step: Step) -> AssetsDefinition:
+    """The asset that runs ``step`` for one request: it reads the results of every step
+    upstream of it (each asset stores only its own step's result) and returns its own."""
+    spec = step_asset_spec(step)
+    names = {asset_name(n): n for n in sorted(upstream(step.name))}
+
+    def materialize_step(
+        context: AssetExecutionContext, config: Config | None, results: dict[str, StepResult]
+    ) -> MaterializeResult:
+        settings: Settings = context.resources.settings.load()
+        state = _start(context, settings, context.resources.llm)
+        state = replace(state, **{names[key]: value for key, value in results.items()})
+        crew = _crew(context, settings, spec.services)
+        if spec.run is not None:
+            state = spec.run(context, config, crew, state, settings)  # type: ignore[arg-type]
+        else:
+            state = advance(step.name, crew, state)
+        folder = _folder(settings, context.partition_key)
+        return MaterializeResult(
+            value=state.result(step.name), metadata=spec.metadata(state, folder)
+        )
+
+    decorate = asset(
+        name=spec.asset,
+        partitions_def=requests_partitions,
+        group_name=GROUP,
+        kinds={"python"},
+        code_version=spec.code_version,
+        description=spec.description,
+        ins={key: AssetIn(key) for key in names},
+        required_resource_keys={"settings", "llm", *spec.services},
     )
+    if spec.config is not None:
+        config_type = spec.config
+
+        def with_config(context: AssetExecutionContext, config, **results):  # type: ignore[no-untyped-def]
+            return materialize_step(context, config, results)
+
+        with_config.__annotations__["config"] = config_type
+        with_config.__annotations__["context"] = AssetExecutionContext
+        return decorate(with_config)
+
+    def without_config(context: AssetExecutionContext, **results: StepResult) -> MaterializeResult:
+        return materialize_step(context, None, results)
+
+    return decorate(without_config)
+
+
+def build_request_assets(steps: tuple[Step, ...] = STEPS) -> dict[str, AssetsDefinition]:
+    """One asset per step, by step name."""
+    return {step.name: build_step_asset(step) for step in steps}
+
+
+REQUEST_ASSETS = build_request_assets()
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -442,7 +476,7 @@ warnings.filterwarnings(
 
 
 @asset_check(
-    asset=solution_code,
+    asset=REQUEST_ASSETS["solution"],
     blocking=True,
     partitions_def=requests_partitions,
     description="Re-runs the stored test suite against the stored code in the sandbox.",
@@ -495,7 +529,7 @@ def solution_passes_tests(
 
 
 @asset_check(
-    asset=solution_code,
+    asset=REQUEST_ASSETS["solution"],
     partitions_def=requests_partitions,
     description="bandit static security scan of solution.py (warning severity).",
 )
@@ -540,7 +574,7 @@ def solution_bandit(
 
 
 @asset_check(
-    asset=human_review,
+    asset=REQUEST_ASSETS["review"],
     partitions_def=requests_partitions,
     description="Warns while the request awaits a person's review, with how long it has waited.",
 )

@@ -31,7 +31,8 @@ ASSET_MODULES = [corpus, evaluation, codegen, index]
 def build_definitions() -> Definitions:
     settings = get_settings()
     return Definitions(
-        assets=load_assets_from_modules(ASSET_MODULES),
+        # The request assets are built from STEPS (a dict, which module loading does not see).
+        assets=[*load_assets_from_modules(ASSET_MODULES), *codegen.REQUEST_ASSETS.values()],
         asset_checks=load_asset_checks_from_modules(ASSET_MODULES),
         resources=resources_for(settings),
         jobs=[

@@ -25,7 +25,7 @@ from dagster import (
     sensor,
 )
 
-from codegen.assets.codegen import REVIEW_JOB, documentation, human_review, requests_partitions
+from codegen.assets.codegen import REQUEST_ASSETS, REVIEW_JOB, requests_partitions
 from codegen.assets.resources import SettingsResource
 from codegen.orchestration.dagster_private import UnresolvedAssetJobDefinition
 from codegen.orchestration.executor import threaded_in_process_executor
@@ -36,7 +36,7 @@ REVIEW_SENSOR = "review_sensor"
 
 review_request_job = define_asset_job(
     REVIEW_JOB,
-    selection=AssetSelection.assets(human_review, documentation),
+    selection=AssetSelection.assets(REQUEST_ASSETS["review"], REQUEST_ASSETS["docs"]),
     partitions_def=requests_partitions,
     description="Give a person's verdict on a request awaiting review (pick its partition; "
     "config ops.human_review.config: verdict approve|reject, note: the note or the points). "
@@ -49,7 +49,7 @@ review_request_job = define_asset_job(
 def verdict_run_config(verdict: str, note: str, reviewer: str, claim: str = "") -> dict[str, Any]:
     """The run config of a ``review_request`` run carrying this (claimed) verdict."""
     config = {"verdict": verdict, "note": note, "reviewer": reviewer, "claim": claim}
-    return {"ops": {human_review.node_def.name: {"config": config}}}
+    return {"ops": {REQUEST_ASSETS["review"].node_def.name: {"config": config}}}
 
 
 def build_review_sensor(job: UnresolvedAssetJobDefinition) -> SensorDefinition:

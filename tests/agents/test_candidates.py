@@ -40,12 +40,7 @@ BUGGY_TWIN = PRIMES_BUGGY_SOLUTION.replace('"""Primes by', '"""All primes by')
 WRONG_TEST = "\n\ndef test_wrong_expectation():\n    assert primes_up_to(10) == [2, 3, 5]\n```"
 TESTS_WITH_A_WRONG_ONE = PRIMES_TESTS.removesuffix("```").rstrip() + WRONG_TEST
 SELECTION = [
-    codegen.request_spec,
-    codegen.test_suite,
-    codegen.retrieved_context,
-    codegen.solution_code,
-    codegen.human_review,  # agent mode: passes straight on to the docs
-    codegen.documentation,
+    *codegen.REQUEST_ASSETS.values(),  # review in agent mode: straight on to the docs
     codegen.solution_passes_tests,
 ]
 

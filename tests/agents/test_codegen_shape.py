@@ -33,25 +33,25 @@ def test_request_assets_are_partitioned_by_opaque_request_ids() -> None:
 
 
 def test_programmer_draft_does_not_wait_for_the_test_designer() -> None:
-    # The draft needs only the spec and the context, so the multiprocess executor runs it
-    # side by side with test_suite; only the refinement op needs the tests.
-    assert set(codegen.programmer_draft.ins) == {"request_spec", "retrieved_context"}
-    assert "test_suite" in codegen.refine_solution.ins
-    upstream = codegen.solution_code.keys_by_input_name
+    # The draft needs only the spec and the context, so the executor runs it side by side
+    # with test_suite; only the refinement needs the tests.
+    draft = codegen.REQUEST_ASSETS["draft"].keys_by_input_name
+    assert set(draft.values()) == {AssetKey("request_spec"), AssetKey("retrieved_context")}
+    upstream = codegen.REQUEST_ASSETS["solution"].keys_by_input_name
     assert upstream["test_suite"] == AssetKey("test_suite")
 
 
 def test_prompt_changes_change_code_versions(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert codegen.request_spec.code_versions_by_key[AssetKey("request_spec")] == (
+    assert codegen.REQUEST_ASSETS["spec"].code_versions_by_key[AssetKey("request_spec")] == (
         codegen.SPEC_VERSION
     )
-    assert codegen.test_suite.code_versions_by_key[AssetKey("test_suite")] == (
+    assert codegen.REQUEST_ASSETS["tests"].code_versions_by_key[AssetKey("test_suite")] == (
         codegen.TESTS_VERSION
     )
-    assert codegen.solution_code.code_versions_by_key[AssetKey("solution_code")] == (
+    assert codegen.REQUEST_ASSETS["solution"].code_versions_by_key[AssetKey("solution_code")] == (
         codegen.CODE_VERSION
     )
-    assert codegen.documentation.code_versions_by_key[AssetKey("documentation")] == (
+    assert codegen.REQUEST_ASSETS["docs"].code_versions_by_key[AssetKey("documentation")] == (
         codegen.DOCS_VERSION
     )
     before = prompts.prompt_version("test_designer")
@@ -73,36 +73,41 @@ def test_a_failed_verification_rerun_downgrades_a_passed_report(tmp_path: Path) 
 
 
 def test_the_assets_run_the_crew_steps_in_their_order() -> None:
-    # One definition of the sequence: each asset or op runs one step of agents.crew.STEPS,
-    # and its inputs are the steps that step needs (so Dagster orders them the same way).
-    runs = {
-        "request_spec": "spec",
-        "test_suite": "tests",
-        "retrieved_context": "context",
-        "programmer_draft": "draft",
-        "refine_solution": "solution",
-        "human_review": "review",
-        "documentation": "docs",
-    }
-    inputs = {
-        "request_spec": set(),
-        "test_suite": set(codegen.test_suite.keys_by_input_name),
-        "retrieved_context": set(codegen.retrieved_context.keys_by_input_name),
-        "programmer_draft": set(codegen.programmer_draft.ins),
-        "refine_solution": set(codegen.refine_solution.ins) - {"draft"} | {"programmer_draft"},
-        "human_review": set(codegen.human_review.keys_by_input_name),
-        "documentation": set(codegen.documentation.keys_by_input_name),
-    }
-    producer = {v: k for k, v in runs.items()}
+    # One definition of the sequence: each asset runs one step of STEPS, and reads the
+    # results of every step upstream of it (so Dagster orders them the same way).
+    assert list(codegen.REQUEST_ASSETS) == [step.name for step in STEPS]
     for step in STEPS:
-        node = producer[step.name]
-        needed = {producer[n] for n in step.needs}
-        # solution_code (the graph) stands for refine_solution downstream.
-        have = {"refine_solution" if i == "solution_code" else i for i in inputs[node]}
-        # An input's state holds its own step and everything upstream of it.
-        reach = {producer[u] for h in have for u in upstream(runs[h])} | have
-        assert needed <= reach, (step.name, needed, have)
-        assert have <= {producer[u] for u in upstream(step.name)}, (step.name, have)
+        inputs = set(codegen.REQUEST_ASSETS[step.name].keys_by_input_name.values())
+        assert inputs == {AssetKey(codegen.asset_name(n)) for n in upstream(step.name)}
+
+
+def test_a_step_added_to_the_steps_gets_its_asset_without_an_edit_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from codegen.agents import steps as steps_module
+    from codegen.agents.state import StepResult
+
+    def audit(crew: steps_module.Crew, state: object, meter: object) -> StepResult:
+        return StepResult()
+
+    audit_step = steps_module.Step("audit", ("docs",), audit, StepResult, "auditing the docs")
+    extended = (*STEPS, audit_step)
+    monkeypatch.setattr(codegen, "STEP_BY_NAME", {s.name: s for s in extended})
+    monkeypatch.setattr(steps_module, "STEP_BY_NAME", {s.name: s for s in extended})
+    built = codegen.build_request_assets(extended)
+    assert list(built) == [*(s.name for s in STEPS), "audit"]
+    audit_asset = built["audit"]
+    assert audit_asset.key == AssetKey("audit")  # a step the table does not list: its name
+    # It reads every step upstream of it, as the others do.
+    assert set(audit_asset.keys_by_input_name.values()) == {
+        AssetKey(codegen.asset_name(n)) for n in upstream("audit")
+    }
+    assert AssetKey("documentation") in set(audit_asset.keys_by_input_name.values())
+    from codegen.orchestration.resources import resources_for
+    from codegen.settings import get_settings
+
+    resources = resources_for(get_settings())
+    Definitions.validate_loadable(Definitions(assets=list(built.values()), resources=resources))
 
 
 def test_the_state_holds_one_result_field_per_step_in_the_steps_order() -> None:

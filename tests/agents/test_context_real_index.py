@@ -96,7 +96,7 @@ def test_programmer_gets_cited_chunks_from_the_real_index() -> None:
         with instance_for_test() as instance:
             instance.add_dynamic_partitions("requests", [req.id])
             result = materialize(
-                [codegen.request_spec, codegen.retrieved_context],
+                [codegen.REQUEST_ASSETS["spec"], codegen.REQUEST_ASSETS["context"]],
                 partition_key=req.id,
                 instance=instance,
                 resources={

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, instance_for_test, materialize
 
+from codegen.agents.state import SolutionResult
 from codegen.assets import codegen
 from codegen.assets.resources import (
     LLMResource,
@@ -32,11 +33,12 @@ pytestmark = pytest.mark.docker  # solution_code runs the tests in the sandbox
 
 BUCKET = "codegen-assets"
 PREFIX = "prod"
-UPSTREAM = [codegen.request_spec, codegen.test_suite, codegen.retrieved_context]
+UPSTREAM = [codegen.REQUEST_ASSETS[step] for step in ("spec", "tests", "context", "draft")]
 UPSTREAM_KEYS = [
     "request_spec",
     "test_suite",
     "retrieved_context",
+    "solution_draft",
     "solution_code",
     "human_review",
 ]
@@ -79,7 +81,7 @@ def test_request_asset_values_round_trip_through_the_bucket(
         }
         req = RequestStore(isolated_home / "requests").add("Write primes_up_to(n).", {})
         instance.add_dynamic_partitions("requests", [req.id])
-        everything = [*UPSTREAM, codegen.solution_code, codegen.human_review, codegen.documentation]
+        everything = list(codegen.REQUEST_ASSETS.values())
 
         first = materialize(
             everything,
@@ -92,15 +94,13 @@ def test_request_asset_values_round_trip_through_the_bucket(
 
         client = storage.Client()  # the real client; STORAGE_EMULATOR_HOST points it here
         stored = {b.name for b in client.list_blobs(BUCKET, prefix=f"{PREFIX}/")}
-        # One object per asset and partition, plus the graph asset's inner op output (the
-        # draft), which Dagster keys by run.
-        draft = f"{PREFIX}/storage/{first.run_id}/files/solution_code.programmer_draft/result"
-        assert stored == {f"{PREFIX}/{key}/{req.id}" for key in UPSTREAM_KEYS} | {draft}
+        # One object per asset and partition, each holding only its own step's result.
+        assert stored == {f"{PREFIX}/{key}/{req.id}" for key in UPSTREAM_KEYS}
         blob = client.bucket(BUCKET).blob(f"{PREFIX}/solution_code/{req.id}")
-        state = pickle.loads(blob.download_as_bytes())  # the crew's state after refinement
-        assert state.request_id == req.id
-        assert state.solution.ended is None and "def primes_up_to" in state.solution.code
-        assert state.solution.report.passed == state.solution.report.total > 0
+        solution = pickle.loads(blob.download_as_bytes())  # the refinement's result
+        assert isinstance(solution, SolutionResult)
+        assert solution.ended is None and "def primes_up_to" in solution.code
+        assert solution.report.passed == solution.report.total > 0
 
         # A fresh run of the last asset alone: every input is read back from the bucket.
         calls_before = len(server.requests)
@@ -113,11 +113,10 @@ def test_request_asset_values_round_trip_through_the_bucket(
         )
         assert second.success
         assert [r.role for r in server.requests[calls_before:]] == ["documenter"]
-        final = pickle.loads(
+        docs = pickle.loads(
             client.bucket(BUCKET).blob(f"{PREFIX}/documentation/{req.id}").download_as_bytes()
         )
-        assert final.solution.code == state.solution.code  # read back, not recomputed
-        assert "# primes_up_to" in final.docs.docs
+        assert "# primes_up_to" in docs.docs  # its inputs were read back, not recomputed
         [event] = [
             e
             for e in second.get_asset_materialization_events()

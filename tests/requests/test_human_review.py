@@ -50,17 +50,14 @@ POINTS = "Name the algorithm in the module docstring; say what n < 2 returns."
 # The programmer's answer to the person's points: distinct, so we can see it is what passed.
 REVISED = PRIMES_SOLUTION.replace("```python\n", "```python\n# revised after human review\n", 1)
 SELECTION = [
-    codegen.request_spec,
-    codegen.test_suite,
-    codegen.retrieved_context,
-    codegen.solution_code,
-    codegen.human_review,
-    codegen.documentation,
+    *codegen.REQUEST_ASSETS.values(),
     codegen.review_not_pending,
 ]
 # What the review_request job rematerializes (its upstream assets load from storage).
 CODEGEN = str(Path(sys.executable).parent / "codegen")
-REVIEW_SELECTION = AssetSelection.assets(codegen.human_review, codegen.documentation)
+REVIEW_SELECTION = AssetSelection.assets(
+    codegen.REQUEST_ASSETS["review"], codegen.REQUEST_ASSETS["docs"]
+)
 
 
 def digest(folder: Path) -> dict[str, str]:

@@ -12,7 +12,8 @@ import re
 import secrets
 import tempfile
 from pathlib import Path
-from typing import Any
+
+from codegen.json_types import JSONObject
 
 ARTIFACT_FILES = ("solution.py", "test_solution.py", "README.md", "spec.json", "report.json")
 _ID = re.compile(r"^req-[0-9a-f]{16}$")
@@ -26,7 +27,7 @@ def is_request_id(value: str) -> bool:
     return bool(_ID.match(value))
 
 
-def write_artifact(folder: Path, name: str, content: str | dict[str, Any]) -> Path:
+def write_artifact(folder: Path, name: str, content: str | JSONObject) -> Path:
     """Replace one artifact file atomically (a crash never leaves half a file)."""
     if name not in ARTIFACT_FILES:
         raise ValueError(f"not an artifact name: {name}")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+
+from codegen.json_types import JSONValue
 
 
 class StageCache:
@@ -42,11 +43,12 @@ class StageCache:
         if self._pending >= self._batch:
             self.commit()
 
-    def get_json(self, ns: str, key: str) -> Any | None:
+    def get_json(self, ns: str, key: str) -> JSONValue:
+        """The stored value, None when there is none (None itself is never stored)."""
         raw = self.get_bytes(ns, key)
         return None if raw is None else json.loads(raw)
 
-    def put_json(self, ns: str, key: str, value: Any) -> None:
+    def put_json(self, ns: str, key: str, value: JSONValue) -> None:
         self.put_bytes(ns, key, json.dumps(value).encode("ascii"))
 
     def commit(self) -> None:

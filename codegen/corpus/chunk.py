@@ -12,7 +12,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from codegen.corpus.model import Chunk, Document
+from codegen.corpus.model import Chunk, Document, Metadata
 
 # Bump whenever chunk boundaries or texts change: every chunk id changes with it.
 CHUNKER_VERSION = "chunker-3"
@@ -310,9 +310,9 @@ def chunk_spans(text: str, language: str, title: str, budget: Budget) -> list[Sp
 _CITED_METADATA = ("repo", "path", "stars", "score", "tags", "example", "accepted")
 
 
-def chunk_metadata(doc: Document) -> dict[str, object]:
+def chunk_metadata(doc: Document) -> Metadata:
     """The document metadata every chunk carries (what a citation or a filter needs)."""
-    meta: dict[str, object] = {k: doc.metadata[k] for k in _CITED_METADATA if k in doc.metadata}
+    meta: Metadata = {k: doc.metadata[k] for k in _CITED_METADATA if k in doc.metadata}
     if doc.licence:
         meta["licence"] = doc.licence
     return meta

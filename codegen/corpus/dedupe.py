@@ -41,9 +41,19 @@ import textwrap
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
+
+from codegen.json_types import JSONValue
+
+if TYPE_CHECKING:
+    from datasketch import MinHash
+
+    from codegen.corpus.model import Metadata
+
+# How good a representative of its cluster a candidate is, compared as a tuple: larger wins.
+Rank: TypeAlias = tuple[float | str, ...]
 
 # datasketch 2's default permutation scheme, named because cached signatures must match it.
 SCHEME = "affine32"
@@ -125,9 +135,17 @@ class Fingerprint:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Fingerprint:
+    def from_json(cls, data: JSONValue) -> Fingerprint:
+        """From ``to_json``'s output, read back from the stage cache."""
+        if not isinstance(data, dict) or not isinstance(tokens := data.get("tokens"), list):
+            raise ValueError(f"not a stored fingerprint: {data!r}")
         tree = data.get("tree")
-        return cls(None if tree is None else frozenset(tree), frozenset(data["tokens"]))
+        if tree is not None and not isinstance(tree, list):
+            raise ValueError(f"not a stored fingerprint: {data!r}")
+        return cls(
+            None if tree is None else frozenset(str(t) for t in tree),
+            frozenset(str(t) for t in tokens),
+        )
 
     def overlap(self, other: Fingerprint) -> float:
         if self.tree is not None and other.tree is not None:
@@ -200,7 +218,7 @@ def _hash32(data: bytes) -> int:
 
 
 @functools.lru_cache(maxsize=4)
-def _minhash(num_perm: int, seed: int) -> Any:
+def _minhash(num_perm: int, seed: int) -> MinHash:
     """One MinHash per recipe, cleared for each text: building its permutations costs ~1 ms,
     more than shingling a typical chunk."""
     from datasketch import MinHash  # imported late: it pulls in scipy (~1.5 s)
@@ -229,7 +247,7 @@ class Candidate:
 
     id: str
     text: str
-    rank: tuple[Any, ...]  # larger is better
+    rank: Rank  # larger is better
     code: bool = False  # compared as code (normalised tokens) rather than as prose
     # Candidates of one group (chunks of one document) are never merged with each other.
     group: str | None = None
@@ -368,7 +386,7 @@ def dedupe(
     return result
 
 
-def rank_of(metadata: dict[str, Any]) -> tuple[Any, ...]:
+def rank_of(metadata: Metadata) -> Rank:
     """Better representative first: accepted answer, score, stars, recency."""
     return (
         1 if metadata.get("accepted") else 0,

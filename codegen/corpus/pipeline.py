@@ -13,9 +13,9 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, TypeVar
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from codegen.corpus.dedupe import (
     rank_of,
     signature,
 )
-from codegen.corpus.model import Chunk, Document, content_hash
+from codegen.corpus.model import Chunk, ChunkRecord, Document, DocumentRecord, content_hash
 from codegen.corpus.secrets import SECRETS_VERSION, has_secret
 from codegen.corpus.store import (
     cache_path,
@@ -52,10 +52,11 @@ from codegen.corpus.store import (
     fingerprint,
     raw_path,
     raw_sources,
+    read_chunks,
     read_documents,
-    read_jsonl,
     write_jsonl_atomic,
 )
+from codegen.json_types import JSONObject, JSONValue
 
 Progress = Callable[[str], None]
 
@@ -74,28 +75,42 @@ def _manifest(corpus_dir: Path, stage: str) -> Path:
     return corpus_dir / "manifests" / f"{stage}.json"
 
 
-def _memo_get(corpus_dir: Path, stage: str, key: str, outputs: list[Path]) -> dict[str, Any] | None:
+class StageManifest(TypedDict):
+    """``manifests/<stage>.json``: what a stage last ran on, and the stats it reported."""
+
+    key: str  # code version and parameters
+    outputs: list[str]  # fingerprints of the files it wrote
+    stats: JSONObject  # a stats dataclass (``_as_dict``), or the chunk report
+
+
+def _read_manifest(corpus_dir: Path, stage: str) -> JSONObject | None:
     try:
         m = json.loads(_manifest(corpus_dir, stage).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if m.get("key") != key or m.get("outputs") != [fingerprint(p) for p in outputs]:
+    return m if isinstance(m, dict) else None
+
+
+def _memo_get(corpus_dir: Path, stage: str, key: str, outputs: list[Path]) -> JSONObject | None:
+    m = _read_manifest(corpus_dir, stage)
+    if m is None or m.get("key") != key or m.get("outputs") != [fingerprint(p) for p in outputs]:
         return None
-    return m.get("stats")
+    stats = m.get("stats")
+    return stats if isinstance(stats, dict) else None
 
 
 def _memo_put(
-    corpus_dir: Path, stage: str, key: str, outputs: list[Path], stats: dict[str, Any]
+    corpus_dir: Path, stage: str, key: str, outputs: list[Path], stats: JSONObject
 ) -> None:
     path = _manifest(corpus_dir, stage)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    data = {"key": key, "outputs": [fingerprint(p) for p in outputs], "stats": stats}
+    data = StageManifest(key=key, outputs=[fingerprint(p) for p in outputs], stats=stats)
     tmp.write_text(json.dumps(data), encoding="utf-8")
     tmp.replace(path)
 
 
-def _as_dict(stats: Any) -> dict[str, Any]:
+def _as_dict(stats: CleanStats | DedupeStats | ChunkStats) -> JSONObject:
     # Not dataclasses.asdict: it rebuilds a Counter from (key, value) pairs and miscounts.
     return {
         f.name: dict(v) if isinstance(v := getattr(stats, f.name), Counter) else v
@@ -103,7 +118,12 @@ def _as_dict(stats: Any) -> dict[str, Any]:
     }
 
 
-def _restore(cls: type[Any], data: dict[str, Any]) -> Any:
+Stats = TypeVar("Stats", "CleanStats", "DedupeStats", "ChunkStats")
+
+
+def _restore(cls: type[Stats], data: JSONObject) -> Stats:
+    """Stats replayed from a manifest: the fields it has (Counters rebuilt), defaults for the
+    rest (a field added since)."""
     obj = cls()
     for f in fields(cls):
         if f.name in data:
@@ -125,6 +145,32 @@ class CleanStats:
     bytes_in: int = 0
 
 
+class CleanHit(TypedDict):
+    """A cleaned document in the stage cache (``clean`` namespace)."""
+
+    text: str | None  # None: dropped
+    language: str
+    dropped: str | None  # the reason
+    redactions: dict[str, int]
+
+
+def _clean_hit(value: JSONValue) -> CleanHit | None:
+    """A cached clean result, or None when there is none (or it has another shape)."""
+    if not isinstance(value, dict):
+        return None
+    text, language, dropped = value.get("text"), value.get("language"), value.get("dropped")
+    redactions = value.get("redactions")
+    if (
+        not isinstance(text, str | None)
+        or not isinstance(language, str)
+        or not isinstance(dropped, str | None)
+        or not isinstance(redactions, dict)
+    ):
+        return None
+    counts = {k: n for k, n in redactions.items() if isinstance(n, int)}
+    return CleanHit(text=text, language=language, dropped=dropped, redactions=counts)
+
+
 def clean_stage(
     corpus_dir: Path,
     max_bytes: int = DEFAULT_MAX_BYTES,
@@ -141,7 +187,7 @@ def clean_stage(
     stats = CleanStats()
     with StageCache(cache_path(corpus_dir)) as cache:
 
-        def records() -> Iterator[dict[str, Any]]:
+        def records() -> Iterator[DocumentRecord]:
             for source in raw_sources(corpus_dir):
                 for doc in read_documents(raw_path(corpus_dir, source)):
                     stats.documents_in += 1
@@ -155,21 +201,21 @@ def clean_stage(
                         is_vendored(path),
                         max_bytes,
                     )
-                    hit = cache.get_json("clean", key)
+                    hit = _clean_hit(cache.get_json("clean", key))
                     if hit is None:
                         res = clean_document(doc, max_bytes=max_bytes)
-                        hit = {
-                            "text": res.text,
-                            "language": res.language,
-                            "dropped": res.dropped,
-                            "redactions": res.redactions,
-                        }
+                        hit = CleanHit(
+                            text=res.text,
+                            language=res.language,
+                            dropped=res.dropped,
+                            redactions=res.redactions,
+                        )
                         cache.put_json("clean", key, hit)
                     else:
                         stats.cache_hits += 1
                     stats.redactions.update(hit["redactions"])
-                    if hit["dropped"]:
-                        stats.dropped[hit["dropped"]] += 1
+                    if hit["dropped"] or hit["text"] is None:
+                        stats.dropped[hit["dropped"] or "empty"] += 1
                         continue
                     stats.documents_out += 1
                     stats.by_source[doc.source] += 1
@@ -301,11 +347,7 @@ def _tag_examples(doc: Document, chunks: list[Chunk]) -> list[Chunk]:
     out = []
     for c in chunks:
         kind = "example_file" if in_examples_dir else "doctest" if _DOCTEST.search(c.text) else None
-        out.append(
-            c
-            if kind is None
-            else Chunk(**{**c.to_dict(), "metadata": {**c.metadata, "example": kind}})
-        )
+        out.append(c if kind is None else replace(c, metadata={**c.metadata, "example": kind}))
     return out
 
 
@@ -333,12 +375,12 @@ def chunk_stage(
     if (memo := _memo_get(corpus_dir, "chunk", memo_key, [target])) is not None:
         # Nothing upstream changed: the stored chunks stand, and none of them is new.
         return _restore(ChunkStats, {**memo, "new_chunks": 0, "removed_chunks": 0})
-    previous = {r["id"] for r in read_jsonl(target)}
+    previous = {c.id for c in read_chunks(target)}
     stats = ChunkStats()
     seen: set[str] = set()
     with StageCache(cache_path(corpus_dir)) as cache:
 
-        def doc_chunks(doc: Document) -> list[dict[str, Any]]:
+        def doc_chunks(doc: Document) -> list[Chunk]:
             # Everything a document's chunks depend on, and nothing else (not mtime).
             key = _key(
                 CHUNKER_VERSION,
@@ -353,29 +395,28 @@ def chunk_stage(
                 _EXAMPLE_DIRS.search(str(doc.metadata.get("path") or "")) is not None,
             )
             cached = cache.get_json("chunks", key)
-            if cached is not None:
+            if isinstance(cached, list):
                 stats.cache_hits += 1
-                return cached
+                return [Chunk.from_dict(r) for r in cached if isinstance(r, dict)]
             spans = chunk_spans(doc.text, doc.language, doc.title, budget)
             made = _tag_examples(doc, make_chunks(doc, doc.text, doc.language, spans))
-            records = [c.to_dict() for c in made]
-            cache.put_json("chunks", key, records)
-            return records
+            cache.put_json("chunks", key, [c.to_dict() for c in made])
+            return made
 
-        unique: list[dict[str, Any]] = []
+        unique: list[Chunk] = []
         code: list[Candidate] = []
         for doc in read_documents(deduped_path(corpus_dir)):
             stats.documents += 1
             rank = rank_of(doc.metadata)
             for c in doc_chunks(doc):
                 # Identical text = identical id: keep the first, so ids stay unique.
-                if c["id"] in seen:
+                if c.id in seen:
                     stats.duplicate_chunks += 1
                     continue
-                seen.add(c["id"])
+                seen.add(c.id)
                 unique.append(c)
-                if c["language"] in CODE_LANGUAGES and c["kind"] in CODE_UNIT_KINDS:
-                    code.append(Candidate(c["id"], c["text"], rank, code=True, group=doc.id))
+                if c.language in CODE_LANGUAGES and c.kind in CODE_UNIT_KINDS:
+                    code.append(Candidate(c.id, c.text, rank, code=True, group=doc.id))
             if stats.documents % 500 == 0:
                 progress(f"chunk: {stats.documents} documents, {len(unique)} chunks")
         progress(f"chunk: near-duplicate check of {len(code)} code chunks")
@@ -389,16 +430,16 @@ def chunk_stage(
         removed = near.exact_removed.keys() | near.near_removed.keys()
         stats.near_duplicate_chunks = len(removed)
 
-        def records() -> Iterator[dict[str, Any]]:
+        def records() -> Iterator[ChunkRecord]:
             for c in unique:
-                if c["id"] in removed:
+                if c.id in removed:
                     continue
                 stats.chunks += 1
-                stats.by_kind[c["kind"]] += 1
-                stats.by_source[c["source"]] += 1
-                stats.token_sizes.append(c["metadata"]["tokens"])
-                stats.examples += "example" in c["metadata"]
-                yield c
+                stats.by_kind[c.kind] += 1
+                stats.by_source[c.source] += 1
+                stats.token_sizes.append(_tokens(c))
+                stats.examples += "example" in c.metadata
+                yield c.to_dict()
 
         write_jsonl_atomic(target, records())
         seen -= removed
@@ -408,7 +449,32 @@ def chunk_stage(
     return stats
 
 
-def chunk_report(corpus_dir: Path) -> dict[str, Any]:
+def _tokens(chunk: Chunk) -> int:
+    """The chunk's size in tokens, as the chunker measured it (counted again if missing)."""
+    tokens = chunk.metadata.get("tokens")
+    return tokens if isinstance(tokens, int) and tokens else count_tokens(chunk.text)
+
+
+class ChunkReport(TypedDict):
+    """What the corpus checks read from ``chunks.jsonl``."""
+
+    leaks: list[str]  # ids of chunks a secret scan still flags
+    sizes: dict[str, float]  # size_distribution of the chunks' token counts
+    by_source: dict[str, int]  # chunks per source
+
+
+def _chunk_report_from(memo: JSONObject) -> ChunkReport | None:
+    leaks, sizes, by_source = memo.get("leaks"), memo.get("sizes"), memo.get("by_source")
+    if not (isinstance(leaks, list) and isinstance(sizes, dict) and isinstance(by_source, dict)):
+        return None
+    return ChunkReport(
+        leaks=[str(i) for i in leaks],
+        sizes={k: v for k, v in sizes.items() if isinstance(v, int | float)},
+        by_source={k: n for k, n in by_source.items() if isinstance(n, int)},
+    )
+
+
+def chunk_report(corpus_dir: Path) -> ChunkReport:
     """One pass over ``chunks.jsonl`` for the checks: secret leaks, sizes, chunks per source.
 
     Memoized by the file's fingerprint, and secret scans cached by chunk id, so an unchanged
@@ -416,33 +482,34 @@ def chunk_report(corpus_dir: Path) -> dict[str, Any]:
     """
     target = chunks_path(corpus_dir)
     memo_key = _key(SECRETS_VERSION, "report")
-    if (memo := _memo_get(corpus_dir, "chunk_report", memo_key, [target])) is not None:
-        return memo
+    memo = _memo_get(corpus_dir, "chunk_report", memo_key, [target])
+    if memo is not None and (replayed := _chunk_report_from(memo)) is not None:
+        return replayed
     leaks: list[str] = []
     sizes: list[int] = []
     by_source: Counter[str] = Counter()
     with StageCache(cache_path(corpus_dir)) as cache:
-        for record in read_jsonl(target):
-            key = _key(SECRETS_VERSION, record["id"])
+        for chunk in read_chunks(target):
+            key = _key(SECRETS_VERSION, chunk.id)
             found = cache.get_json("secretscan", key)
-            if found is None:
-                found = has_secret(record["text"])
+            if not isinstance(found, bool):
+                found = has_secret(chunk.text)
                 cache.put_json("secretscan", key, found)
             if found:
-                leaks.append(record["id"])
-            sizes.append(record["metadata"].get("tokens") or count_tokens(record["text"]))
-            by_source[record["source"]] += 1
-    report = {"leaks": leaks, "sizes": size_distribution(sizes), "by_source": dict(by_source)}
+                leaks.append(chunk.id)
+            sizes.append(_tokens(chunk))
+            by_source[chunk.source] += 1
+    report = ChunkReport(leaks=leaks, sizes=size_distribution(sizes), by_source=dict(by_source))
     _memo_put(corpus_dir, "chunk_report", memo_key, [target], report)
     return report
 
 
 def last_dedupe_stats(corpus_dir: Path) -> DedupeStats | None:
-    try:
-        m = json.loads(_manifest(corpus_dir, "dedupe").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    m = _read_manifest(corpus_dir, "dedupe")
+    if m is None:
         return None
-    return _restore(DedupeStats, m.get("stats") or {})
+    stats = m.get("stats")
+    return _restore(DedupeStats, stats if isinstance(stats, dict) else {})
 
 
 def size_distribution(sizes: list[int]) -> dict[str, float]:

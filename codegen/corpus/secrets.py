@@ -22,7 +22,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from detect_secrets.plugins.high_entropy_strings import (
+        Base64HighEntropyString,
+        HexHighEntropyString,
+    )
 
 REDACTED = "<REDACTED:{kind}>"
 # Bump when patterns change: cached scan results are keyed by it.
@@ -91,7 +97,7 @@ def _patterns() -> tuple[list[tuple[str, re.Pattern[str]]], list[tuple[str, re.P
 
 
 @cache
-def _entropy_plugins() -> tuple[Any, Any]:
+def _entropy_plugins() -> tuple[Base64HighEntropyString, HexHighEntropyString]:
     """detect-secrets' (base64, hex) entropy plugins at its default limits."""
     from detect_secrets.plugins.high_entropy_strings import (
         Base64HighEntropyString,

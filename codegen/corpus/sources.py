@@ -12,13 +12,17 @@ import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 from codegen.corpus.connectors.base import (
+    Progress,
     SourceDisabled,
     SourceError,
     SourceReport,
+    SourceState,
+    load_report,
     load_state,
+    save_report,
     save_state,
 )
 from codegen.corpus.connectors.local import (
@@ -36,9 +40,20 @@ from codegen.corpus.store import (
     write_jsonl_atomic,
 )
 
-Progress = Callable[[str], None]
-# A connector yields documents and updates ``state`` in place with its next cursor.
-Connector = Callable[[Any, dict[str, Any], SourceReport, Progress], Iterator[Document]]
+if TYPE_CHECKING:
+    from codegen.corpus.connectors.base import ReportRecord
+    from codegen.corpus.connectors.docs import DocsConfig
+    from codegen.corpus.connectors.feeds import FeedsConfig
+    from codegen.corpus.connectors.github import GitHubConfig
+    from codegen.corpus.connectors.stackexchange import StackExchangeConfig
+
+# The config dataclass of each source (``SourceSpec.config_path``).
+SourceConfig: TypeAlias = (
+    "LocalConfig | GitHubConfig | StackExchangeConfig | DocsConfig | FeedsConfig"
+)
+# A connector yields documents and updates ``state`` in place with its next cursor. Each takes
+# its own config type; the registry pairs it with that type.
+Connector = Callable[[SourceConfig, SourceState, SourceReport, Progress], Iterator[Document]]
 
 
 @dataclass
@@ -48,7 +63,7 @@ class LocalConfig:
 
 
 def fetch_local(
-    cfg: LocalConfig, state: dict[str, Any], report: SourceReport, progress: Progress
+    cfg: LocalConfig, state: SourceState, report: SourceReport, progress: Progress
 ) -> Iterator[Document]:
     roots = _local_roots(cfg)
     for root in roots:
@@ -67,7 +82,7 @@ def _local_roots(cfg: LocalConfig) -> list[Path]:
     return [Path(p) for p in cfg.local_paths] or [stdlib_path()]
 
 
-def _load(path: str) -> Any:
+def _load(path: str) -> object:
     module, _, name = path.partition(":")
     return getattr(importlib.import_module(module), name)
 
@@ -87,10 +102,10 @@ class SourceSpec:
     incremental: bool = True  # merges each fetch into the stored set (else a full snapshot)
 
     def connector(self) -> Connector:
-        return _load(self.connector_path)
+        return cast(Connector, _load(self.connector_path))  # the registry names a Connector
 
-    def config_type(self) -> type[Any]:
-        return _load(self.config_path)
+    def config_type(self) -> type[SourceConfig]:
+        return cast("type[SourceConfig]", _load(self.config_path))
 
 
 _GITHUB = "codegen.corpus.connectors.github"
@@ -137,17 +152,18 @@ def source_spec(source: str) -> SourceSpec:
 
 def _save_report(corpus_dir: Path, report: SourceReport) -> SourceReport:
     # Checks downstream need to know which sources were really enabled and how they fared.
-    save_state(state_dir(corpus_dir), f"{report.source}.report", report.as_metadata())
+    save_report(state_dir(corpus_dir), report)
     return report
 
 
-def load_reports(corpus_dir: Path) -> dict[str, dict[str, Any]]:
-    return {s: r for s in SOURCES if (r := load_state(state_dir(corpus_dir), f"{s}.report"))}
+def load_reports(corpus_dir: Path) -> dict[str, ReportRecord]:
+    """The last report of each source that has run."""
+    return {s: r for s in SOURCES if (r := load_report(state_dir(corpus_dir), s))}
 
 
 def refresh_source(
     source: str,
-    config: Any,
+    config: SourceConfig,
     corpus_dir: Path,
     enabled: bool = True,
     progress: Progress = lambda _: None,
@@ -157,7 +173,7 @@ def refresh_source(
 
 def _refresh(
     source: str,
-    config: Any,
+    config: SourceConfig,
     corpus_dir: Path,
     enabled: bool = True,
     progress: Progress = lambda _: None,
@@ -175,7 +191,9 @@ def _refresh(
         return report
     spec = source_spec(source)
     state = load_state(state_dir(corpus_dir), source)
+    tree_key = ""
     if source == "local":
+        assert isinstance(config, LocalConfig), "the local source takes a LocalConfig"
         # The local "cursor": a fingerprint of the tree. Unchanged tree, unchanged raw file.
         roots = _local_roots(config)
         tree = tree_fingerprint([r for r in roots if r.expanduser().is_dir()])
@@ -216,12 +234,12 @@ def _refresh(
     merged.update(fetched)
     report.documents = write_jsonl_atomic(target, (merged[k].to_dict() for k in sorted(merged)))
     if source == "local" and report.status == "ok":
-        new_state = {
-            "tree": tree_key,
-            "raw": fingerprint(target),
-            "documents": report.documents,
-            "skipped": dict(report.skipped),
-        }
+        new_state = SourceState(
+            tree=tree_key,
+            raw=fingerprint(target),
+            documents=report.documents,
+            skipped=dict(report.skipped),
+        )
     if new_state != state:
         save_state(state_dir(corpus_dir), source, new_state)
     return report

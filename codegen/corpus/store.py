@@ -11,9 +11,23 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias, TypedDict
 
-from codegen.corpus.model import Chunk, Document
+from codegen.corpus.model import Chunk, ChunkRecord, Document, DocumentRecord, RecordError
+from codegen.json_types import JSONObject
+
+
+class ClusterRecord(TypedDict, total=False):
+    """One line of ``dedupe_clusters.json``: the document kept and the copies removed."""
+
+    kept: str
+    removed: list[str]
+    uris: list[str]
+    exact: bool  # only on exact duplicates
+
+
+# Every kind of line the corpus stages write.
+StageRecord: TypeAlias = DocumentRecord | ChunkRecord | ClusterRecord
 
 
 def raw_path(corpus_dir: Path, source: str) -> Path:
@@ -34,7 +48,7 @@ def _sha256_file(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def write_jsonl_atomic(path: Path, records: Iterable[dict[str, Any]]) -> int:
+def write_jsonl_atomic(path: Path, records: Iterable[StageRecord]) -> int:
     """Write to a temporary file, then rename over ``path``.
 
     When the new content is byte-identical to the old file, the old file is kept untouched
@@ -68,13 +82,17 @@ def fingerprint(path: Path) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+def read_jsonl(path: Path) -> Iterator[JSONObject]:
+    """The parsed lines of a stage file; the typed readers below turn them into records."""
     if not path.exists():
         return
     with path.open(encoding="utf-8", errors="surrogatepass") as fh:
         for line in fh:
             if line.strip():
-                yield json.loads(line)
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise RecordError(f"{path.name}: a line is not a JSON object")
+                yield record
 
 
 def read_documents(path: Path) -> Iterator[Document]:

@@ -16,10 +16,10 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple, NotRequired, TypedDict, cast
 
 from codegen.deploy.images import DeployError
 from codegen.deploy.stack import Stack
@@ -52,12 +52,98 @@ SANDBOX_LABEL = "multiagent-codegen.sandbox"
 SANDBOX_OWNER_LABEL = "multiagent-codegen.sandbox.owner"
 
 
+class RunTag(TypedDict):
+    key: str
+    value: str
+
+
+class Run(TypedDict):
+    """One run as RUNS_QUERY asks for it (times in epoch seconds, None before they happen)."""
+
+    runId: str
+    status: str  # QUEUED, STARTING, STARTED, SUCCESS, FAILURE, CANCELING, CANCELED, ...
+    jobName: str
+    creationTime: float | None
+    startTime: float | None
+    endTime: float | None
+    tags: list[RunTag]
+
+
+# Functional form: a class body would mangle ``__typename``.
+RunsOrError = TypedDict(
+    "RunsOrError", {"__typename": str, "results": list[Run], "message": str}, total=False
+)
+
+
+class RunsData(TypedDict):
+    runsOrError: RunsOrError
+
+
+class MessageEvent(TypedDict, total=False):
+    message: str
+
+
+class EventConnection(TypedDict, total=False):
+    events: list[MessageEvent]
+
+
+class EventsData(TypedDict):
+    logsForRun: EventConnection
+
+
+class RequestReport(TypedDict, total=False):
+    """The fields of a request's report.json (written by the crew) that the load checks."""
+
+    request_id: str
+    status: str  # passed, failed, ...
+
+
+class GenerateSummary(TypedDict, total=False):
+    """The fields of ``codegen generate --json``'s summary that the load reads."""
+
+    request_id: str
+    status: str
+
+
+class CliOutcome(NamedTuple):
+    exit_code: int
+    summary: GenerateSummary | None  # None: it printed none (or not JSON)
+    stderr: str  # its tail
+
+
+class Fault(TypedDict):
+    fault: str  # what was done: "daemon SIGKILL", "daemon restarted", "run container SIGKILL"
+    t: float  # seconds since the driver started
+    run_id: NotRequired[str]  # the run whose container was killed
+
+
+class QueueSummary(TypedDict):
+    max_queued: int
+    max_in_flight: int
+    wait_s_p50: float | None
+    wait_s_p95: float | None
+    wait_s_max: float | None
+
+
+class LoadSummary(TypedDict):
+    requests: int
+    with_report: int
+    statuses: dict[str, int]
+    wall_s: float
+    throughput_per_min: float
+    runs: int
+    queue: QueueSummary
+    faults: list[Fault]
+    unretried_failures: NotRequired[dict[str, list[str]]]
+    stray_reports: NotRequired[list[str]]
+
+
 @dataclass
 class RequestOutcome:
     request_id: str
     source: str  # "cli" or "inbox"
-    report: dict[str, Any] | None
-    runs: list[dict[str, Any]]
+    report: RequestReport | None
+    runs: list[Run]
     cli_exit: int | None = None
 
 
@@ -73,7 +159,7 @@ class LoadResult:
     wall_s: float
     outcomes: list[RequestOutcome]
     samples: list[QueueSample]
-    faults: list[dict[str, Any]] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
     container_hosts: set[str] = field(default_factory=set)
     # Failed runs that no retry followed: their event messages and the daemon's log lines
     # about retries, so that a lost retry can be explained after the stack is gone.
@@ -81,35 +167,38 @@ class LoadResult:
     # report.json folders that belong to no submitted request (a request stored twice).
     stray_reports: list[str] = field(default_factory=list)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> LoadSummary:
         done = [o for o in self.outcomes if o.report is not None]
         waits = sorted(
-            r["startTime"] - r["creationTime"]
+            started - created
             for o in self.outcomes
             for r in o.runs
-            if r.get("startTime") and r.get("creationTime")
+            if (started := r.get("startTime")) and (created := r.get("creationTime"))
         )
-        return {
-            "requests": len(self.outcomes),
-            "with_report": len(done),
-            "statuses": _count(o.report["status"] for o in done if o.report),
-            "wall_s": round(self.wall_s, 1),
-            "throughput_per_min": round(len(done) / self.wall_s * 60, 2) if self.wall_s else 0,
-            "runs": sum(len(o.runs) for o in self.outcomes),
-            "queue": {
-                "max_queued": max((s.queued for s in self.samples), default=0),
-                "max_in_flight": max((s.in_flight for s in self.samples), default=0),
-                "wait_s_p50": _pct(waits, 0.5),
-                "wait_s_p95": _pct(waits, 0.95),
-                "wait_s_max": round(waits[-1], 1) if waits else None,
-            },
-            "faults": self.faults,
-            **({"unretried_failures": self.unretried} if self.unretried else {}),
-            **({"stray_reports": self.stray_reports} if self.stray_reports else {}),
-        }
+        summary = LoadSummary(
+            requests=len(self.outcomes),
+            with_report=len(done),
+            statuses=_count(o.report["status"] for o in done if o.report),
+            wall_s=round(self.wall_s, 1),
+            throughput_per_min=round(len(done) / self.wall_s * 60, 2) if self.wall_s else 0,
+            runs=sum(len(o.runs) for o in self.outcomes),
+            queue=QueueSummary(
+                max_queued=max((s.queued for s in self.samples), default=0),
+                max_in_flight=max((s.in_flight for s in self.samples), default=0),
+                wait_s_p50=_pct(waits, 0.5),
+                wait_s_p95=_pct(waits, 0.95),
+                wait_s_max=round(waits[-1], 1) if waits else None,
+            ),
+            faults=self.faults,
+        )
+        if self.unretried:
+            summary["unretried_failures"] = self.unretried
+        if self.stray_reports:
+            summary["stray_reports"] = self.stray_reports
+        return summary
 
 
-def _count(values: Any) -> dict[str, int]:
+def _count(values: Iterable[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for v in values:
         out[v] = out.get(v, 0) + 1
@@ -122,7 +211,7 @@ def _pct(sorted_values: list[float], q: float) -> float | None:
     return round(sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))], 1)
 
 
-def _tags(run: dict[str, Any]) -> dict[str, str]:
+def _tags(run: Run) -> dict[str, str]:
     return {t["key"]: t["value"] for t in run["tags"]}
 
 
@@ -139,7 +228,7 @@ class LoadDriver:
     def __init__(self, stack: Stack, home: Path) -> None:
         self.stack, self.home = stack, home
         self.samples: list[QueueSample] = []
-        self.faults: list[dict[str, Any]] = []
+        self.faults: list[Fault] = []
         self.hosts: set[str] = set()  # hostnames of every container a request ran in
         self._cli: list[tuple[subprocess.Popen[str], str]] = []
         self._inbox_names: list[str] = []
@@ -169,13 +258,13 @@ class LoadDriver:
         self._inbox_names.append(name)
 
     # -- observing --------------------------------------------------------------------------
-    def runs(self) -> list[dict[str, Any]]:
-        data = self.stack.graphql(RUNS_QUERY)["runsOrError"]
+    def runs(self) -> list[Run]:
+        data = cast(RunsData, self.stack.graphql(RUNS_QUERY))["runsOrError"]
         if data["__typename"] != "Runs":
             raise DeployError(f"runs query failed: {data}")
         return [r for r in data["results"] if r["jobName"] != "__ASSET_JOB"]
 
-    def sample(self) -> list[dict[str, Any]]:
+    def sample(self) -> list[Run]:
         runs = self.runs()
         self.samples.append(
             QueueSample(
@@ -196,26 +285,28 @@ class LoadDriver:
         self.hosts.update(oneoffs.split())
         return runs
 
-    def reports(self) -> dict[str, dict[str, Any]]:
+    def reports(self) -> dict[str, RequestReport]:
         """report.json of each request made since this driver started, by request id."""
         return {k: v for k, v in self._all_reports().items() if k not in self._earlier}
 
-    def _all_reports(self) -> dict[str, dict[str, Any]]:
+    def _all_reports(self) -> dict[str, RequestReport]:
         out = {}
         for path in (self.home / "artifacts").glob("*/report.json"):
             try:
-                out[path.parent.name] = json.loads(path.read_text())
+                report = json.loads(path.read_text())
             except ValueError:
                 continue  # being written
+            if isinstance(report, dict):
+                out[path.parent.name] = cast(RequestReport, report)
         return out
 
     def wait(
         self,
-        until: Callable[[list[dict[str, Any]]], bool],
+        until: Callable[[list[Run]], bool],
         timeout_s: float,
         what: str,
         interval_s: float = 1.0,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Run]:
         deadline = time.monotonic() + timeout_s
         while True:
             try:
@@ -233,24 +324,24 @@ class LoadDriver:
         """SIGKILL the daemon's container (no chance to clean up), then start it again."""
         cid = self.stack.container_id("daemon")
         _docker("kill", "--signal", "KILL", cid)
-        self.faults.append({"fault": "daemon SIGKILL", "t": self._elapsed()})
+        self.faults.append(Fault(fault="daemon SIGKILL", t=self._elapsed()))
         time.sleep(down_s)
         if _docker("inspect", "-f", "{{.State.Running}}", cid) != "true":
             _docker("start", cid)
-        self.faults.append({"fault": "daemon restarted", "t": self._elapsed()})
+        self.faults.append(Fault(fault="daemon restarted", t=self._elapsed()))
 
-    def kill_run_container(self, run: dict[str, Any]) -> None:
+    def kill_run_container(self, run: Run) -> None:
         cid = _tags(run)["docker/container_id"]
         _docker("kill", "--signal", "KILL", cid)
         self.faults.append(
-            {"fault": "run container SIGKILL", "t": self._elapsed(), "run_id": run["runId"]}
+            Fault(fault="run container SIGKILL", t=self._elapsed(), run_id=run["runId"])
         )
 
     def _elapsed(self) -> float:
         return round(time.monotonic() - self._t0, 1)
 
     # -- results ----------------------------------------------------------------------------
-    def finish(self, timeout_s: float) -> list[tuple[int, dict[str, Any] | None, str]]:
+    def finish(self, timeout_s: float) -> list[CliOutcome]:
         """Waits for every CLI process: (exit status, its JSON summary or None, stderr)."""
         out = []
         for proc, _ in self._cli:
@@ -260,19 +351,21 @@ class LoadDriver:
                 proc.kill()
                 stdout, stderr = proc.communicate()
             try:
-                summary = json.loads(stdout) if stdout.strip() else None
+                parsed = json.loads(stdout) if stdout.strip() else None
             except ValueError:
-                summary = None
-            out.append((proc.returncode, summary, stderr[-2000:]))
+                parsed = None
+            summary = cast(GenerateSummary, parsed) if isinstance(parsed, dict) else None
+            out.append(CliOutcome(proc.returncode, summary, stderr[-2000:]))
         return out
 
-    def unretried_failures(self, runs: list[dict[str, Any]]) -> dict[str, list[str]]:
+    def unretried_failures(self, runs: list[Run]) -> dict[str, list[str]]:
         parents = {_tags(r).get("dagster/parent_run_id") for r in runs}
         out: dict[str, list[str]] = {}
         for run in runs:
             if run["status"] == "FAILURE" and run["runId"] not in parents:
                 try:
-                    data = self.stack.graphql(EVENTS_QUERY, {"runId": run["runId"]})["logsForRun"]
+                    answer = self.stack.graphql(EVENTS_QUERY, {"runId": run["runId"]})
+                    data = cast(EventsData, answer)["logsForRun"]
                     events = [e.get("message", "") for e in data.get("events", [])]
                 except Exception as exc:  # diagnostics only
                     events = [f"(events unavailable: {exc})"]
@@ -294,10 +387,10 @@ class LoadDriver:
             ][-30:]
         return out
 
-    def result(self, cli: list[tuple[int, dict[str, Any] | None, str]]) -> LoadResult:
+    def result(self, cli: list[CliOutcome]) -> LoadResult:
         runs = self.runs()
         reports = self.reports()
-        by_partition: dict[str, list[dict[str, Any]]] = {}
+        by_partition: dict[str, list[Run]] = {}
         for run in runs:
             part = _tags(run).get("dagster/partition")
             if part:
@@ -334,7 +427,7 @@ def run_load(
     inbox_requests: int = 20,
     faults: bool = True,
     timeout_s: float = 1200.0,
-) -> tuple[LoadResult, list[tuple[int, dict[str, Any] | None, str]]]:
+) -> tuple[LoadResult, list[CliOutcome]]:
     """Submit everything at once, inject the faults mid-way, wait until every request ends."""
     driver = LoadDriver(stack, home)
     total = cli_requests + inbox_requests
@@ -342,7 +435,7 @@ def run_load(
         driver.drop_inbox(f"load-{i:02d}.txt", f"Write primes_up_to(n), variant {i} (inbox).")
     for i in range(cli_requests):
         driver.submit_cli(f"Write primes_up_to(n), variant {i} (cli).")
-    cli: list[tuple[int, dict[str, Any] | None, str]] = []
+    cli: list[CliOutcome] = []
     waiter = threading.Thread(target=lambda: cli.extend(driver.finish(timeout_s)), daemon=True)
     waiter.start()
     if faults:

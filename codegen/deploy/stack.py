@@ -20,11 +20,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 import requests
 
 from codegen.deploy.images import DOCKER_DIR, DeployError
+from codegen.json_types import JSONObject, JSONValue
 
 COMPOSE_FILE = DOCKER_DIR / "docker-compose.yml"
 LOCATION = "multiagent_codegen"
@@ -50,6 +51,56 @@ LOCATIONS_QUERY = """
 DAEMONS_QUERY = """
 { instance { daemonHealth { allDaemonStatuses { daemonType required healthy } } } }
 """
+
+
+# The answers to the queries above, as the webserver sends them (the fields asked for).
+class JobName(TypedDict):
+    name: str
+
+
+class Repository(TypedDict):
+    name: str
+    jobs: list[JobName]
+
+
+# Functional form: a class body would mangle ``__typename``.
+LocationOrLoadError = TypedDict(
+    "LocationOrLoadError",
+    {"__typename": str, "repositories": list[Repository], "message": str},
+    total=False,
+)
+
+
+class LocationEntry(TypedDict):
+    name: str
+    loadStatus: str  # LOADING, LOADED
+    locationOrLoadError: LocationOrLoadError
+
+
+class WorkspaceOrError(TypedDict, total=False):
+    locationEntries: list[LocationEntry]
+
+
+class LocationsData(TypedDict):
+    workspaceOrError: WorkspaceOrError
+
+
+class DaemonStatus(TypedDict):
+    daemonType: str
+    required: bool
+    healthy: bool | None
+
+
+class DaemonHealth(TypedDict):
+    allDaemonStatuses: list[DaemonStatus]
+
+
+class InstanceHealth(TypedDict):
+    daemonHealth: DaemonHealth
+
+
+class DaemonsData(TypedDict):
+    instance: InstanceHealth
 
 
 def read_env_file() -> dict[str, str]:
@@ -131,7 +182,7 @@ class Stack:
             raise DeployError(f"service {service} has no container")
         return out.splitlines()[0]
 
-    def up(self, timeout_s: float = 300.0) -> dict[str, Any]:
+    def up(self, timeout_s: float = 300.0) -> LocationEntry:
         self.compose("up", "-d", "--no-build")
         return self.wait_ready(timeout_s)
 
@@ -156,7 +207,9 @@ class Stack:
             subprocess.run(["docker", "rm", "-f", *runs], capture_output=True)
         self.compose("down", "--remove-orphans", *(["--volumes"] if volumes else []))
 
-    def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+    def graphql(self, query: str, variables: Mapping[str, JSONValue] | None = None) -> JSONObject:
+        """The ``data`` of the webserver's answer; its shape is the query's (callers name it
+        with the TypedDict of that query)."""
         resp = requests.post(
             f"{self.ui_url}/graphql",
             json={"query": query, "variables": variables or {}},
@@ -166,10 +219,13 @@ class Stack:
         body = resp.json()
         if body.get("errors"):
             raise DeployError(f"GraphQL errors: {body['errors']}")
-        return body["data"]
+        data = body["data"]
+        if not isinstance(data, dict):
+            raise DeployError(f"GraphQL answer without data: {str(body)[:500]}")
+        return data
 
-    def location(self) -> dict[str, Any] | None:
-        data = self.graphql(LOCATIONS_QUERY)["workspaceOrError"]
+    def location(self) -> LocationEntry | None:
+        data = cast(LocationsData, self.graphql(LOCATIONS_QUERY))["workspaceOrError"]
         for entry in data.get("locationEntries", []):
             if entry["name"] == LOCATION:
                 return entry
@@ -183,13 +239,13 @@ class Stack:
         the deployment is not ready before every loop has beaten.
         """
         try:
-            data = self.graphql(DAEMONS_QUERY)
+            data = cast(DaemonsData, self.graphql(DAEMONS_QUERY))
         except (requests.RequestException, ValueError, DeployError):
             return ["(daemon health unavailable)"]
         statuses = data["instance"]["daemonHealth"]["allDaemonStatuses"]
         return [d["daemonType"] for d in statuses if d["required"] and not d["healthy"]]
 
-    def wait_ready(self, timeout_s: float = 300.0) -> dict[str, Any]:
+    def wait_ready(self, timeout_s: float = 300.0) -> LocationEntry:
         """The code location's entry once the webserver has it LOADED and every daemon loop
         has reported (or a clear error)."""
         deadline = time.monotonic() + timeout_s

@@ -20,21 +20,97 @@ import json
 import tarfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 from urllib.parse import parse_qs, urlparse
 
+if TYPE_CHECKING:
+    from codegen.corpus.connectors.stackexchange import Answer, Question
+
 Response = tuple[int, dict[str, str], bytes]
+
+
+class RecordedRequest(TypedDict):
+    path: str
+    query: dict[str, str]  # the last value of each parameter
+    headers: dict[str, str]  # names lower-cased
+
+
+# GitHub REST v3 objects, the fields PyGithub reads here.
+class GitHubUser(TypedDict):
+    login: str
+
+
+class GitHubLabel(TypedDict):
+    name: str
+
+
+class PullRequestRef(TypedDict, total=False):
+    url: str
+
+
+class GitHubIssue(TypedDict):
+    """An issue as a fixture gives it (``issue`` builds one)."""
+
+    number: int
+    title: str
+    body: str
+    state: str  # open, closed
+    state_reason: str | None
+    comments: int  # how many
+    created_at: str  # ISO 8601, Z
+    updated_at: str
+    labels: list[GitHubLabel]
+    user: GitHubUser
+    pull_request: NotRequired[PullRequestRef]  # present on pull requests only
+
+
+class ServedIssue(GitHubIssue):
+    """An issue as the server answers it: the fixture plus its URLs."""
+
+    url: str
+    comments_url: str
+    html_url: str
+    repository_url: str
+
+
+class GitHubComment(TypedDict, total=False):
+    id: int
+    body: str
+    user: GitHubUser
+
+
+class GitHubLicence(TypedDict):
+    key: str
+    spdx_id: str
+    name: str
+
+
+class GitHubRepo(TypedDict):
+    id: int
+    name: str
+    full_name: str
+    url: str
+    html_url: str
+    default_branch: str
+    stargazers_count: int
+    pushed_at: str
+    license: GitHubLicence | None
+
+
+class StackExchangeSite(TypedDict):
+    api_site_parameter: str
+    name: str
 
 
 class _Server:
     """Base: routes GET requests to ``self.handle(path, query, headers) -> Response``."""
 
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[RecordedRequest] = []
         outer = self
 
         class H(BaseHTTPRequestHandler):
@@ -42,7 +118,7 @@ class _Server:
                 url = urlparse(self.path)
                 query = {k: v[-1] for k, v in parse_qs(url.query).items()}
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                outer.requests.append({"path": url.path, "query": query, "headers": headers})
+                outer.requests.append(RecordedRequest(path=url.path, query=query, headers=headers))
                 status, out_headers, body = outer.handle(url.path, query, headers)
                 self.send_response(status)
                 for k, v in out_headers.items():
@@ -74,7 +150,8 @@ class _Server:
         self.httpd.server_close()
 
 
-def _json(status: int, data: Any, headers: dict[str, str] | None = None) -> Response:
+def _json(status: int, data: object, headers: dict[str, str] | None = None) -> Response:
+    """``data``: anything ``json.dumps`` takes (the API objects above, error bodies)."""
     return (
         status,
         {"Content-Type": "application/json", **(headers or {})},
@@ -100,25 +177,39 @@ class FakeRepo:
     sha: str = "a" * 40
     stars: int = 10
     licence: str | None = "MIT"
-    issues: list[dict[str, Any]] = field(default_factory=list)
-    comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    issues: list[GitHubIssue] = field(default_factory=list)
+    comments: dict[int, list[GitHubComment]] = field(default_factory=dict)  # by issue number
 
 
-def issue(number: int, title: str, body: str, updated: str, **extra: Any) -> dict[str, Any]:
-    """A GitHub issue object in the REST shape (add ``pull_request={}`` for a PR)."""
-    return {
-        "number": number,
-        "title": title,
-        "body": body,
-        "state": extra.get("state", "open"),
-        "state_reason": extra.get("state_reason"),
-        "comments": extra.get("comments", 0),
-        "created_at": extra.get("created_at", updated),
-        "updated_at": updated,
-        "labels": [{"name": n} for n in extra.get("labels", [])],
-        "user": {"login": "someone"},
-        **({"pull_request": extra["pull_request"]} if "pull_request" in extra else {}),
-    }
+def issue(
+    number: int,
+    title: str,
+    body: str,
+    updated: str,
+    *,
+    state: str = "open",
+    state_reason: str | None = None,
+    comments: int = 0,
+    created_at: str | None = None,  # None: ``updated``
+    labels: Sequence[str] = (),
+    pull_request: PullRequestRef | None = None,  # given (``{}`` will do): a pull request
+) -> GitHubIssue:
+    """A GitHub issue object in the REST shape."""
+    out = GitHubIssue(
+        number=number,
+        title=title,
+        body=body,
+        state=state,
+        state_reason=state_reason,
+        comments=comments,
+        created_at=created_at or updated,
+        updated_at=updated,
+        labels=[GitHubLabel(name=n) for n in labels],
+        user=GitHubUser(login="someone"),
+    )
+    if pull_request is not None:
+        out["pull_request"] = pull_request
+    return out
 
 
 class FakeGitHub(_Server):
@@ -135,21 +226,21 @@ class FakeGitHub(_Server):
         self.fail_issue_page: int | None = None  # answer 500 on this page of issues
         self.archive_downloads = 0
 
-    def _repo_json(self, r: FakeRepo) -> dict[str, Any]:
+    def _repo_json(self, r: FakeRepo) -> GitHubRepo:
         base = self.base_url
-        return {
-            "id": abs(hash(r.name)) % 10**6,
-            "name": r.name.split("/")[1],
-            "full_name": r.name,
-            "url": f"{base}/repos/{r.name}",
-            "html_url": f"https://github.com/{r.name}",
-            "default_branch": "main",
-            "stargazers_count": r.stars,
-            "pushed_at": "2024-05-01T00:00:00Z",
-            "license": {"key": "mit", "spdx_id": r.licence, "name": r.licence}
+        return GitHubRepo(
+            id=abs(hash(r.name)) % 10**6,
+            name=r.name.split("/")[1],
+            full_name=r.name,
+            url=f"{base}/repos/{r.name}",
+            html_url=f"https://github.com/{r.name}",
+            default_branch="main",
+            stargazers_count=r.stars,
+            pushed_at="2024-05-01T00:00:00Z",
+            license=GitHubLicence(key="mit", spdx_id=r.licence, name=r.licence)
             if r.licence
             else None,
-        }
+        )
 
     def _rate_headers(self) -> dict[str, str]:
         if self.rate_remaining is None:
@@ -210,14 +301,14 @@ class FakeGitHub(_Server):
             return _json(200, r.comments.get(int(rest[1]), []), rh)
         return _json(404, {"message": "Not Found"}, rh)
 
-    def _issue_json(self, r: FakeRepo, i: dict[str, Any], base: str) -> dict[str, Any]:
-        return {
+    def _issue_json(self, r: FakeRepo, i: GitHubIssue, base: str) -> ServedIssue:
+        return ServedIssue(
             **i,
-            "url": f"{base}/{i['number']}",
-            "comments_url": f"{base}/{i['number']}/comments",
-            "html_url": f"https://github.com/{r.name}/issues/{i['number']}",
-            "repository_url": f"{self.base_url}/repos/{r.name}",
-        }
+            url=f"{base}/{i['number']}",
+            comments_url=f"{base}/{i['number']}/comments",
+            html_url=f"https://github.com/{r.name}/issues/{i['number']}",
+            repository_url=f"{self.base_url}/repos/{r.name}",
+        )
 
     def _issues(self, r: FakeRepo, query: dict[str, str], rh: dict[str, str]) -> Response:
         items = sorted(r.issues, key=lambda i: i["updated_at"])
@@ -250,7 +341,7 @@ class FakeStackExchange(_Server):
     ``answers`` maps answer id -> answer object.
     """
 
-    def __init__(self, questions: list[dict[str, Any]], answers: dict[int, dict[str, Any]]):
+    def __init__(self, questions: list[Question], answers: dict[int, Answer]) -> None:
         super().__init__()
         self.questions = questions
         self.answers = answers
@@ -260,7 +351,10 @@ class FakeStackExchange(_Server):
         self.error_on_page: int | None = None
 
     def _wrap(
-        self, items: list[Any], has_more: bool, extra: dict[str, Any] | None = None
+        self,
+        items: Sequence[Question | Answer | StackExchangeSite],
+        has_more: bool,
+        extra: dict[str, int] | None = None,  # more wrapper fields (``backoff``)
     ) -> Response:
         self.quota_remaining -= 1
         body = {
@@ -287,9 +381,8 @@ class FakeStackExchange(_Server):
             return _json(400, err)
         parts = path.strip("/").split("/")
         if parts[1:] == ["sites"]:
-            return self._wrap(
-                [{"api_site_parameter": "stackoverflow", "name": "Stack Overflow"}], False
-            )
+            site = StackExchangeSite(api_site_parameter="stackoverflow", name="Stack Overflow")
+            return self._wrap([site], False)
         page = int(query.get("page", 1))
         if self.error_on_page == page:
             return _json(

@@ -30,9 +30,11 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, TypedDict
+
+from codegen.json_types import JSONValue
 
 FORMAT_VERSION = 1
 RECORDED = "recorded"
@@ -53,6 +55,29 @@ class RecordingError(ValueError):
 Key = tuple[str, str, int | None, int | None]  # role, task, candidate, round
 
 
+class RecordingHeader(TypedDict, total=False):
+    """A recording's first line."""
+
+    codegen_recording: int  # FORMAT_VERSION
+    source: str  # where the replies came from (an importer, ``codegen --record``)
+    notes: str  # how derived replies were made, if any
+    created_at: str  # ISO 8601, UTC
+
+
+class EntryRecord(TypedDict):
+    """Every other line: one reply (``Entry``)."""
+
+    role: str
+    task: str
+    candidate: int | None
+    round: int | None
+    content: str
+    seq: int
+    source: str
+    model: str | None
+    request_digest: str | None
+
+
 @dataclass(frozen=True)
 class Entry:
     role: str
@@ -69,11 +94,21 @@ class Entry:
     def key(self) -> Key:
         return (self.role, self.task, self.candidate, self.round)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> EntryRecord:
+        return EntryRecord(
+            role=self.role,
+            task=self.task,
+            candidate=self.candidate,
+            round=self.round,
+            content=self.content,
+            seq=self.seq,
+            source=self.source,
+            model=self.model,
+            request_digest=self.request_digest,
+        )
 
 
-def request_digest(model: str, messages: Any, response_format: Any = None) -> str:
+def request_digest(model: str, messages: JSONValue, response_format: JSONValue = None) -> str:
     """What identifies a request for exact replay: model, messages and response format."""
     blob = json.dumps(
         {"model": model, "messages": messages, "response_format": response_format},
@@ -83,7 +118,7 @@ def request_digest(model: str, messages: Any, response_format: Any = None) -> st
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def _optional_int(value: Any, what: str, where: str) -> int | None:
+def _optional_int(value: JSONValue, what: str, where: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -91,30 +126,45 @@ def _optional_int(value: Any, what: str, where: str) -> int | None:
     return value
 
 
-def _entry(data: Any, where: str) -> Entry:
+def _entry(data: JSONValue, where: str) -> Entry:
     if not isinstance(data, dict):
         raise RecordingError(f"{where}: expected a JSON object")
-    for name in ("role", "task", "content"):
-        if not isinstance(data.get(name), str) or (name != "content" and not data[name]):
-            raise RecordingError(f"{where}: {name} must be a non-empty string")
+    role, task, content = data.get("role"), data.get("task"), data.get("content")
+    if not isinstance(role, str) or not role:
+        raise RecordingError(f"{where}: role must be a non-empty string")
+    if not isinstance(task, str) or not task:
+        raise RecordingError(f"{where}: task must be a non-empty string")
+    if not isinstance(content, str):
+        raise RecordingError(f"{where}: content must be a non-empty string")
+    model, digest = data.get("model"), data.get("request_digest")
     return Entry(
-        role=data["role"],
-        task=data["task"],
+        role=role,
+        task=task,
         candidate=_optional_int(data.get("candidate"), "candidate", where),
         round=_optional_int(data.get("round"), "round", where),
-        content=data["content"],
+        content=content,
         seq=_optional_int(data.get("seq", 0), "seq", where) or 0,
         source=str(data.get("source", RECORDED)),
-        model=data.get("model") if isinstance(data.get("model"), str) else None,
-        request_digest=data.get("request_digest")
-        if isinstance(data.get("request_digest"), str)
-        else None,
+        model=model if isinstance(model, str) else None,
+        request_digest=digest if isinstance(digest, str) else None,
     )
+
+
+def _header(data: dict[str, JSONValue]) -> RecordingHeader:
+    """The header line's known fields (the version is checked by the caller)."""
+    header = RecordingHeader(codegen_recording=FORMAT_VERSION)
+    if isinstance(source := data.get("source"), str):
+        header["source"] = source
+    if isinstance(notes := data.get("notes"), str):
+        header["notes"] = notes
+    if isinstance(created_at := data.get("created_at"), str):
+        header["created_at"] = created_at
+    return header
 
 
 @dataclass
 class Recording:
-    header: dict[str, Any]
+    header: RecordingHeader
     entries: list[Entry]
 
     def __post_init__(self) -> None:
@@ -148,7 +198,7 @@ def read_recording(path: Path | str) -> Recording:
         raise RecordingError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
         raise RecordingError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    header: dict[str, Any] | None = None
+    header: RecordingHeader | None = None
     entries: list[Entry] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -164,7 +214,7 @@ def read_recording(path: Path | str) -> Recording:
                     f"{where}: recording format {data['codegen_recording']!r}, "
                     f"this version reads {FORMAT_VERSION}"
                 )
-            header = header or data
+            header = header or _header(data)
             continue
         if header is None:
             raise RecordingError(f"{where}: not a recording (no codegen_recording header line)")
@@ -176,13 +226,13 @@ def read_recording(path: Path | str) -> Recording:
     return Recording(header=header, entries=entries)
 
 
-def header_line(source: str, notes: str = "") -> dict[str, Any]:
-    return {
-        "codegen_recording": FORMAT_VERSION,
-        "source": source,
-        "notes": notes,
-        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+def header_line(source: str, notes: str = "") -> RecordingHeader:
+    return RecordingHeader(
+        codegen_recording=FORMAT_VERSION,
+        source=source,
+        notes=notes,
+        created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
 
 
 def write_recording(
@@ -231,7 +281,7 @@ class FileRecorder:
         self._lock = threading.Lock()
 
     @contextmanager
-    def _locked(self) -> Iterator[Any]:
+    def _locked(self) -> Iterator[IO[str]]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._lock, self.path.open("a+", encoding="utf-8") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
@@ -243,12 +293,14 @@ class FileRecorder:
     def __call__(
         self,
         role: str,
-        request: Mapping[str, Any],
+        request: Mapping[str, JSONValue],
         content: str,
     ) -> None:
-        """Record one reply. ``request`` holds the SDK call's keyword arguments; only the
-        model, the digest of the messages and the ``X-Codegen-*`` headers are kept."""
-        headers = request.get("extra_headers") or {}
+        """Record one reply. ``request`` holds the SDK call's keyword arguments (as they go on
+        the wire); only the model, the digest of the messages and the ``X-Codegen-*`` headers
+        are kept."""
+        extra = request.get("extra_headers")
+        headers = {k: str(v) for k, v in extra.items()} if isinstance(extra, dict) else {}
         task = _header_value(headers, TASK_HEADER) or "unknown"
         key: Key = (
             role,

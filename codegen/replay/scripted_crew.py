@@ -13,29 +13,55 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TypedDict
 
 from codegen.evaluation.humaneval import Problem, load_problems
+from codegen.json_types import JSONObject, JSONValue
 
 _TAG = re.compile(r"\[task (\w{12})\]")
+
+
+class FunctionSpec(TypedDict):
+    name: str
+    signature: str
+    description: str
+
+
+class AnalyzerSpec(TypedDict):
+    """The analyzer's JSON reply (the spec the crew asks for)."""
+
+    purpose: str
+    functions: list[FunctionSpec]
+    behaviours: list[str]
+    edge_cases: list[str]
+    examples: list[str]
+    constraints: list[str]
+
+
+# A scripted reply: the spec (sent as JSON content) or the reply's text.
+ScriptedReply = AnalyzerSpec | str
 
 
 def _tag(problem: Problem) -> str:
     return hashlib.sha256(problem.prompt.encode()).hexdigest()[:12]
 
 
-def _text(body: dict[str, Any]) -> str:
-    return "\n".join(str(m.get("content") or "") for m in body.get("messages") or [])
+def _text(body: JSONObject) -> str:
+    """All message contents of a chat completions request body."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return ""
+    return "\n".join(str(m.get("content") or "") for m in messages if isinstance(m, dict))
 
 
 def make_handler(
     solve: Iterable[str], wrong_body: str = "    return None\n"
-) -> Callable[[str, dict[str, Any]], Any]:
+) -> Callable[[str, JSONObject], ScriptedReply]:
     solve = set(solve)
     problems = list(load_problems().values())
     by_tag = {_tag(p): p for p in problems}
 
-    def find(body: dict[str, Any]) -> Problem:
+    def find(body: JSONObject) -> Problem:
         text = _text(body)
         match = _TAG.search(text)
         if match:
@@ -46,20 +72,20 @@ def make_handler(
                 return p
         raise AssertionError("scripted model: cannot tell which task this is")
 
-    def handler(role: str, body: dict[str, Any]) -> Any:
+    def handler(role: str, body: JSONObject) -> ScriptedReply:
         problem = find(body)
         entry = problem.entry_point
         if role == "analyzer":
-            return {
-                "purpose": f"Implement {entry} as its docstring says [task {_tag(problem)}]",
-                "functions": [
-                    {"name": entry, "signature": f"{entry}(...)", "description": "see purpose"}
+            return AnalyzerSpec(
+                purpose=f"Implement {entry} as its docstring says [task {_tag(problem)}]",
+                functions=[
+                    FunctionSpec(name=entry, signature=f"{entry}(...)", description="see purpose")
                 ],
-                "behaviours": ["follows the docstring"],
-                "edge_cases": [],
-                "examples": [],
-                "constraints": [],
-            }
+                behaviours=["follows the docstring"],
+                edge_cases=[],
+                examples=[],
+                constraints=[],
+            )
         if role == "test_designer":
             suite = (
                 f"from solution import {entry}\n\n\n"
@@ -81,5 +107,5 @@ def make_handler(
     return handler
 
 
-def dump(obj: Any) -> str:
+def dump(obj: JSONValue) -> str:
     return json.dumps(obj, sort_keys=True)

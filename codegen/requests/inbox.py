@@ -13,11 +13,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from codegen.agents.artifacts import is_request_id, new_request_id
 from codegen.agents.roles import BadRequest, validate_request
 from codegen.agents.types import CrewOptions
-from codegen.requests.store import RequestStore, StoredRequest
+from codegen.requests.store import RequestOptions, RequestStore, StoredRequest
 
 MAX_FILE_BYTES = 1_000_000
 _PARTIAL = (".tmp", ".part", ".partial", ".swp")
@@ -30,7 +31,7 @@ class InboxScan:
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (file name, reason)
 
 
-def parse_request_file(path: Path, name: str | None = None) -> tuple[str, dict]:
+def parse_request_file(path: Path, name: str | None = None) -> tuple[str, RequestOptions]:
     """(request text, options) from one inbox file, read as JSON when its ``name`` (default:
     the path's own) ends in .json; BadRequest says what is wrong."""
     size = path.stat().st_size
@@ -41,7 +42,7 @@ def parse_request_file(path: Path, name: str | None = None) -> tuple[str, dict]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadRequest("file is not UTF-8 text (binary?)") from exc
-    options: dict = {}
+    options = RequestOptions()
     if Path(name or path.name).suffix.lower() == ".json":
         try:
             data = json.loads(text)
@@ -59,7 +60,7 @@ def parse_request_file(path: Path, name: str | None = None) -> tuple[str, dict]:
             CrewOptions.from_dict(raw_options)
         except TypeError as exc:
             raise BadRequest(f"bad options: {exc}") from exc
-        text, options = data["request"], raw_options
+        text, options = data["request"], cast(RequestOptions, raw_options)  # checked above
     return validate_request(text), options
 
 

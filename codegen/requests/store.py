@@ -14,7 +14,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 from codegen.agents.artifacts import is_request_id, new_request_id
 
@@ -22,11 +22,40 @@ from codegen.agents.artifacts import is_request_id, new_request_id
 STATES = ("queued", "launched")
 
 
+class LimitsOptions(TypedDict, total=False):
+    """Sandbox limits a request overrides (``codegen.sandbox.Limits``' fields)."""
+
+    timeout_s: float
+    memory_mb: int
+    pids: int
+    cpus: float
+    workdir_mb: int
+    max_output_bytes: int
+
+
+class RequestOptions(TypedDict, total=False):
+    """The crew options a request sets, as written in its inbox file or by the CLI (JSON);
+    ``CrewOptions.from_dict`` fills in the rest and checks them before a request is stored."""
+
+    max_rounds: int
+    candidates: int
+    budget_tokens: int | None
+    budget_usd: float | None
+    context_token_budget: int
+    top_k: int
+    limits: LimitsOptions | None
+    review: str  # one of REVIEW_MODES
+
+
+# A requests row: id, text, options (JSON), source, state, created_at.
+RequestRow = tuple[str, str, str, str, str, str]
+
+
 @dataclass(frozen=True)
 class StoredRequest:
     id: str
     text: str
-    options: dict[str, Any]
+    options: RequestOptions
     source: str
     state: str
     created_at: str
@@ -66,7 +95,7 @@ class RequestStore:
     def add(
         self,
         text: str,
-        options: dict[str, Any] | None = None,
+        options: RequestOptions | None = None,
         *,
         source: str = "cli",
         state: str = "launched",
@@ -82,7 +111,7 @@ class RequestStore:
         req = StoredRequest(
             id=request_id or new_request_id(),
             text=text,
-            options=dict(options or {}),
+            options=RequestOptions(**(options or {})),
             source=source,
             state=state,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -128,11 +157,18 @@ class RequestStore:
             conn.execute("UPDATE requests SET state = ? WHERE id = ?", (state, request_id))
 
 
-def _row(row: tuple[Any, ...]) -> StoredRequest:
+def _options(stored: str) -> RequestOptions:
+    options = json.loads(stored)
+    if not isinstance(options, dict):
+        raise ValueError(f"stored request options are not an object: {stored[:80]!r}")
+    return cast(RequestOptions, options)  # checked by CrewOptions before it was stored
+
+
+def _row(row: RequestRow) -> StoredRequest:
     return StoredRequest(
         id=row[0],
         text=row[1],
-        options=json.loads(row[2]),
+        options=_options(row[2]),
         source=row[3],
         state=row[4],
         created_at=row[5],

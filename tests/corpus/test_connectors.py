@@ -193,7 +193,7 @@ def test_github_repos_wait_for_the_reset_and_a_403_without_a_spent_quota_is_not_
 
 def test_github_source_without_repos_is_disabled(tmp_path: Path) -> None:
     report = refresh_source("github_repos", GitHubConfig(), tmp_path)
-    assert report.status == "disabled" and "codegen.corpus.github.repos" in report.message
+    assert report.status == "disabled" and "corpus.github.repos" in report.message
 
 
 def se_fixture() -> FakeStackExchange:

@@ -5,9 +5,69 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
+
+from codegen.json_types import JSONObject
+
+Progress = Callable[[str], None]  # a line for the run's log
+
+
+class RepoCursor(TypedDict):
+    sha: str  # the default branch's commit last downloaded
+    files: int
+
+
+class PageValidators(TypedDict, total=False):
+    """A docs page's cursor: its HTTP validators, the links it had, the start URL reaching it."""
+
+    etag: str
+    last_modified: str
+    links: list[str]  # followed again when the page answers 304
+    start: str
+
+
+class FeedEntry(TypedDict):
+    id: str  # the document id
+    link: str
+    published: int | None  # epoch seconds
+
+
+class FeedValidators(TypedDict, total=False):
+    etag: str
+    last_modified: str
+    entries: dict[str, FeedEntry]  # by entry id (or link, or title)
+
+
+class SourceState(TypedDict, total=False):
+    """A source's persisted cursor, ``state/<source>.json``; each source uses its own keys."""
+
+    # local: the tree fingerprint and what the raw stage held then
+    tree: str
+    raw: str
+    documents: int
+    skipped: dict[str, int]
+    repos: dict[str, RepoCursor]  # github_repos, by owner/name
+    since: dict[str, str]  # github_issues: newest updated_at (ISO) by owner/name
+    fromdate: dict[str, int]  # stackoverflow: next fromdate (epoch seconds) by tag
+    pages: dict[str, PageValidators]  # docs, by URL
+    feeds: dict[str, FeedValidators]  # blogs, by feed URL
+
+
+class ReportRecord(TypedDict):
+    """A source's last report, ``state/<source>.report.json``, and its asset metadata."""
+
+    status: str
+    message: str
+    fetched: int
+    documents: int
+    skipped: dict[str, int]
+    requests: int
+    removed_upstream: int
+    rate_limit_waits: int
+    rate_limit_waited_s: float
 
 
 class SourceDisabled(Exception):
@@ -41,22 +101,22 @@ class SourceReport:
         if n > 0:
             self.skipped[reason] += n
 
-    def as_metadata(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "message": self.message,
-            "fetched": self.fetched,
-            "documents": self.documents,
-            "skipped": dict(sorted(self.skipped.items())),
-            "requests": self.requests,
-            "removed_upstream": len(self.gone),
-            "rate_limit_waits": self.rate_limit_waits,
-            "rate_limit_waited_s": self.rate_limit_waited_s,
-        }
+    def as_metadata(self) -> ReportRecord:
+        return ReportRecord(
+            status=self.status,
+            message=self.message,
+            fetched=self.fetched,
+            documents=self.documents,
+            skipped=dict(sorted(self.skipped.items())),
+            requests=self.requests,
+            removed_upstream=len(self.gone),
+            rate_limit_waits=self.rate_limit_waits,
+            rate_limit_waited_s=self.rate_limit_waited_s,
+        )
 
 
-def load_state(state_dir: Path, source: str) -> dict[str, Any]:
-    path = state_dir / f"{source}.json"
+def _load_object(state_dir: Path, name: str) -> JSONObject:
+    path = state_dir / f"{name}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -64,7 +124,29 @@ def load_state(state_dir: Path, source: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def save_state(state_dir: Path, source: str, state: dict[str, Any]) -> None:
+def load_state(state_dir: Path, source: str) -> SourceState:
+    """The stored cursor, empty when there is none or it is unreadable (refetched then)."""
+    # Only save_state writes this file, from a SourceState: its shape is trusted, not rechecked.
+    return cast(SourceState, _load_object(state_dir, source))
+
+
+def load_report(state_dir: Path, source: str) -> ReportRecord | None:
+    """The source's last report, None when it has never run (or the file is not a report)."""
+    data = _load_object(state_dir, f"{source}.report")
+    if not isinstance(data.get("status"), str):
+        return None
+    return cast(ReportRecord, data)  # written by save_report from SourceReport.as_metadata
+
+
+def save_report(state_dir: Path, report: SourceReport) -> None:
+    _save_json(state_dir, f"{report.source}.report", report.as_metadata())
+
+
+def save_state(state_dir: Path, source: str, state: SourceState) -> None:
+    _save_json(state_dir, source, state)
+
+
+def _save_json(state_dir: Path, source: str, state: SourceState | ReportRecord) -> None:
     """Atomic, so a killed run leaves the previous cursor, never half of one."""
     state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / f"{source}.json"

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urldefrag, urljoin, urlsplit
 from xml.etree.ElementTree import ParseError
 
@@ -25,7 +24,14 @@ from bs4 import BeautifulSoup
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
-from codegen.corpus.connectors.base import SourceDisabled, SourceError, SourceReport
+from codegen.corpus.connectors.base import (
+    PageValidators,
+    Progress,
+    SourceDisabled,
+    SourceError,
+    SourceReport,
+    SourceState,
+)
 from codegen.corpus.connectors.http import PoliteClient, TooLarge
 from codegen.corpus.model import Document, content_hash
 
@@ -86,18 +92,18 @@ def _doc_id(url: str) -> str:
     return content_hash(f"docs:{url}")[:32]
 
 
-def _tombstone(url: str, validators: dict[str, dict[str, Any]], report: SourceReport) -> None:
+def _tombstone(url: str, validators: dict[str, PageValidators], report: SourceReport) -> None:
     report.gone.add(_doc_id(url))
     validators.pop(url, None)
 
 
 def fetch_docs(
-    cfg: DocsConfig, state: dict[str, Any], report: SourceReport, progress: Any
+    cfg: DocsConfig, state: SourceState, report: SourceReport, progress: Progress
 ) -> Iterator[Document]:
     if not cfg.urls:
         raise SourceDisabled("no corpus.docs.urls configured")
     client = PoliteClient(cfg.user_agent, cfg.timeout_s, cfg.retries, cfg.delay_s)
-    validators: dict[str, dict[str, Any]] = state.setdefault("pages", {})
+    validators = state.setdefault("pages", {})
     for url in [u for u, v in validators.items() if v.get("start") not in (None, *cfg.urls)]:
         _tombstone(url, validators, report)  # its start URL is no longer configured
     for start in cfg.urls:
@@ -130,7 +136,7 @@ def fetch_docs(
             if not client.allowed(url):
                 report.skip("robots_disallowed")
                 continue
-            old = validators.get(url, {})
+            old = validators.get(url, PageValidators())
             try:
                 got = client.get(url, old.get("etag"), old.get("last_modified"))
             except TooLarge:
@@ -145,7 +151,7 @@ def fetch_docs(
             if got.status == 304:
                 report.skip("not_modified")
                 present.add(url)
-                validators.setdefault(url, {})["start"] = start
+                validators.setdefault(url, PageValidators())["start"] = start
                 # The stored copy stands; keep crawling through the links it had.
                 queue.extend(u for u in old.get("links", []) if u not in seen)
                 continue
@@ -162,11 +168,12 @@ def fetch_docs(
                 continue
             links = [u for u in _links(got.body, got.url) if u.startswith(prefix)] if prefix else []
             queue.extend(u for u in links if u not in seen)
-            validators[url] = {
-                k: v for k, v in (("etag", got.etag), ("last_modified", got.last_modified)) if v
-            }
-            validators[url]["links"] = sorted(set(links))
-            validators[url]["start"] = start
+            page = PageValidators(links=sorted(set(links)), start=start)
+            if got.etag:
+                page["etag"] = got.etag
+            if got.last_modified:
+                page["last_modified"] = got.last_modified
+            validators[url] = page
             present.add(url)
             text = got.body.decode("utf-8", "replace")
             yield Document(

@@ -16,12 +16,19 @@ from __future__ import annotations
 import calendar
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import feedparser
 import requests
 
-from codegen.corpus.connectors.base import SourceDisabled, SourceError, SourceReport
+from codegen.corpus.connectors.base import (
+    FeedEntry,
+    FeedValidators,
+    Progress,
+    SourceDisabled,
+    SourceError,
+    SourceReport,
+    SourceState,
+)
 from codegen.corpus.connectors.http import PoliteClient, TooLarge
 from codegen.corpus.model import Document, content_hash
 
@@ -43,22 +50,22 @@ def _doc_id(key: str) -> str:
     return content_hash(f"blogs:{key}")[:32]
 
 
-def _published(entry: Any) -> int | None:
+def _published(entry: feedparser.FeedParserDict) -> int | None:
     parsed = entry.get("published_parsed") or entry.get("updated_parsed")
     return calendar.timegm(parsed) if parsed else None
 
 
 def _missing_entries(
-    known: dict[str, dict[str, Any]],
-    listed: dict[str, dict[str, Any]],
+    known: dict[str, FeedEntry],
+    listed: dict[str, FeedEntry],
     client: PoliteClient,
     report: SourceReport,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, FeedEntry]:
     """Tombstone deleted entries among ``known`` but not ``listed``; return those to keep
     tracking (their article could not be checked this time)."""
-    dates = [e["published"] for e in listed.values() if e.get("published") is not None]
+    dates = [p for e in listed.values() if (p := e.get("published")) is not None]
     oldest_listed = min(dates) if dates else None
-    still_tracked: dict[str, dict[str, Any]] = {}
+    still_tracked: dict[str, FeedEntry] = {}
     for key, entry in known.items():
         if key in listed:
             continue
@@ -82,18 +89,18 @@ def _missing_entries(
 
 
 def fetch_feeds(
-    cfg: FeedsConfig, state: dict[str, Any], report: SourceReport, progress: Any
+    cfg: FeedsConfig, state: SourceState, report: SourceReport, progress: Progress
 ) -> Iterator[Document]:
     if not cfg.feeds:
         raise SourceDisabled("no corpus.blogs.feeds configured")
     client = PoliteClient(cfg.user_agent, cfg.timeout_s, cfg.retries, cfg.delay_s)
-    validators: dict[str, dict[str, Any]] = state.setdefault("feeds", {})
+    validators = state.setdefault("feeds", {})
     for gone_feed in [f for f in validators if f not in cfg.feeds]:
         # No longer configured: its entries go, as a repository dropped from github_repos.
         report.gone.update(e["id"] for e in validators.pop(gone_feed).get("entries", {}).values())
     failures = []
     for feed_url in cfg.feeds:
-        old = validators.get(feed_url, {})
+        old = validators.get(feed_url, FeedValidators())
         try:
             got = client.get(feed_url, old.get("etag"), old.get("last_modified"))
         except (requests.RequestException, TooLarge) as exc:
@@ -110,7 +117,7 @@ def fetch_feeds(
             report.skip("malformed_feed")
             continue
         count = 0
-        listed: dict[str, dict[str, Any]] = {}
+        listed: dict[str, FeedEntry] = {}
         for entry in parsed.entries:
             link = entry.get("link") or ""
             key = entry.get("id") or link or entry.get("title", "")
@@ -129,7 +136,7 @@ def fetch_feeds(
                 except (requests.RequestException, TooLarge):
                     report.skip("article_fetch_failed")
             title = entry.get("title", "") or link
-            listed[key] = {"id": _doc_id(key), "link": link, "published": _published(entry)}
+            listed[key] = FeedEntry(id=_doc_id(key), link=link, published=_published(entry))
             if "<html" not in body[:500].lower():
                 body = f"<html><body><article><h1>{title}</h1>{body}</article></body></html>"
             count += 1
@@ -150,10 +157,12 @@ def fetch_feeds(
         known = old.get("entries", {})
         # A feed parsed only in part (bozo) may list a fraction of its entries: no tombstones.
         kept = known if parsed.bozo else _missing_entries(known, listed, client, report)
-        validators[feed_url] = {
-            k: v for k, v in (("etag", got.etag), ("last_modified", got.last_modified)) if v
-        }
-        validators[feed_url]["entries"] = {**kept, **listed}
+        cursor = FeedValidators(entries={**kept, **listed})
+        if got.etag:
+            cursor["etag"] = got.etag
+        if got.last_modified:
+            cursor["last_modified"] = got.last_modified
+        validators[feed_url] = cursor
         progress(f"blogs: {feed_url}: {count} entries")
     report.requests += client.requests
     if failures:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import fnmatch
 import tarfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import PurePosixPath
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, TypedDict
 
 import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
@@ -30,8 +31,21 @@ from urllib3.exceptions import MaxRetryError, ResponseError
 from urllib3.util.retry import Retry
 
 from codegen.corpus.clean import decode_bytes
-from codegen.corpus.connectors.base import SourceDisabled, SourceError, SourceReport
+from codegen.corpus.connectors.base import (
+    Progress,
+    RepoCursor,
+    SourceDisabled,
+    SourceError,
+    SourceReport,
+    SourceState,
+)
 from codegen.corpus.model import Document, content_hash
+
+if TYPE_CHECKING:
+    from github.Issue import Issue
+    from github.IssueComment import IssueComment
+    from urllib3.connectionpool import ConnectionPool
+    from urllib3.response import BaseHTTPResponse
 
 SUFFIXES = {
     "python": (".py",),
@@ -59,6 +73,24 @@ class GitHubConfig:
     max_rate_limit_wait_s: float = 900.0  # a reset further away stops the source instead
 
 
+class RepoMetadata(TypedDict):
+    """What every file of one repository download carries, besides its repo and path."""
+
+    sha: str
+    stars: int
+    updated_at: str | None
+    licence: str | None  # SPDX id
+
+
+class IssueQuery(TypedDict, total=False):
+    """The arguments of ``Repository.get_issues`` this source uses."""
+
+    state: str
+    sort: str
+    direction: str
+    since: datetime
+
+
 class RateLimitWaitTooLong(Exception):
     """The rate limit resets later than the configured maximum wait."""
 
@@ -68,7 +100,7 @@ class RateLimitWaitTooLong(Exception):
 
 
 def rate_limit_wait(
-    status: int, headers: Any, now: Callable[[], float] = time.time
+    status: int, headers: Mapping[str, str], now: Callable[[], float] = time.time
 ) -> float | None:
     """Seconds to wait on a rate-limited answer, or None when this is not one.
 
@@ -108,35 +140,41 @@ class RateLimitRetry(Retry):
         max_wait_s: float = 900.0,
         on_wait: Callable[[float], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
-        **kwargs: Any,
+        **retry_options: object,  # urllib3's own (total, backoff_factor, ...), passed through
     ) -> None:
         self.max_wait_s = max_wait_s
         self.on_wait = on_wait
         self.sleep_for = sleep
         self.rate_wait_s: float | None = None
-        super().__init__(**kwargs)
+        super().__init__(**retry_options)  # type: ignore[arg-type]
 
-    def new(self, **kwargs: Any) -> RateLimitRetry:
-        kwargs.update(max_wait_s=self.max_wait_s, on_wait=self.on_wait, sleep=self.sleep_for)
-        return super().new(**kwargs)  # type: ignore[return-value]
+    def new(self, **retry_options: object) -> RateLimitRetry:
+        retry_options.update(max_wait_s=self.max_wait_s, on_wait=self.on_wait, sleep=self.sleep_for)
+        return super().new(**retry_options)
 
     def increment(
-        self, method: Any = None, url: Any = None, response: Any = None, *args: Any, **kwargs: Any
-    ) -> Retry:  # type: ignore[override]
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: BaseHTTPResponse | None = None,
+        error: Exception | None = None,
+        _pool: ConnectionPool | None = None,
+        _stacktrace: TracebackType | None = None,
+    ) -> RateLimitRetry:
         wait = None if response is None else rate_limit_wait(response.status, response.headers)
         if response is not None and response.status == 403 and wait is None:
             # Not a rate limit: give the caller the 403 itself (raise_on_status is off).
-            raise MaxRetryError(kwargs.get("_pool"), url, ResponseError("403 is not retried"))
+            raise MaxRetryError(_pool, url, ResponseError("403 is not retried"))
         if wait is not None and wait > self.max_wait_s:
             header = response.headers.get("X-RateLimit-Reset") or ""
             reset = int(header) if header.isdigit() else int(time.time() + wait)
             raise RateLimitWaitTooLong(wait, reset, self.max_wait_s)
-        retry = super().increment(method, url, response, *args, **kwargs)
+        retry = super().increment(method, url, response, error, _pool, _stacktrace)
         assert isinstance(retry, RateLimitRetry)
         retry.rate_wait_s = wait
         return retry
 
-    def sleep(self, response: Any = None) -> None:
+    def sleep(self, response: BaseHTTPResponse | None = None) -> None:
         if self.rate_wait_s is None:
             super().sleep(response)
             return
@@ -145,7 +183,7 @@ class RateLimitRetry(Retry):
         self.sleep_for(self.rate_wait_s)
 
 
-def _retry(cfg: GitHubConfig, report: SourceReport, progress: Any) -> RateLimitRetry:
+def _retry(cfg: GitHubConfig, report: SourceReport, progress: Progress) -> RateLimitRetry:
     def on_wait(seconds: float) -> None:
         report.rate_limit_waits += 1
         report.rate_limit_waited_s = round(report.rate_limit_waited_s + seconds, 3)
@@ -219,7 +257,7 @@ def _wanted(path: str, cfg: GitHubConfig) -> str | None:
 def _archive_documents(
     url: str,
     name: str,
-    meta: dict[str, Any],
+    meta: RepoMetadata,
     cfg: GitHubConfig,
     report: SourceReport,
     session: requests.Session,
@@ -260,7 +298,7 @@ def _archive_documents(
                         title=f"{name}/{path}",
                         text=text,
                         language=language,
-                        licence=meta.get("licence"),
+                        licence=meta["licence"],
                         metadata={**meta, "repo": name, "path": path},
                     )
         except (tarfile.TarError, EOFError, OSError) as exc:
@@ -268,7 +306,7 @@ def _archive_documents(
 
 
 def fetch_repos(
-    cfg: GitHubConfig, state: dict[str, Any], report: SourceReport, progress: Any
+    cfg: GitHubConfig, state: SourceState, report: SourceReport, progress: Progress
 ) -> Iterator[Document]:
     if not cfg.repos:
         raise SourceDisabled("no repositories listed in corpus.github.repos")
@@ -288,7 +326,7 @@ def fetch_repos(
             branch = repo.get_branch(repo.default_branch)
             sha = branch.commit.sha
             report.requests += 2
-            if seen.get(name, {}).get("sha") == sha:
+            if (cursor := seen.get(name)) is not None and cursor.get("sha") == sha:
                 report.replace_scopes.append(("repo", name, False))  # keep stored as is
                 progress(f"github_repos: {name} unchanged at {sha[:10]}")
                 continue
@@ -296,12 +334,12 @@ def fetch_repos(
             report.requests += 1
         except (GithubException, RateLimitWaitTooLong, requests.RequestException) as exc:
             raise _error(exc, name) from exc
-        meta = {
-            "sha": sha,
-            "stars": repo.stargazers_count,
-            "updated_at": repo.pushed_at.isoformat() if repo.pushed_at else None,
-            "licence": repo.license.spdx_id if repo.license else None,
-        }
+        meta = RepoMetadata(
+            sha=sha,
+            stars=repo.stargazers_count,
+            updated_at=repo.pushed_at.isoformat() if repo.pushed_at else None,
+            licence=repo.license.spdx_id if repo.license else None,
+        )
         count = 0
         try:
             for doc in _archive_documents(link, name, meta, cfg, report, session):
@@ -311,11 +349,11 @@ def fetch_repos(
             raise _error(exc, f"the archive of {name}") from exc
         # This repository's stored files are replaced by this download (deleted files go).
         report.replace_scopes.append(("repo", name, True))
-        seen[name] = {"sha": sha, "files": count}
+        seen[name] = RepoCursor(sha=sha, files=count)
         progress(f"github_repos: {name}: {count} files at {sha[:10]}")
 
 
-def _issue_text(issue: Any, comments: list[Any]) -> str:
+def _issue_text(issue: Issue, comments: list[IssueComment]) -> str:
     kind = "Pull request" if issue.pull_request is not None else "Issue"
     parts = [
         f"# {issue.title}",
@@ -334,7 +372,7 @@ def _issue_text(issue: Any, comments: list[Any]) -> str:
 
 
 def fetch_issues(
-    cfg: GitHubConfig, state: dict[str, Any], report: SourceReport, progress: Any
+    cfg: GitHubConfig, state: SourceState, report: SourceReport, progress: Progress
 ) -> Iterator[Document]:
     if not cfg.issue_repos:
         raise SourceDisabled("no repositories listed in corpus.github.issue_repos")
@@ -346,10 +384,10 @@ def fetch_issues(
         count = 0
         try:
             repo = gh.get_repo(name)
-            kwargs: dict[str, Any] = {"state": "all", "sort": "updated", "direction": "asc"}
+            query = IssueQuery(state="all", sort="updated", direction="asc")
             if since:
-                kwargs["since"] = datetime.fromisoformat(since)
-            for issue in repo.get_issues(**kwargs):
+                query["since"] = datetime.fromisoformat(since)
+            for issue in repo.get_issues(**query):
                 if count >= cfg.max_issues:
                     break
                 comments = list(issue.get_comments()) if issue.comments else []

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 from xml.etree.ElementTree import ParseError
 
 import requests
@@ -28,10 +28,49 @@ from defusedxml.ElementTree import iterparse
 from stackapi import StackAPI, StackAPIError
 
 from codegen.corpus.clean import html_to_markdown
-from codegen.corpus.connectors.base import SourceDisabled, SourceError, SourceReport
+from codegen.corpus.connectors.base import (
+    Progress,
+    SourceDisabled,
+    SourceError,
+    SourceReport,
+    SourceState,
+)
 from codegen.corpus.model import Document, content_hash
 
 QUESTION_FILTER = "withbody"  # a built-in filter: default fields plus `body`
+
+
+# The API's JSON (https://api.stackexchange.com/docs/types/question), the fields used here.
+class Question(TypedDict, total=False):
+    question_id: int
+    accepted_answer_id: int | None  # absent (or null) when no answer is accepted
+    title: str
+    body: str
+    link: str
+    tags: list[str]
+    score: int
+    creation_date: int  # epoch seconds
+    last_activity_date: int
+
+
+class Answer(TypedDict, total=False):
+    answer_id: int
+    question_id: int
+    body: str
+    score: int
+
+
+class QuestionsPage(TypedDict, total=False):
+    """What ``StackAPI.fetch`` returns: the items of every page it fetched, and the last
+    page's wrapper fields."""
+
+    items: list[Question]
+    has_more: bool
+    quota_remaining: int
+
+
+class AnswersPage(TypedDict, total=False):
+    items: list[Answer]
 
 
 @dataclass
@@ -57,7 +96,7 @@ def _iso(ts: int | None) -> str | None:
 
 
 def fetch_questions(
-    cfg: StackExchangeConfig, state: dict[str, Any], report: SourceReport, progress: Any
+    cfg: StackExchangeConfig, state: SourceState, report: SourceReport, progress: Progress
 ) -> Iterator[Document]:
     if not cfg.tags and not cfg.posts_xml:
         raise SourceDisabled("no corpus.stackoverflow.tags and no posts_xml configured")
@@ -95,20 +134,23 @@ def _error(exc: StackAPIError) -> SourceError:
 
 
 def _from_api(
-    cfg: StackExchangeConfig, state: dict[str, Any], report: SourceReport, progress: Any
+    cfg: StackExchangeConfig, state: SourceState, report: SourceReport, progress: Progress
 ) -> Iterator[Document]:
     site = _site(cfg, report)
     cursors = state.setdefault("fromdate", {})
     for tag in cfg.tags:
         fromdate = int(cursors.get(tag, 0))
         try:
-            res = site.fetch(
-                "questions",
-                tagged=tag,
-                fromdate=fromdate or None,
-                sort="activity",
-                order="asc",
-                filter=QUESTION_FILTER,
+            res = cast(
+                QuestionsPage,
+                site.fetch(
+                    "questions",
+                    tagged=tag,
+                    fromdate=fromdate or None,
+                    sort="activity",
+                    order="asc",
+                    filter=QUESTION_FILTER,
+                ),
             )
         except StackAPIError as exc:
             raise _error(exc) from exc
@@ -117,18 +159,21 @@ def _from_api(
         report.requests += 1
         questions = [q for q in res["items"] if q.get("accepted_answer_id")]
         report.skip("no_accepted_answer", len(res["items"]) - len(questions))
-        answers: dict[int, dict[str, Any]] = {}
-        ids = [q["accepted_answer_id"] for q in questions]
+        answers: dict[int, Answer] = {}
+        ids = [a for q in questions if (a := q.get("accepted_answer_id"))]
         for start in range(0, len(ids), 100):  # the API takes up to 100 ids per call
             try:
-                got = site.fetch("answers/{ids}", ids=ids[start : start + 100], filter="withbody")
+                got = cast(
+                    AnswersPage,
+                    site.fetch("answers/{ids}", ids=ids[start : start + 100], filter="withbody"),
+                )
             except StackAPIError as exc:
                 raise _error(exc) from exc
             report.requests += 1
             answers.update({a["answer_id"]: a for a in got["items"]})
         newest = fromdate
         for q in questions:
-            a = answers.get(q["accepted_answer_id"])
+            a = answers.get(q.get("accepted_answer_id") or 0)
             if a is None:
                 report.skip("accepted_answer_missing")
                 continue
@@ -166,7 +211,7 @@ def _tags_of(value: str) -> list[str]:
 
 
 def _from_dump(
-    path: Path, tags: list[str], report: SourceReport, progress: Any
+    path: Path, tags: list[str], report: SourceReport, progress: Progress
 ) -> Iterator[Document]:
     if not path.is_file():
         raise SourceError(f"posts_xml {path} does not exist")

@@ -28,12 +28,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from codegen.json_types import JSONObject
 from codegen.replay.recording import CANDIDATE_HEADER, ROLE_HEADER, ROUND_HEADER, TASK_HEADER
 
 MAX_BODY_BYTES = 20_000_000
-
-# A chat-completions request body and the error bodies are JSON objects from the wire.
-JSONObject = dict[str, Any]
 
 
 @dataclass

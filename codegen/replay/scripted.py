@@ -41,11 +41,11 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from codegen.json_types import JSONObject
 from codegen.replay.openai_server import (
     REFUSALS,
     STRUCTURED_PROFILES,
     Headers,
-    JSONObject,
     OpenAICompatibleServer,
     RecordedRequest,
     Reply,

@@ -30,9 +30,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import IO
 
+from codegen.json_types import JSONObject
 from codegen.replay.openai_server import (
     Headers,
-    JSONObject,
     OpenAICompatibleServer,
     RecordedRequest,
     Reply,

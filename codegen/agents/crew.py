@@ -392,6 +392,8 @@ class CrewState:
             },
             "artifacts": {name: str(folder / name) for name, ok in files.items() if ok},
             "usage": outcome.usage.to_dict(),
+            # The base URL and model each role actually called (cached replies counted).
+            "endpoints": outcome.usage.endpoints_by_role(),
         }
 
 

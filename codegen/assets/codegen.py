@@ -47,8 +47,9 @@ from dagster import (
 
 from codegen.agents import prompts
 from codegen.agents.crew import Crew, CrewState, StepResult, Verification, advance, write_report
+from codegen.agents.llm import LLMRoute
 from codegen.agents.roles import execute_tests
-from codegen.agents.types import SPEC_JSON_SCHEMA, Status, Usage
+from codegen.agents.types import SPEC_JSON_SCHEMA, Status, Usage, is_outage
 from codegen.assets.resources import (
     LLMResource,
     RetrieverResource,
@@ -56,7 +57,7 @@ from codegen.assets.resources import (
     SettingsResource,
 )
 from codegen.requests.review import ReviewError, ReviewStore
-from codegen.requests.store import RequestStore, artifact_dir
+from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, request_title
 from codegen.settings import Settings
 
 requests_partitions = DynamicPartitionsDefinition(name="requests")
@@ -84,16 +85,33 @@ def _crew(
     sandbox: SandboxResource | None = None,
     retriever: RetrieverResource | None = None,
 ) -> Crew:
-    """The services of this request's step, tagged with its request id (the partition)."""
+    """The services of this request's step, tagged with its request id (the partition), on
+    the LLM route the request was queued with (its caller's endpoint and models), if any."""
     request_id = context.partition_key
+    try:
+        stored = RequestStore(settings.load().requests_dir).get(request_id).route
+    except KeyError:
+        stored = None
+    route = LLMRoute.from_dict(stored) if stored else None
     return Crew(
-        llm=llm.client().for_task(request_id),
+        llm=llm.client(route).for_task(request_id),
         sandbox=sandbox.open if sandbox is not None else _no_sandbox,
         retriever=retriever.get_retriever() if retriever is not None else None,
         limits=sandbox.limits() if sandbox is not None else None,
         on_event=context.log.info,
         artifacts=_folder(settings.load(), request_id),
     )
+
+
+def _fail_on_outage(settings: SettingsResource, state: CrewState, name: str) -> CrewState:
+    """``state`` when step ``name`` did not end in an outage; else report.json says so and the
+    step fails (red in the UI, nothing materialized; a re-run retries, nothing was cached)."""
+    result = state.result(name)
+    ended = result.ended if result is not None else None
+    if ended is not None and is_outage(ended.status):
+        write_report(_folder(settings.load(), state.request_id), state)
+        raise Failure(description=f"{ended.status.value}: {ended.reason}", allow_retries=True)
+    return state
 
 
 def _no_sandbox() -> Any:
@@ -142,6 +160,13 @@ def _usage_metadata(usage: Usage) -> dict[str, Any]:
     }
 
 
+def _usage_and_endpoints(usage: Usage) -> dict[str, Any]:
+    return {
+        **_usage_metadata(usage),
+        "endpoints": MetadataValue.json(usage.endpoints_by_role()),
+    }
+
+
 def _step_metadata(result: StepResult | None) -> dict[str, Any]:
     """Status and reason of an intermediate step (``ok`` unless it ended the request)."""
     ended = result.ended if result is not None else None
@@ -149,16 +174,17 @@ def _step_metadata(result: StepResult | None) -> dict[str, Any]:
     return {
         "status": status,
         "reason": ended.reason if ended else "",
-        **_usage_metadata(result.usage if result is not None else Usage()),
+        **_usage_and_endpoints(result.usage if result is not None else Usage()),
     }
 
 
 def _final_metadata(state: CrewState) -> dict[str, Any]:
     status = state.status
     return {
+        TITLE_TAG: request_title(state.request),
         "status": status.value if status else "under way",
         "reason": state.reason,
-        **_usage_metadata(state.usage()),
+        **_usage_and_endpoints(state.usage()),
     }
 
 
@@ -177,7 +203,7 @@ def request_spec(
     # The review mode's default is [review] mode; the request's own options override it.
     options = llm.crew_options({"review": settings.load().review.mode, **stored.options})
     start = CrewState(request_id=stored.id, request=stored.text, options=options)
-    state = advance("spec", _crew(context, settings, llm), start)
+    state = _fail_on_outage(settings, advance("spec", _crew(context, settings, llm), start), "spec")
     spec = state.spec.spec if state.spec else {}
     return MaterializeResult(
         value=state,
@@ -203,7 +229,9 @@ def test_suite(
     llm: LLMResource,
     request_spec: CrewState,
 ) -> MaterializeResult:
-    state = advance("tests", _crew(context, settings, llm), request_spec)
+    state = _fail_on_outage(
+        settings, advance("tests", _crew(context, settings, llm), request_spec), "tests"
+    )
     tests = state.tests.tests if state.tests else ""
     return MaterializeResult(
         value=state,
@@ -229,7 +257,8 @@ def retrieved_context(
     retriever: RetrieverResource,
     request_spec: CrewState,
 ) -> MaterializeResult:
-    state = advance("context", _crew(context, settings, llm, retriever=retriever), request_spec)
+    crew = _crew(context, settings, llm, retriever=retriever)
+    state = _fail_on_outage(settings, advance("context", crew, request_spec), "context")
     found = state.context
     chunks = found.chunks if found else []
     return MaterializeResult(
@@ -252,7 +281,10 @@ def programmer_draft(
     request_spec: CrewState,
     retrieved_context: CrewState,
 ) -> CrewState:
-    return advance("draft", _crew(context, settings, llm), request_spec.merged(retrieved_context))
+    upstream = request_spec.merged(retrieved_context)
+    return _fail_on_outage(
+        settings, advance("draft", _crew(context, settings, llm), upstream), "draft"
+    )
 
 
 @op(
@@ -271,7 +303,8 @@ def refine_solution(
     draft: CrewState,
 ) -> Output:
     upstream = request_spec.merged(test_suite, retrieved_context, draft)
-    state = advance("solution", _crew(context, settings, llm, sandbox=sandbox), upstream)
+    crew = _crew(context, settings, llm, sandbox=sandbox)
+    state = _fail_on_outage(settings, advance("solution", crew, upstream), "solution")
     solution = state.solution
     report = solution.report if solution else None
     code = solution.code if solution else ""
@@ -372,7 +405,8 @@ def human_review(
             raise Failure(description=str(exc), allow_retries=False) from exc
         state = replace(state, review_prior=prior, verdict=verdict)
     try:
-        state = advance("review", _crew(context, settings, llm, sandbox=sandbox), state)
+        crew = _crew(context, settings, llm, sandbox=sandbox)
+        state = _fail_on_outage(settings, advance("review", crew, state), "review")
     except BaseException:
         if token:  # the verdict was not applied: its round awaits one again
             reviews.release(request_id, token)
@@ -418,7 +452,9 @@ def documentation(
     llm: LLMResource,
     human_review: CrewState,
 ) -> MaterializeResult:
-    state = advance("docs", _crew(context, settings, llm), human_review)
+    state = _fail_on_outage(
+        settings, advance("docs", _crew(context, settings, llm), human_review), "docs"
+    )
     docs = state.docs.docs if state.docs else ""
     return MaterializeResult(
         value=state,

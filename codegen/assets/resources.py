@@ -14,7 +14,7 @@ from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import Field
 
 from codegen import composition
-from codegen.agents.llm import LLMClient, RoleModel, structured_modes_file
+from codegen.agents.llm import LLMClient, LLMRoute, RoleModel, structured_modes_file
 from codegen.agents.types import CrewOptions
 from codegen.replay.recording import recorder_from_environment
 from codegen.retrieval.embedders import Embedder, make_embedder
@@ -87,11 +87,17 @@ class LLMResource(LLMSettings, ConfigurableResource):
             modes_file=str(structured_modes_file(settings.cache_dir)),
         )
 
-    def client(self) -> LLMClient:
+    def client(self, route: LLMRoute | None = None) -> LLMClient:
+        """The client of this configuration; ``route`` (a queued request's caller's base URL
+        and models) replaces this process's own. The key stays this process's."""
         return LLMClient(
-            base_url=self.base_url,
-            default=RoleModel(**self.default.model_dump()),
-            roles={k: RoleModel(**v.model_dump()) for k, v in self.agents.items()},
+            base_url=route.base_url if route else self.base_url,
+            default=route.default if route else RoleModel(**self.default.model_dump()),
+            roles=(
+                dict(route.roles)
+                if route
+                else {k: RoleModel(**v.model_dump()) for k, v in self.agents.items()}
+            ),
             timeout_s=self.request_timeout_s,
             max_retries=self.max_retries,
             cache_dir=Path(self.cache_dir) if self.cache and self.cache_dir else None,

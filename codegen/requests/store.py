@@ -35,6 +35,20 @@ def is_request_id(value: str) -> bool:
     return bool(_ID.match(value))
 
 
+# Run tag and metadata key that show a request's first words next to its opaque id (the UI's
+# runs and partitions are otherwise listed by ids only).
+TITLE_TAG = "codegen/request"
+
+
+def request_title(text: str, limit: int = 60) -> str:
+    """The request's first words on one line, at most ``limit`` characters."""
+    words = " ".join(text.split())
+    if len(words) <= limit:
+        return words
+    cut = words[: limit - 1].rsplit(" ", 1)[0] if " " in words[: limit - 1] else words[: limit - 1]
+    return cut + "…"
+
+
 @dataclass(frozen=True)
 class StoredRequest:
     id: str
@@ -43,6 +57,9 @@ class StoredRequest:
     source: str
     state: str
     created_at: str
+    # The caller's LLM route (``codegen.agents.llm.LLMRoute.to_dict``), set by
+    # `codegen generate` only; None: the environment of whichever process runs the request.
+    route: dict[str, Any] | None = None
 
 
 @contextmanager
@@ -74,6 +91,9 @@ class RequestStore:
             " options TEXT NOT NULL, source TEXT NOT NULL, state TEXT NOT NULL,"
             " created_at TEXT NOT NULL)",
         ) as conn:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(requests)")}
+            if "route" not in columns:  # a store made before routes were kept
+                conn.execute("ALTER TABLE requests ADD COLUMN route TEXT")
             yield conn
 
     def add(
@@ -84,6 +104,7 @@ class RequestStore:
         source: str = "cli",
         state: str = "launched",
         request_id: str | None = None,
+        route: dict[str, Any] | None = None,
     ) -> StoredRequest:
         """Store a new request. With ``request_id`` (chosen by the caller before any other side
         effect, as the inbox does) adding it again is a no-op returning the stored one, so a
@@ -99,18 +120,30 @@ class RequestStore:
             source=source,
             state=state,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            route=dict(route) if route is not None else None,
         )
         with self._db() as conn:
             added = conn.execute(
-                "INSERT OR IGNORE INTO requests VALUES (?, ?, ?, ?, ?, ?)",
-                (req.id, req.text, json.dumps(req.options), req.source, req.state, req.created_at),
+                "INSERT OR IGNORE INTO requests"
+                " (id, text, options, source, state, created_at, route)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    req.id,
+                    req.text,
+                    json.dumps(req.options),
+                    req.source,
+                    req.state,
+                    req.created_at,
+                    json.dumps(req.route) if req.route is not None else None,
+                ),
             ).rowcount
         return req if added else self.get(req.id)
 
     def get(self, request_id: str) -> StoredRequest:
         with self._db() as conn:
             row = conn.execute(
-                "SELECT id, text, options, source, state, created_at FROM requests WHERE id = ?",
+                "SELECT id, text, options, source, state, created_at, route FROM requests"
+                " WHERE id = ?",
                 (request_id,),
             ).fetchone()
         if row is None:
@@ -120,7 +153,7 @@ class RequestStore:
     def with_state(self, state: str) -> list[StoredRequest]:
         with self._db() as conn:
             rows = conn.execute(
-                "SELECT id, text, options, source, state, created_at FROM requests"
+                "SELECT id, text, options, source, state, created_at, route FROM requests"
                 " WHERE state = ? ORDER BY created_at, id",
                 (state,),
             ).fetchall()
@@ -129,7 +162,7 @@ class RequestStore:
     def all(self) -> list[StoredRequest]:
         with self._db() as conn:
             rows = conn.execute(
-                "SELECT id, text, options, source, state, created_at FROM requests"
+                "SELECT id, text, options, source, state, created_at, route FROM requests"
                 " ORDER BY created_at, id"
             ).fetchall()
         return [_row(r) for r in rows]
@@ -149,6 +182,7 @@ def _row(row: tuple[Any, ...]) -> StoredRequest:
         source=row[3],
         state=row[4],
         created_at=row[5],
+        route=json.loads(row[6]) if row[6] else None,
     )
 
 

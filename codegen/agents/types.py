@@ -87,7 +87,9 @@ class RequestOptions(BaseModel):
             raise BadOptions(
                 "bad options: "
                 + "; ".join(
-                    f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}" for e in exc.errors()
+                    f"{'.'.join(map(str, e['loc'])) or 'options'}: "
+                    + ("unknown option" if e["type"] == "extra_forbidden" else e["msg"])
+                    for e in exc.errors()
                 )
             ) from exc
         return options.stored()

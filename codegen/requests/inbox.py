@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codegen.agents.roles import BadRequest, validate_request
-from codegen.agents.types import CrewOptions
+from codegen.agents.types import BadOptions, RequestOptions
 from codegen.requests.store import RequestStore, StoredRequest, is_request_id, new_request_id
 
 MAX_FILE_BYTES = 1_000_000
@@ -48,17 +48,17 @@ def parse_request_file(path: Path, name: str | None = None) -> tuple[str, dict]:
             raise BadRequest(f"invalid JSON: {exc}") from exc
         if not isinstance(data, dict) or not isinstance(data.get("request"), str):
             raise BadRequest('JSON must be an object with a string "request"')
-        raw_options = data.get("options") or {}
-        if not isinstance(raw_options, dict):
-            raise BadRequest('"options" must be an object')
-        unknown = set(raw_options) - set(CrewOptions.__dataclass_fields__) - {"limits"}
+        unknown = set(data) - {"request", "options"}
         if unknown:
-            raise BadRequest(f"unknown options: {', '.join(sorted(unknown))}")
+            raise BadRequest(
+                f'unknown keys: {", ".join(sorted(unknown))} (options go under "options")'
+            )
         try:
-            CrewOptions.from_dict(raw_options)
-        except TypeError as exc:
-            raise BadRequest(f"bad options: {exc}") from exc
-        text, options = data["request"], raw_options
+            # The names, types and ranges of the CLI's flags and the launchpad's config.
+            options = RequestOptions.check(data.get("options") or {})
+        except BadOptions as exc:
+            raise BadRequest(str(exc)) from exc
+        text = data["request"]
     return validate_request(text), options
 
 

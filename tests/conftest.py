@@ -35,6 +35,8 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("CODEGEN_ENV", "local")
     monkeypatch.setenv("CODEGEN_CONFIG", str(home / "codegen.toml"))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+    # A daemon a test starts must not begin indexing the standard library on its own.
+    monkeypatch.setenv("CODEGEN_CORPUS__BUILD_ON_FIRST_RUN", "false")
     (home / "dagster_home").mkdir()
     if SESSION_POSTGRES_URL:
         port = urlsplit(SESSION_POSTGRES_URL).port or 5432

@@ -207,6 +207,9 @@ class TestsResult(StepResult):
 class ContextResult(StepResult):
     queries: list[str] = field(default_factory=list)
     chunks: list[dict[str, Any]] = field(default_factory=list)
+    # How much of the corpus the index held when it was searched (Grounding.to_dict());
+    # None: the crew was given no way to tell.
+    grounding: dict[str, Any] | None = None
 
 
 @dataclass
@@ -384,6 +387,8 @@ class CrewState:
             "review": outcome.review,
             "history": outcome.history,
             "context": [c["citation"] for c in outcome.context],
+            # none | partial (with the fraction embedded) | full; None: not known.
+            "grounding": self.context.grounding if self.context else None,
             "structured_outputs": outcome.structured_outputs,
             "candidates": self.solution.selection if self.solution else None,
             "human_review": {
@@ -409,6 +414,8 @@ class Crew:
     limits: Limits | None = None
     on_event: Event = _quiet
     artifacts: Path | None = None
+    # How grounded a search of ``retriever`` is now (codegen.retrieval.grounding.Grounding).
+    grounding: Callable[[], Any] | None = None
 
 
 # -- the steps -----------------------------------------------------------------------------
@@ -434,7 +441,8 @@ def _context_step(crew: Crew, state: CrewState, meter: Meter) -> ContextResult:
         top_k=state.options.top_k,
         token_budget=state.options.context_token_budget,
     )
-    return ContextResult(queries=queries_for(spec), chunks=chunks)
+    grounded = crew.grounding().to_dict() if crew.grounding is not None else None
+    return ContextResult(queries=queries_for(spec), chunks=chunks, grounding=grounded)
 
 
 def _draft_step(crew: Crew, state: CrewState, meter: Meter) -> DraftResult:

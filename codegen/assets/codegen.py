@@ -58,6 +58,7 @@ from codegen.assets.resources import (
 )
 from codegen.requests.review import ReviewError, ReviewStore
 from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, request_title
+from codegen.retrieval.grounding import Grounding
 from codegen.settings import Settings
 
 requests_partitions = DynamicPartitionsDefinition(name="requests")
@@ -97,6 +98,7 @@ def _crew(
         llm=llm.client(route).for_task(request_id),
         sandbox=sandbox.open if sandbox is not None else _no_sandbox,
         retriever=retriever.get_retriever() if retriever is not None else None,
+        grounding=retriever.grounding if retriever is not None else None,
         limits=sandbox.limits() if sandbox is not None else None,
         on_event=context.log.info,
         artifacts=_folder(settings.load(), request_id),
@@ -178,9 +180,21 @@ def _step_metadata(result: StepResult | None) -> dict[str, Any]:
     }
 
 
+def _grounding_metadata(state: CrewState) -> dict[str, Any]:
+    grounding = state.context.grounding if state.context else None
+    if grounding is None:
+        return {"grounding": "unknown"}
+    return {
+        "grounding": grounding["status"],
+        "grounding_chunks": grounding["chunks"],
+        "embedded_fraction": grounding["embedded_fraction"],
+    }
+
+
 def _final_metadata(state: CrewState) -> dict[str, Any]:
     status = state.status
     return {
+        **_grounding_metadata(state),
         TITLE_TAG: request_title(state.request),
         "status": status.value if status else "under way",
         "reason": state.reason,
@@ -269,6 +283,7 @@ def retrieved_context(
             "tokens": sum(c["tokens"] for c in chunks),
             "queries": MetadataValue.json(found.queries if found else []),
             "citations": MetadataValue.json([c["citation"] for c in chunks]),
+            **_grounding_metadata(state),
         },
     )
 
@@ -592,4 +607,27 @@ def review_not_pending(
         f"`codegen review {context.partition_key} --approve | --reject POINTS` or the "
         "review_request job",
         metadata={"review_round": pending.review_round, "waited_hours": round(waited, 3)},
+    )
+
+
+@asset_check(
+    asset=retrieved_context,
+    partitions_def=requests_partitions,
+    description="Warns when the code was written with no index or a partial one (grounding "
+    "none or partial): the programmer saw less of the corpus than it could.",
+)
+def context_grounded(
+    context: AssetCheckExecutionContext, retrieved_context: CrewState
+) -> AssetCheckResult:
+    grounding = retrieved_context.context.grounding if retrieved_context.context else None
+    if grounding is None:
+        return AssetCheckResult(
+            passed=False, severity=AssetCheckSeverity.WARN, description="grounding unknown"
+        )
+    described = Grounding(**grounding).describe() if grounding else ""
+    return AssetCheckResult(
+        passed=grounding["status"] == "full",
+        severity=AssetCheckSeverity.WARN,
+        description=f"grounding {described}",
+        metadata=dict(grounding),
     )

@@ -156,6 +156,10 @@ class CorpusSettings(BaseModel):
     local_paths: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=lambda: ["local"])
     reindex_cron: str = "0 3 * * *"
+    # The daemon's first tick on an instance with no corpus and no index starts the first
+    # build (one run per source, then the chunks and the index); off for tests and for users
+    # who build elsewhere.
+    build_on_first_run: bool = True
     max_document_bytes: int = 1_000_000
     chunk_max_tokens: int = 400
     chunk_min_tokens: int = 48

@@ -212,6 +212,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "run_id": report.get("run_id"),
         "human_review": report.get("human_review"),
         "endpoints": report.get("endpoints", {}),
+        # none | partial | full: how much of the corpus the programmer's search could find.
+        "grounding": report.get("grounding"),
     }
 
 
@@ -311,6 +313,14 @@ def generate(
     show_outcome(summarize(run_request(settings, text, options, launch)), as_json)
 
 
+def grounding_line(grounding: dict[str, Any] | None) -> str:
+    if not grounding:
+        return "unknown (the request ended before retrieval)"
+    from codegen.retrieval.grounding import Grounding
+
+    return Grounding(**grounding).describe()
+
+
 def endpoint_lines(endpoints: dict[str, Any]) -> list[str]:
     """One line per base URL and model: the roles that called it (calls, cached replies)."""
     used: dict[tuple[str, str], list[str]] = {}
@@ -338,6 +348,7 @@ def show_outcome(summary: dict[str, Any], as_json: bool) -> None:
             f"{summary['completion_tokens']} out, {summary['cache_hits']} cached calls)"
         )
         click.echo(f"cost       {'unknown' if cost is None else f'${cost:.6f}'}")
+        click.echo(f"grounding  {grounding_line(summary['grounding'])}")
         for line in endpoint_lines(summary["endpoints"]):
             click.echo(f"endpoint   {line}")
         click.echo(f"artifacts  {summary['artifact_dir']}")

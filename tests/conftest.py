@@ -103,9 +103,18 @@ def bwrap_reason() -> str | None:
     return None
 
 
+def chromium_reason() -> str | None:
+    if shutil.which("chromium") is None:
+        return "Debian's chromium is not installed (apt-get install chromium)"
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     docker_reason = docker_daemon_reason() if any("docker" in i.keywords for i in items) else None
     bwrap_why = bwrap_reason() if any("bwrap" in i.keywords for i in items) else None
+    browser_why = chromium_reason() if any("browser" in i.keywords for i in items) else None
+    if browser_why and os.environ.get("CODEGEN_REQUIRE_CHROMIUM"):
+        raise pytest.UsageError(f"CODEGEN_REQUIRE_CHROMIUM is set but {browser_why}")
     # CI provisions both; there a missing one is a failure, never a quiet skip.
     if docker_reason and os.environ.get("CODEGEN_REQUIRE_DOCKER"):
         raise pytest.UsageError(f"CODEGEN_REQUIRE_DOCKER is set but {docker_reason}")
@@ -116,3 +125,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=docker_reason))
         if bwrap_why and "bwrap" in item.keywords:
             item.add_marker(pytest.mark.skip(reason=bwrap_why))
+        if browser_why and "browser" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=browser_why))

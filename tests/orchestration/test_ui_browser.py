@@ -72,8 +72,10 @@ def test_the_launchpad_and_a_finished_request_in_a_real_browser(isolated_home: P
 
     port = free_port()
     web = subprocess.Popen(
-        [str(BIN / "dagster-webserver"), "-w", str(ROOT / "workspace.yaml")]
-        + ["-h", "127.0.0.1", "-p", str(port)],
+        [
+            str(BIN / "dagster-webserver"),
+            *("-w", str(ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)),
+        ],
         cwd=ROOT,
         env=dict(os.environ),
         stdout=subprocess.DEVNULL,

@@ -23,6 +23,7 @@ from codegen.orchestration.cli.generate import daemon_running
 from codegen.orchestration.instance import configured_instance
 from codegen.replay.scripted import ScriptedOpenAIServer, primes_handler
 from codegen.requests.route import publish_daemon_environment, refusal
+from codegen.requests.store import RequestStore
 from codegen.settings import get_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,3 +111,15 @@ def test_a_daemon_on_endpoint_a_runs_the_callers_request_on_endpoint_b(
     assert refused.returncode != 0
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and a.base_url in lines[0] and b.base_url in lines[0], lines
+
+
+def test_queueing_with_no_daemon_is_refused_in_one_line(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from codegen.orchestration.cli import main
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://b.example/v1")
+    assert main(["generate", "Write f().", "--launch", "queue"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "http://b.example/v1" in lines[0], lines
+    assert not RequestStore(isolated_home / "requests").all()  # nothing was queued

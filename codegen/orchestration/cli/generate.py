@@ -159,12 +159,16 @@ def run_request(
     instance = configured_instance(settings)
     if launch == "auto":
         launch = "queue" if daemon_running(instance) else "here"
-    elif launch == "queue" and not daemon_running(instance):
-        click.echo("codegen: warning: no daemon serves this instance; the request waits", err=True)
     store = RequestStore(settings.requests_dir)
     # The caller's endpoint and models go with the request, so whichever process runs it calls
     # them; a daemon with another key than the caller's is refused the request (route.py).
     route = composition.llm_route(settings)
+    if launch == "queue" and not daemon_running(instance):
+        # A daemon started later might hold another key: nothing can check it now.
+        raise click.ClickException(
+            f"no daemon serves this instance to run the request on {route.base_url} with this "
+            "shell's key: start `make run`, or run it here with --launch here"
+        )
     if launch == "queue":
         problem = refusal(settings.home, route, wait_for_daemon_environment(settings.home))
         if problem:

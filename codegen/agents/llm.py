@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     import openai
@@ -265,6 +266,14 @@ def resolved_base_url(base_url: str | None = None) -> str:
     return str(base_url or os.environ.get("OPENAI_BASE_URL") or SDK_DEFAULT_BASE_URL)
 
 
+def shown_url(url: str) -> str:
+    """``url`` without any user:password part, for reports, metadata and messages."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
 _sdk_clients: dict[tuple[Any, ...], openai.OpenAI] = {}
 _sdk_clients_lock = threading.Lock()
 
@@ -438,7 +447,9 @@ class LLMClient:
                 detail=str(exc.message),
             ) from exc
         except openai.APIConnectionError as exc:
-            raise LLMError(f"{role}: cannot reach the LLM endpoint {self.endpoint}") from exc
+            raise LLMError(
+                f"{role}: cannot reach the LLM endpoint {shown_url(self.endpoint)}"
+            ) from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"{role}: {_short(str(exc))}") from exc
         latency = time.perf_counter() - started
@@ -520,7 +531,7 @@ class LLMClient:
             cost_usd=done.cost_usd,
             latency_s=done.latency_s,
             cached=done.cached,
-            base_url=base_url,
+            base_url=shown_url(base_url),
             model=done.model,
             candidate=draft.candidate if draft is not None else None,
         )

@@ -123,3 +123,10 @@ def test_queueing_with_no_daemon_is_refused_in_one_line(
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "http://b.example/v1" in lines[0], lines
     assert not RequestStore(isolated_home / "requests").all()  # nothing was queued
+
+
+def test_credentials_in_a_base_url_are_never_shown() -> None:
+    from codegen.agents.llm import shown_url
+
+    assert shown_url("http://user:s3cret@host:8000/v1") == "http://host:8000/v1"
+    assert shown_url("http://host/v1") == "http://host/v1"

@@ -114,8 +114,9 @@ def test_make_run_serves_the_code_location(isolated_home: Path) -> None:
         assert schema(bad)["isRunConfigValid"]["__typename"] == "RunConfigValidationInvalid"
     finally:
         # SIGTERM to make alone (a service manager's stop): everything it started goes.
-        proc.send_signal(signal.SIGTERM)
         home = isolated_home / "dagster_home"
+        running = started_for(home)
+        proc.send_signal(signal.SIGTERM)
         try:
             rc = proc.wait(timeout=90)
             deadline = time.monotonic() + 60
@@ -126,6 +127,8 @@ def test_make_run_serves_the_code_location(isolated_home: Path) -> None:
         left = started_for(home)
         for pid in left:
             os.kill(pid, signal.SIGKILL)
+    # make, the supervisor, dagster dev, its webserver, daemon and code server were found.
+    assert len(running) >= 4, running
     assert not left, "make run left processes behind after SIGTERM"
     assert rc in (0, 2, -signal.SIGTERM), f"make run exited with {rc}"
     assert (isolated_home / "dagster_home" / "dagster.yaml").exists()

@@ -23,8 +23,10 @@ home: venv
 	@mkdir -p "$(DAGSTER_HOME)"
 	@$(BIN)/python -m codegen.orchestration.instance
 
+# `dagster dev` under a small supervisor (codegen/orchestration/dev.py): SIGINT and SIGTERM
+# stop it and every child it started. The CLI is then $(BIN)/codegen.
 run: venv home
-	$(BIN)/dagster dev --host $(HOST) --port $(PORT)
+	$(BIN)/python -m codegen.orchestration.dev --host $(HOST) --port $(PORT)
 
 # A local PostgreSQL server for the instance (Debian's postgresql package; data under
 # $(CODEGEN_HOME)/postgres, run as the postgres user, never root; loopback only). Prints the

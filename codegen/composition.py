@@ -19,6 +19,7 @@ import dataclasses
 import os
 from typing import Any
 
+from codegen.agents.llm import LLMRoute, RoleModel, resolved_base_url
 from codegen.corpus.chunk import Budget
 from codegen.corpus.dedupe import DedupeParams
 from codegen.corpus.sources import source_spec
@@ -105,4 +106,15 @@ def embedder_config(settings: Settings, name: str | None = None) -> EmbedderConf
         openai_model=r.openai_embedding_model,
         openai_dimensions=r.openai_embedding_dimensions,
         openai_base_url=settings.llm.base_url,
+    )
+
+
+def llm_route(settings: Settings) -> LLMRoute:
+    """This process's non-secret LLM configuration: the base URL it would call (settings, else
+    OPENAI_BASE_URL, else the SDK's default) and each role's model."""
+    llm = settings.llm
+    return LLMRoute(
+        base_url=resolved_base_url(llm.base_url),
+        default=RoleModel(**llm.default.model_dump()),
+        roles={role: RoleModel(**m.model_dump()) for role, m in llm.agents.items()},
     )

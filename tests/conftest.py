@@ -35,6 +35,8 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("CODEGEN_ENV", "local")
     monkeypatch.setenv("CODEGEN_CONFIG", str(home / "codegen.toml"))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
+    # A daemon a test starts must not begin indexing the standard library on its own.
+    monkeypatch.setenv("CODEGEN_CORPUS__BUILD_ON_FIRST_RUN", "false")
     (home / "dagster_home").mkdir()
     if SESSION_POSTGRES_URL:
         port = urlsplit(SESSION_POSTGRES_URL).port or 5432
@@ -101,9 +103,18 @@ def bwrap_reason() -> str | None:
     return None
 
 
+def chromium_reason() -> str | None:
+    if shutil.which("chromium") is None:
+        return "Debian's chromium is not installed (apt-get install chromium)"
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     docker_reason = docker_daemon_reason() if any("docker" in i.keywords for i in items) else None
     bwrap_why = bwrap_reason() if any("bwrap" in i.keywords for i in items) else None
+    browser_why = chromium_reason() if any("browser" in i.keywords for i in items) else None
+    if browser_why and os.environ.get("CODEGEN_REQUIRE_CHROMIUM"):
+        raise pytest.UsageError(f"CODEGEN_REQUIRE_CHROMIUM is set but {browser_why}")
     # CI provisions both; there a missing one is a failure, never a quiet skip.
     if docker_reason and os.environ.get("CODEGEN_REQUIRE_DOCKER"):
         raise pytest.UsageError(f"CODEGEN_REQUIRE_DOCKER is set but {docker_reason}")
@@ -114,3 +125,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=docker_reason))
         if bwrap_why and "bwrap" in item.keywords:
             item.add_marker(pytest.mark.skip(reason=bwrap_why))
+        if browser_why and "browser" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=browser_why))

@@ -21,10 +21,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     import openai
@@ -46,6 +47,33 @@ class RoleModel:
     model: str = "gpt-4o-mini"
     temperature: float = 0.0
     max_tokens: int = 4096
+
+
+@dataclass(frozen=True)
+class LLMRoute:
+    """The non-secret half of an LLM configuration: where calls go and which models answer.
+
+    A request queued by ``codegen generate`` carries its caller's route, so the daemon that
+    runs it calls the caller's endpoint (the key is never part of a route)."""
+
+    base_url: str
+    default: RoleModel = RoleModel()
+    roles: dict[str, RoleModel] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "base_url": self.base_url,
+            "default": asdict(self.default),
+            "roles": {k: asdict(v) for k, v in sorted(self.roles.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LLMRoute:
+        return cls(
+            base_url=str(data["base_url"]),
+            default=RoleModel(**data.get("default", {})),
+            roles={k: RoleModel(**v) for k, v in (data.get("roles") or {}).items()},
+        )
 
 
 @dataclass
@@ -228,6 +256,23 @@ class Draft:
     round: int = 1
 
 
+# Where the openai SDK sends requests when neither the settings nor OPENAI_BASE_URL say.
+SDK_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def resolved_base_url(base_url: str | None = None) -> str:
+    """The base URL a client with ``base_url`` (None: the SDK's environment) calls."""
+    return str(base_url or os.environ.get("OPENAI_BASE_URL") or SDK_DEFAULT_BASE_URL)
+
+
+def shown_url(url: str) -> str:
+    """``url`` without any user:password part, for reports, metadata and messages."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
 _sdk_clients: dict[tuple[Any, ...], openai.OpenAI] = {}
 _sdk_clients_lock = threading.Lock()
 
@@ -317,8 +362,8 @@ class LLMClient:
 
     @property
     def endpoint(self) -> str:
-        """Where calls go, for display (never includes the key)."""
-        return str(self._base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com")
+        """The base URL calls go to (never includes the key), resolved as the SDK does."""
+        return resolved_base_url(self._base_url)
 
     def model_for(self, role: str) -> RoleModel:
         return self.roles.get(role, self.default)
@@ -351,6 +396,8 @@ class LLMClient:
             "temperature": cfg.temperature,
             "max_tokens": cfg.max_tokens,
             "response_format": response_format,
+            # Another endpoint serving the same model name is another model: no shared replies.
+            "endpoint": self.endpoint,
         }
         if draft is not None and draft.candidate:
             # Drafts 1..N-1 ask the same thing as draft 0 and must not share its cached reply.
@@ -371,7 +418,7 @@ class LLMClient:
                     latency_s=time.perf_counter() - started,
                     cached=True,
                 )
-                self._record(meter, done)
+                self._record(meter, done, self.endpoint, draft)
                 return done
         kwargs: dict[str, Any] = {
             "model": cfg.model,
@@ -399,7 +446,9 @@ class LLMClient:
                 detail=str(exc.message),
             ) from exc
         except openai.APIConnectionError as exc:
-            raise LLMError(f"{role}: cannot reach the LLM endpoint {self.endpoint}") from exc
+            raise LLMError(
+                f"{role}: cannot reach the LLM endpoint {shown_url(self.endpoint)}"
+            ) from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"{role}: {_short(str(exc))}") from exc
         latency = time.perf_counter() - started
@@ -431,7 +480,7 @@ class LLMClient:
                         "completion_tokens": completion_tokens,
                     },
                 )
-        self._record(meter, done)
+        self._record(meter, done, self.endpoint, draft)
         meter.check()  # this call may have crossed the budget: stop before the next step
         return done
 
@@ -473,7 +522,7 @@ class LLMClient:
         raise AssertionError("unreachable: the last mode raises")  # pragma: no cover
 
     @staticmethod
-    def _record(meter: Meter, done: Completion) -> None:
+    def _record(meter: Meter, done: Completion, base_url: str, draft: Draft | None) -> None:
         meter.record(
             done.role,
             prompt_tokens=done.prompt_tokens,
@@ -481,6 +530,9 @@ class LLMClient:
             cost_usd=done.cost_usd,
             latency_s=done.latency_s,
             cached=done.cached,
+            base_url=shown_url(base_url),
+            model=done.model,
+            candidate=draft.candidate if draft is not None else None,
         )
 
 

@@ -46,6 +46,9 @@ class TestsResult(StepResult):
 class ContextResult(StepResult):
     queries: list[str] = field(default_factory=list)
     chunks: list[dict[str, Any]] = field(default_factory=list)
+    # How much of the corpus the index held when it was searched (Grounding.to_dict());
+    # None: the crew was given no way to tell.
+    grounding: dict[str, Any] | None = None
 
 
 @dataclass
@@ -230,6 +233,8 @@ class CrewState:
             "review": outcome.review,
             "history": outcome.history,
             "context": [c["citation"] for c in outcome.context],
+            # none | partial (with the fraction embedded) | full; None: not known.
+            "grounding": self.context.grounding if self.context else None,
             "structured_outputs": outcome.structured_outputs,
             "candidates": self.solution.selection if self.solution else None,
             "human_review": {
@@ -238,6 +243,8 @@ class CrewState:
             },
             "artifacts": {name: str(folder / name) for name, ok in files.items() if ok},
             "usage": outcome.usage.to_dict(),
+            # The base URL and model each role actually called (cached replies counted).
+            "endpoints": outcome.usage.endpoints_by_role(),
         }
 
 

@@ -64,6 +64,8 @@ class Crew:
     limits: Limits | None = None
     on_event: Event = quiet
     artifacts: Path | None = None
+    # How grounded a search of ``retriever`` is now (codegen.retrieval.grounding.Grounding).
+    grounding: Callable[[], Any] | None = None
 
 
 def _spec_step(crew: Crew, state: CrewState, meter: Meter) -> SpecResult:
@@ -88,7 +90,8 @@ def _context_step(crew: Crew, state: CrewState, meter: Meter) -> ContextResult:
         top_k=state.options.top_k,
         token_budget=state.options.context_token_budget,
     )
-    return ContextResult(queries=queries_for(spec), chunks=chunks)
+    grounded = crew.grounding().to_dict() if crew.grounding is not None else None
+    return ContextResult(queries=queries_for(spec), chunks=chunks, grounding=grounded)
 
 
 def _draft_step(crew: Crew, state: CrewState, meter: Meter) -> DraftResult:

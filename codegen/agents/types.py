@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from codegen.sandbox.types import Limits, TestReport
 
@@ -22,9 +22,107 @@ class Status(StrEnum):
     AWAITING_REVIEW = "awaiting_review"
 
 
-# Who signs off on code whose tests pass: the Reviewer agent, a person, or the agent then a
-# person (``[review] mode``, overridable per request).
-REVIEW_MODES = ("agent", "human", "both")
+def is_outage(status: Status) -> bool:
+    """Whether an ending is an outage (endpoint, transport or sandbox down: ``error``) rather
+    than the model's doing. An outage is no result: Dagster fails the step and the run, nothing
+    is materialized, a re-run retries. Every other ending (``failed_tests``, ``rejected``,
+    ``budget_exceeded``, and the model-failure statuses such as ``no_code`` or ``unrecorded``)
+    is the request's result: materialized, with a failing check."""
+    return status is Status.ERROR
+
+
+class ReviewMode(StrEnum):
+    """Who signs off on code whose tests pass: the Reviewer agent, a person, or the agent then
+    a person (``[review] mode``, overridable per request). Members are named as their values,
+    which is how Dagster's launchpad shows an enum."""
+
+    agent = "agent"
+    human = "human"
+    both = "both"
+
+
+REVIEW_MODES = tuple(m.value for m in ReviewMode)
+
+
+class BadOptions(ValueError):
+    """A request's options are wrong: the one-line reason, before any model is called."""
+
+
+class StoredOptions(TypedDict, total=False):
+    """``RequestOptions`` as a request stores them: the values that were set, as JSON."""
+
+    max_rounds: int
+    candidates: int
+    budget_tokens: int
+    budget_usd: float
+    review: str  # one of REVIEW_MODES
+
+
+class RequestOptions(BaseModel):
+    """What a person may set on one request: the one definition of the names, types and ranges
+    behind `codegen generate`'s flags, an inbox file's ``"options"`` and the launchpad config
+    of ``submit_request_job``. Unset (None): the configured default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_rounds: int | None = Field(
+        default=None, ge=1, le=20, description="Refinement rounds, 1-20 (default: [llm] max_rounds)"
+    )
+    candidates: int | None = Field(
+        default=None,
+        ge=1,
+        le=20,
+        description="Programmer drafts, one picked by execution, 1-20 (default: [llm] candidates)",
+    )
+    budget_tokens: int | None = Field(
+        default=None, ge=1, description="Stop after this many tokens (default: none)"
+    )
+    budget_usd: float | None = Field(
+        default=None, gt=0, description="Dollar budget, above 0 (default: none)"
+    )
+    review: ReviewMode | None = Field(
+        default=None,
+        description="Who signs off once the tests pass: agent, human or both "
+        "(default: [review] mode)",
+    )
+
+    @classmethod
+    def check(cls, raw: object) -> StoredOptions:
+        """``raw`` validated into the stored form (set values only); BadOptions says why not."""
+        if not isinstance(raw, dict):
+            raise BadOptions('"options" must be an object')
+        try:
+            options = cls.model_validate(raw)
+        except ValidationError as exc:
+            raise BadOptions(
+                "bad options: "
+                + "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'options'}: "
+                    + ("unknown option" if e["type"] == "extra_forbidden" else e["msg"])
+                    for e in exc.errors()
+                )
+            ) from exc
+        return options.stored()
+
+    def stored(self) -> StoredOptions:
+        return cast(StoredOptions, self.model_dump(mode="json", exclude_none=True))
+
+    @classmethod
+    def bounds(cls, name: str) -> dict[str, Any]:
+        """A numeric option's range as click's IntRange/FloatRange keywords."""
+        out: dict[str, Any] = {}
+        for rule in cls.model_fields[name].metadata:
+            for attr, key, is_open in (
+                ("ge", "min", False),
+                ("gt", "min", True),
+                ("le", "max", False),
+                ("lt", "max", True),
+            ):
+                if getattr(rule, attr, None) is not None:
+                    out[key] = getattr(rule, attr)
+                    if is_open:
+                        out[f"{key}_open"] = True
+        return out
 
 
 # -- the analyzer's output ----------------------------------------------------------------
@@ -110,6 +208,9 @@ class Usage:
     cache_misses: int = 0
     unpriced_calls: int = 0
     per_agent: dict[str, AgentUsage] = field(default_factory=dict)
+    # Where the calls went: one entry per (role, candidate, base URL, model) with its number
+    # of calls and how many of them a cached reply answered (``codegen.agents.llm``).
+    endpoints: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total_tokens(self) -> int:
@@ -124,7 +225,16 @@ class Usage:
         cost_usd: float | None,
         latency_s: float,
         cached: bool,
+        base_url: str | None = None,
+        model: str | None = None,
+        candidate: int | None = None,
     ) -> None:
+        if base_url is not None and model is not None:
+            self._count_endpoint(
+                {"role": role, "candidate": candidate, "base_url": base_url, "model": model},
+                calls=1,
+                cached=int(cached),
+            )
         agent = self.per_agent.setdefault(role, AgentUsage())
         agent.calls += 1
         agent.latency_s += latency_s
@@ -148,9 +258,20 @@ class Usage:
             if agent.cost_usd is not None:
                 agent.cost_usd += cost_usd
 
+    def _count_endpoint(self, where: dict[str, Any], *, calls: int, cached: int) -> None:
+        for entry in self.endpoints:
+            if all(entry.get(k) == v for k, v in where.items()):
+                entry["calls"] += calls
+                entry["cached"] += cached
+                return
+        self.endpoints.append({**where, "calls": calls, "cached": cached})
+
     def merge(self, other: Usage) -> Usage:
         """A new Usage holding both (used to add up usage across Dagster assets)."""
         out = Usage.from_dict(self.to_dict())
+        for entry in other.endpoints:
+            where = {k: v for k, v in entry.items() if k not in ("calls", "cached")}
+            out._count_endpoint(where, calls=entry["calls"], cached=entry["cached"])
         out.prompt_tokens += other.prompt_tokens
         out.completion_tokens += other.completion_tokens
         out.calls += other.calls
@@ -180,7 +301,26 @@ class Usage:
         data = dict(data or {})
         data.pop("total_tokens", None)
         per_agent = {k: AgentUsage(**v) for k, v in (data.pop("per_agent", None) or {}).items()}
-        return cls(**data, per_agent=per_agent)
+        endpoints = [dict(e) for e in data.pop("endpoints", None) or []]
+        return cls(**data, per_agent=per_agent, endpoints=endpoints)
+
+    def endpoints_by_role(self) -> dict[str, Any]:
+        """Per role, the base URL and model it called (``cached``: replies from the cache);
+        the programmer's is a list, one entry per candidate draft. Roles never called are
+        absent: an endpoint is only reported where a call went."""
+        out: dict[str, Any] = {}
+        for entry in sorted(self.endpoints, key=lambda e: (e["role"], e.get("candidate") or 0)):
+            shown = {k: entry[k] for k in ("base_url", "model", "calls", "cached")}
+            if entry["role"] == "programmer":
+                out.setdefault("programmer", []).append(
+                    {"candidate": entry.get("candidate") or 0, **shown}
+                )
+            elif entry["role"] in out:  # the same role on two endpoints: list both
+                prior = out[entry["role"]]
+                out[entry["role"]] = [*(prior if isinstance(prior, list) else [prior]), shown]
+            else:
+                out[entry["role"]] = shown
+        return out
 
 
 def _add_cost(a: float | None, b: float | None) -> float | None:

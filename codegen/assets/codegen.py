@@ -46,12 +46,13 @@ from dagster import (
 )
 
 from codegen.agents import prompts
+from codegen.agents.llm import LLMRoute
 from codegen.agents.report import Verification, write_report
 from codegen.agents.roles import execute_tests
 from codegen.agents.runner import advance
-from codegen.agents.state import CrewState, StepResult
+from codegen.agents.state import ContextResult, CrewState, StepResult
 from codegen.agents.steps import STEP_BY_NAME, STEPS, Crew, Step, upstream
-from codegen.agents.types import SPEC_JSON_SCHEMA, Status, Usage
+from codegen.agents.types import SPEC_JSON_SCHEMA, Status, Usage, is_outage
 from codegen.assets.resources import (
     LLMResource,
     RetrieverResource,
@@ -59,7 +60,8 @@ from codegen.assets.resources import (
     SettingsResource,
 )
 from codegen.requests.review import ReviewError, ReviewStore
-from codegen.requests.store import RequestStore, artifact_dir
+from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, request_title
+from codegen.retrieval.grounding import Grounding
 from codegen.settings import Settings
 
 requests_partitions = DynamicPartitionsDefinition(name="requests")
@@ -126,6 +128,24 @@ def _usage_metadata(usage: Usage) -> dict[str, Any]:
     }
 
 
+def _usage_and_endpoints(usage: Usage) -> dict[str, Any]:
+    return {
+        **_usage_metadata(usage),
+        "endpoints": MetadataValue.json(usage.endpoints_by_role()),
+    }
+
+
+def _grounding_metadata(state: CrewState) -> dict[str, Any]:
+    grounding = state.context.grounding if state.context else None
+    if grounding is None:
+        return {"grounding": "unknown"}
+    return {
+        "grounding": grounding["status"],
+        "grounding_chunks": grounding["chunks"],
+        "embedded_fraction": grounding["embedded_fraction"],
+    }
+
+
 def _step_metadata(result: StepResult | None) -> dict[str, Any]:
     """Status and reason of an intermediate step (``ok`` unless it ended the request)."""
     ended = result.ended if result is not None else None
@@ -133,16 +153,18 @@ def _step_metadata(result: StepResult | None) -> dict[str, Any]:
     return {
         "status": status,
         "reason": ended.reason if ended else "",
-        **_usage_metadata(result.usage if result is not None else Usage()),
+        **_usage_and_endpoints(result.usage if result is not None else Usage()),
     }
 
 
 def _final_metadata(state: CrewState) -> dict[str, Any]:
     status = state.status
     return {
+        **_grounding_metadata(state),
+        TITLE_TAG: request_title(state.request),
         "status": status.value if status else "under way",
         "reason": state.reason,
-        **_usage_metadata(state.usage()),
+        **_usage_and_endpoints(state.usage()),
     }
 
 
@@ -175,6 +197,7 @@ def _context_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
         "tokens": sum(c["tokens"] for c in chunks),
         "queries": MetadataValue.json(found.queries if found else []),
         "citations": MetadataValue.json([c["citation"] for c in chunks]),
+        **_grounding_metadata(state),
     }
 
 
@@ -289,6 +312,7 @@ def _run_review(
         state = replace(state, review_prior=prior, verdict=verdict)
     try:
         state = advance("review", crew, state)
+        _fail_on_outage(_folder(settings, request_id), state, "review")
     except BaseException:
         if token:  # the verdict was not applied: its round awaits one again
             reviews.release(request_id, token)
@@ -396,19 +420,36 @@ def _start(context: AssetExecutionContext, settings: Settings, llm: LLMResource)
 
 
 def _crew(context: AssetExecutionContext, settings: Settings, services: tuple[str, ...]) -> Crew:
-    """The services of this request's step, tagged with its request id (the partition)."""
+    """The services of this request's step, tagged with its request id (the partition), on
+    the LLM route the request was queued with (its caller's endpoint and models), if any."""
     resources = context.resources
+    try:
+        stored = RequestStore(settings.requests_dir).get(context.partition_key).route
+    except KeyError:
+        stored = None
+    route = LLMRoute.from_dict(stored) if stored else None
     llm: LLMResource = resources.llm
     sandbox: SandboxResource | None = resources.sandbox if "sandbox" in services else None
     retriever: RetrieverResource | None = resources.retriever if "retriever" in services else None
     return Crew(
-        llm=llm.client().for_task(context.partition_key),
+        llm=llm.client(route).for_task(context.partition_key),
         sandbox=sandbox.open if sandbox is not None else _no_sandbox,
         retriever=retriever.get_retriever() if retriever is not None else None,
+        grounding=retriever.grounding if retriever is not None else None,
         limits=sandbox.limits() if sandbox is not None else None,
         on_event=context.log.info,
         artifacts=_folder(settings, context.partition_key),
     )
+
+
+def _fail_on_outage(folder: Path, state: CrewState, name: str) -> None:
+    """Nothing when step ``name`` did not end in an outage; else report.json says so and the
+    step fails (red in the UI, nothing materialized; a re-run retries, nothing was cached)."""
+    result = state.result(name)
+    ended = result.ended if result is not None else None
+    if ended is not None and is_outage(ended.status):
+        write_report(folder, state)
+        raise Failure(description=f"{ended.status.value}: {ended.reason}", allow_retries=True)
 
 
 def build_step_asset(step: Step) -> AssetsDefinition:
@@ -429,6 +470,7 @@ def build_step_asset(step: Step) -> AssetsDefinition:
         else:
             state = advance(step.name, crew, state)
         folder = _folder(settings, context.partition_key)
+        _fail_on_outage(folder, state, step.name)
         return MaterializeResult(
             value=state.result(step.name), metadata=spec.metadata(state, folder)
         )
@@ -593,4 +635,27 @@ def review_not_pending(
         f"`codegen review {context.partition_key} --approve | --reject POINTS` or the "
         "review_request job",
         metadata={"review_round": pending.review_round, "waited_hours": round(waited, 3)},
+    )
+
+
+@asset_check(
+    asset=REQUEST_ASSETS["context"],
+    partitions_def=requests_partitions,
+    description="Warns when the code was written with no index or a partial one (grounding "
+    "none or partial): the programmer saw less of the corpus than it could.",
+)
+def context_grounded(
+    context: AssetCheckExecutionContext, retrieved_context: ContextResult
+) -> AssetCheckResult:
+    grounding = retrieved_context.grounding
+    if grounding is None:
+        return AssetCheckResult(
+            passed=False, severity=AssetCheckSeverity.WARN, description="grounding unknown"
+        )
+    described = Grounding(**grounding).describe() if grounding else ""
+    return AssetCheckResult(
+        passed=grounding["status"] == "full",
+        severity=AssetCheckSeverity.WARN,
+        description=f"grounding {described}",
+        metadata=dict(grounding),
     )

@@ -14,10 +14,12 @@ from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import Field
 
 from codegen import composition
-from codegen.agents.llm import LLMClient, RoleModel, structured_modes_file
+from codegen.agents.llm import LLMClient, LLMRoute, RoleModel, structured_modes_file
 from codegen.agents.types import CrewOptions
+from codegen.corpus.store import chunks_path
 from codegen.replay.recording import recorder_from_environment
 from codegen.retrieval.embedders import Embedder, make_embedder
+from codegen.retrieval.grounding import Grounding, corpus_chunk_ids, grounding_of, no_index
 from codegen.retrieval.index import LazyRetriever, StoreConfig, open_store
 from codegen.retrieval.stores import VectorStore
 from codegen.retrieval.types import Retriever, SearchHit
@@ -87,11 +89,17 @@ class LLMResource(LLMSettings, ConfigurableResource):
             modes_file=str(structured_modes_file(settings.cache_dir)),
         )
 
-    def client(self) -> LLMClient:
+    def client(self, route: LLMRoute | None = None) -> LLMClient:
+        """The client of this configuration; ``route`` (a queued request's caller's base URL
+        and models) replaces this process's own. The key stays this process's."""
         return LLMClient(
-            base_url=self.base_url,
-            default=RoleModel(**self.default.model_dump()),
-            roles={k: RoleModel(**v.model_dump()) for k, v in self.agents.items()},
+            base_url=route.base_url if route else self.base_url,
+            default=route.default if route else RoleModel(**self.default.model_dump()),
+            roles=(
+                dict(route.roles)
+                if route
+                else {k: RoleModel(**v.model_dump()) for k, v in self.agents.items()}
+            ),
             timeout_s=self.request_timeout_s,
             max_retries=self.max_retries,
             cache_dir=Path(self.cache_dir) if self.cache and self.cache_dir else None,
@@ -197,6 +205,10 @@ class RetrieverResource(ConfigurableResource):
         """What the crew searches, for an evaluation's identity and cache key."""
         return {"kind": "empty"}
 
+    def grounding(self) -> Grounding:
+        """How much of the corpus a search can find now (this default: nothing)."""
+        return no_index()
+
 
 # -- the vector index (issue 6) -------------------------------------------------------------
 class VectorIndexResource(RetrieverResource):
@@ -248,6 +260,17 @@ class VectorIndexResource(RetrieverResource):
             return _EmptyIndex()  # nothing to search: no store to open, no LanceDB to import
         # The embedder (seconds to load) is built on the first search of a non-empty index.
         return LazyRetriever(self.open_store(), self.make_embedder)
+
+    def grounding(self) -> Grounding:
+        """The index's chunks against the corpus's ``chunks.jsonl``: none, partial, full."""
+        corpus = corpus_chunk_ids(chunks_path(self.load_settings().corpus_dir))
+        if self.local_index_missing():
+            return no_index(corpus)
+        try:
+            index_ids = self.open_store().ids()
+        except Exception:  # a missing or unreadable index searches as empty
+            return no_index(corpus)
+        return grounding_of(corpus, index_ids)
 
     def identity(self) -> dict[str, Any]:
         """Store, embedder and contents of the index: a re-built index is another crew.

@@ -19,12 +19,18 @@ from dagster import (
     DefaultSensorStatus,
     RunRequest,
     ScheduleEvaluationContext,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
     define_asset_job,
     materialize,
     schedule,
+    sensor,
 )
 
 from codegen.assets import corpus as corpus_assets
+from codegen.assets.resources import SettingsResource, VectorIndexResource
+from codegen.corpus.store import chunks_path
 from codegen.orchestration.resources import resources_for
 from codegen.orchestration.run_queue import KIND_CORPUS, kind_tags
 from codegen.settings import Settings, get_settings
@@ -71,9 +77,45 @@ corpus_automation_sensor = AutomationConditionSensorDefinition(
     description="Runs clean -> dedupe -> chunks after raw partitions update.",
 )
 
+FIRST_BUILD = "first-build"
+
+
+@sensor(
+    name="first_build_sensor",
+    job=corpus_raw_job,
+    minimum_interval_seconds=30,
+    default_status=DefaultSensorStatus.RUNNING,
+    description="On an instance with no corpus and no index, starts the first build once "
+    "(raw documents per source; the automation sensors then chunk and index them). "
+    "[corpus] build_on_first_run = false turns it off.",
+)
+def first_build_sensor(
+    context: SensorEvaluationContext, settings: SettingsResource, vector_index: VectorIndexResource
+) -> SensorResult | SkipReason:
+    cfg = settings.load()
+    if not cfg.corpus.build_on_first_run:
+        return SkipReason("[corpus] build_on_first_run is off")
+    if context.cursor == FIRST_BUILD:
+        return SkipReason("the first build was started already")
+    if chunks_path(cfg.corpus_dir).exists() or not vector_index.local_index_missing():
+        return SensorResult(skip_reason="a corpus or an index exists", cursor=FIRST_BUILD)
+    context.log.info("no corpus and no index yet: starting the first build")
+    return SensorResult(
+        run_requests=[
+            RunRequest(
+                run_key=f"{FIRST_BUILD}-{source}",
+                partition_key=source,
+                tags={"codegen/command": FIRST_BUILD},
+            )
+            for source in corpus_assets.CORPUS_SOURCES
+        ],
+        cursor=FIRST_BUILD,
+    )
+
+
 CORPUS_JOBS = [corpus_raw_job, corpus_downstream_job]
 CORPUS_SCHEDULES = [corpus_reindex_schedule]
-CORPUS_SENSORS = [corpus_automation_sensor]
+CORPUS_SENSORS = [corpus_automation_sensor, first_build_sensor]
 
 
 @dataclass

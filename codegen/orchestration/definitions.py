@@ -6,6 +6,7 @@ the job they launch), so no module below imports this one.
 
 from __future__ import annotations
 
+import contextlib
 from functools import cache
 
 from dagster import (
@@ -30,6 +31,9 @@ ASSET_MODULES = [corpus, evaluation, codegen, index]
 
 def build_definitions() -> Definitions:
     settings = get_settings()
+    # The README's inbox command works as soon as the code location has loaded.
+    with contextlib.suppress(OSError):  # a read-only home still loads
+        settings.inbox_dir.mkdir(parents=True, exist_ok=True)
     return Definitions(
         # The request assets are built from STEPS (a dict, which module loading does not see).
         assets=[*load_assets_from_modules(ASSET_MODULES), *codegen.REQUEST_ASSETS.values()],

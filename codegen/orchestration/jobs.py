@@ -3,14 +3,16 @@
 from dagster import (
     AssetSelection,
     Config,
+    Failure,
     OpExecutionContext,
     define_asset_job,
     job,
     op,
 )
+from pydantic import Field
 
 from codegen.agents.roles import BadRequest, validate_request
-from codegen.agents.types import CrewOptions
+from codegen.agents.types import BadOptions, RequestOptions
 from codegen.assets.codegen import GROUP, requests_partitions
 from codegen.assets.resources import SettingsResource
 from codegen.orchestration.executor import threaded_in_process_executor
@@ -32,31 +34,27 @@ codegen_request_job = define_asset_job(
 )
 
 
-class SubmitRequestConfig(Config):
-    """What the UI launchpad asks for: the request text and optional crew options."""
+class SubmitRequestConfig(RequestOptions, Config):
+    """What the UI launchpad asks for: the request text and the request's options, whose
+    names, types and ranges are ``RequestOptions``' (the CLI's flags and the inbox's too).
+    Every field has a default, so the launchpad opens with a valid config; an empty request is
+    refused when the run starts, with the reason, before anything is stored."""
 
-    request: str
-    max_rounds: int | None = None
-    candidates: int | None = None
-    budget_tokens: int | None = None
-    budget_usd: float | None = None
-    review: str | None = None  # agent | human | both; default: [review] mode
+    request: str = Field(
+        default="", description="The programming request, in plain words (required)."
+    )
 
 
 @op(description="Store the request; the inbox sensor launches its run on its next tick.")
 def submit_request(
     context: OpExecutionContext, config: SubmitRequestConfig, settings: SettingsResource
 ) -> str:
-    text = validate_request(config.request)
-    options = {
-        k: v
-        for k, v in config.model_dump().items()
-        if k in CrewOptions.__dataclass_fields__ and v is not None
-    }
     try:
-        CrewOptions.from_dict(options)  # e.g. an unknown review mode
-    except TypeError as exc:
-        raise BadRequest(f"bad options: {exc}") from exc
+        text = validate_request(config.request)
+        options = RequestOptions.check(config.model_dump(mode="json", exclude={"request"}))
+    except (BadRequest, BadOptions) as exc:
+        # One line in the run's failure, nothing stored, nothing retried.
+        raise Failure(description=f"request refused: {exc}", allow_retries=False) from exc
     stored = RequestStore(settings.load().requests_dir).add(
         text, options, source="launchpad", state="queued"
     )

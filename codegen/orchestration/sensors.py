@@ -26,7 +26,8 @@ from codegen.assets.codegen import requests_partitions
 from codegen.assets.resources import SettingsResource
 from codegen.orchestration.dagster_private import UnresolvedAssetJobDefinition
 from codegen.requests.inbox import scan_inbox
-from codegen.requests.store import RequestStore
+from codegen.requests.route import publish_daemon_environment
+from codegen.requests.store import TITLE_TAG, RequestStore, request_title
 
 INBOX_SENSOR = "inbox_sensor"
 
@@ -57,6 +58,9 @@ def build_inbox_sensor(job: UnresolvedAssetJobDefinition) -> SensorDefinition:
     )
     def inbox_sensor(context: SensorEvaluationContext, settings: SettingsResource) -> SensorResult:
         cfg = settings.load()
+        # This process has the daemon's environment: say which endpoint and key (hashed) its
+        # runs have, so `codegen generate` can tell whether the daemon may run its request.
+        publish_daemon_environment(cfg.home, cfg.llm.base_url)
         store = RequestStore(cfg.requests_dir)
         # The cursor names the requests of the last tick that Dagster finished, so it holds
         # their run requests now; a tick cut short leaves its requests queued for the next.
@@ -72,7 +76,11 @@ def build_inbox_sensor(job: UnresolvedAssetJobDefinition) -> SensorDefinition:
         return SensorResult(
             # run_key = request id: Dagster never starts a second run for a request asked twice.
             run_requests=[
-                RunRequest(partition_key=r.id, run_key=r.id, tags={"codegen/source": r.source})
+                RunRequest(
+                    partition_key=r.id,
+                    run_key=r.id,
+                    tags={"codegen/source": r.source, TITLE_TAG: request_title(r.text)},
+                )
                 for r in launch
             ],
             dynamic_partitions_requests=[requests_partitions.build_add_request(ids)],

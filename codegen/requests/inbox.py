@@ -13,12 +13,11 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
 
 from codegen.agents.artifacts import is_request_id, new_request_id
 from codegen.agents.roles import BadRequest, validate_request
-from codegen.agents.types import CrewOptions
-from codegen.requests.store import RequestOptions, RequestStore, StoredRequest
+from codegen.agents.types import BadOptions, RequestOptions, StoredOptions
+from codegen.requests.store import RequestStore, StoredRequest
 
 MAX_FILE_BYTES = 1_000_000
 _PARTIAL = (".tmp", ".part", ".partial", ".swp")
@@ -31,7 +30,7 @@ class InboxScan:
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (file name, reason)
 
 
-def parse_request_file(path: Path, name: str | None = None) -> tuple[str, RequestOptions]:
+def parse_request_file(path: Path, name: str | None = None) -> tuple[str, StoredOptions]:
     """(request text, options) from one inbox file, read as JSON when its ``name`` (default:
     the path's own) ends in .json; BadRequest says what is wrong."""
     size = path.stat().st_size
@@ -42,7 +41,7 @@ def parse_request_file(path: Path, name: str | None = None) -> tuple[str, Reques
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadRequest("file is not UTF-8 text (binary?)") from exc
-    options = RequestOptions()
+    options = StoredOptions()
     if Path(name or path.name).suffix.lower() == ".json":
         try:
             data = json.loads(text)
@@ -50,17 +49,17 @@ def parse_request_file(path: Path, name: str | None = None) -> tuple[str, Reques
             raise BadRequest(f"invalid JSON: {exc}") from exc
         if not isinstance(data, dict) or not isinstance(data.get("request"), str):
             raise BadRequest('JSON must be an object with a string "request"')
-        raw_options = data.get("options") or {}
-        if not isinstance(raw_options, dict):
-            raise BadRequest('"options" must be an object')
-        unknown = set(raw_options) - set(CrewOptions.__dataclass_fields__) - {"limits"}
+        unknown = set(data) - {"request", "options"}
         if unknown:
-            raise BadRequest(f"unknown options: {', '.join(sorted(unknown))}")
+            raise BadRequest(
+                f'unknown keys: {", ".join(sorted(unknown))} (options go under "options")'
+            )
         try:
-            CrewOptions.from_dict(raw_options)
-        except TypeError as exc:
-            raise BadRequest(f"bad options: {exc}") from exc
-        text, options = data["request"], cast(RequestOptions, raw_options)  # checked above
+            # The names, types and ranges of the CLI's flags and the launchpad's config.
+            options = RequestOptions.check(data.get("options") or {})
+        except BadOptions as exc:
+            raise BadRequest(str(exc)) from exc
+        text = data["request"]
     return validate_request(text), options
 
 

@@ -14,51 +14,45 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypedDict, cast
+from typing import cast
 
 from codegen.agents.artifacts import is_request_id, new_request_id
+from codegen.agents.types import StoredOptions
+from codegen.json_types import JSONObject
 
 # queued: waiting for the sensor to launch it; launched: Dagster holds its run request.
 STATES = ("queued", "launched")
-
-
-class LimitsOptions(TypedDict, total=False):
-    """Sandbox limits a request overrides (``codegen.sandbox.Limits``' fields)."""
-
-    timeout_s: float
-    memory_mb: int
-    pids: int
-    cpus: float
-    workdir_mb: int
-    max_output_bytes: int
-
-
-class RequestOptions(TypedDict, total=False):
-    """The crew options a request sets, as written in its inbox file or by the CLI (JSON);
-    ``CrewOptions.from_dict`` fills in the rest and checks them before a request is stored."""
-
-    max_rounds: int
-    candidates: int
-    budget_tokens: int | None
-    budget_usd: float | None
-    context_token_budget: int
-    top_k: int
-    limits: LimitsOptions | None
-    review: str  # one of REVIEW_MODES
 
 
 # A requests row: id, text, options (JSON), source, state, created_at.
 RequestRow = tuple[str, str, str, str, str, str]
 
 
+# Run tag and metadata key that show a request's first words next to its opaque id (the UI's
+# runs and partitions are otherwise listed by ids only).
+TITLE_TAG = "codegen/request"
+
+
+def request_title(text: str, limit: int = 60) -> str:
+    """The request's first words on one line, at most ``limit`` characters."""
+    words = " ".join(text.split())
+    if len(words) <= limit:
+        return words
+    cut = words[: limit - 1].rsplit(" ", 1)[0] if " " in words[: limit - 1] else words[: limit - 1]
+    return cut + "…"
+
+
 @dataclass(frozen=True)
 class StoredRequest:
     id: str
     text: str
-    options: RequestOptions
+    options: StoredOptions
     source: str
     state: str
     created_at: str
+    # The caller's LLM route (``codegen.agents.llm.LLMRoute.to_dict``), set by
+    # `codegen generate` only; None: the environment of whichever process runs the request.
+    route: JSONObject | None = None
 
 
 @contextmanager
@@ -90,16 +84,20 @@ class RequestStore:
             " options TEXT NOT NULL, source TEXT NOT NULL, state TEXT NOT NULL,"
             " created_at TEXT NOT NULL)",
         ) as conn:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(requests)")}
+            if "route" not in columns:  # a store made before routes were kept
+                conn.execute("ALTER TABLE requests ADD COLUMN route TEXT")
             yield conn
 
     def add(
         self,
         text: str,
-        options: RequestOptions | None = None,
+        options: StoredOptions | None = None,
         *,
         source: str = "cli",
         state: str = "launched",
         request_id: str | None = None,
+        route: JSONObject | None = None,
     ) -> StoredRequest:
         """Store a new request. With ``request_id`` (chosen by the caller before any other side
         effect, as the inbox does) adding it again is a no-op returning the stored one, so a
@@ -111,22 +109,34 @@ class RequestStore:
         req = StoredRequest(
             id=request_id or new_request_id(),
             text=text,
-            options=RequestOptions(**(options or {})),
+            options=StoredOptions(**(options or {})),
             source=source,
             state=state,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            route=dict(route) if route is not None else None,
         )
         with self._db() as conn:
             added = conn.execute(
-                "INSERT OR IGNORE INTO requests VALUES (?, ?, ?, ?, ?, ?)",
-                (req.id, req.text, json.dumps(req.options), req.source, req.state, req.created_at),
+                "INSERT OR IGNORE INTO requests"
+                " (id, text, options, source, state, created_at, route)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    req.id,
+                    req.text,
+                    json.dumps(req.options),
+                    req.source,
+                    req.state,
+                    req.created_at,
+                    json.dumps(req.route) if req.route is not None else None,
+                ),
             ).rowcount
         return req if added else self.get(req.id)
 
     def get(self, request_id: str) -> StoredRequest:
         with self._db() as conn:
             row = conn.execute(
-                "SELECT id, text, options, source, state, created_at FROM requests WHERE id = ?",
+                "SELECT id, text, options, source, state, created_at, route FROM requests"
+                " WHERE id = ?",
                 (request_id,),
             ).fetchone()
         if row is None:
@@ -136,7 +146,7 @@ class RequestStore:
     def with_state(self, state: str) -> list[StoredRequest]:
         with self._db() as conn:
             rows = conn.execute(
-                "SELECT id, text, options, source, state, created_at FROM requests"
+                "SELECT id, text, options, source, state, created_at, route FROM requests"
                 " WHERE state = ? ORDER BY created_at, id",
                 (state,),
             ).fetchall()
@@ -145,7 +155,7 @@ class RequestStore:
     def all(self) -> list[StoredRequest]:
         with self._db() as conn:
             rows = conn.execute(
-                "SELECT id, text, options, source, state, created_at FROM requests"
+                "SELECT id, text, options, source, state, created_at, route FROM requests"
                 " ORDER BY created_at, id"
             ).fetchall()
         return [_row(r) for r in rows]
@@ -157,11 +167,11 @@ class RequestStore:
             conn.execute("UPDATE requests SET state = ? WHERE id = ?", (state, request_id))
 
 
-def _options(stored: str) -> RequestOptions:
+def _options(stored: str) -> StoredOptions:
     options = json.loads(stored)
     if not isinstance(options, dict):
         raise ValueError(f"stored request options are not an object: {stored[:80]!r}")
-    return cast(RequestOptions, options)  # checked by CrewOptions before it was stored
+    return cast(StoredOptions, options)  # checked by RequestOptions before it was stored
 
 
 def _row(row: RequestRow) -> StoredRequest:
@@ -172,6 +182,7 @@ def _row(row: RequestRow) -> StoredRequest:
         source=row[3],
         state=row[4],
         created_at=row[5],
+        route=json.loads(row[6]) if row[6] else None,
     )
 
 

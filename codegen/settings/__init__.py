@@ -159,6 +159,10 @@ class CorpusSettings(BaseModel):
     local_paths: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=lambda: ["local"])
     reindex_cron: str = "0 3 * * *"
+    # The daemon's first tick on an instance with no corpus and no index starts the first
+    # build (one run per source, then the chunks and the index); off for tests and for users
+    # who build elsewhere.
+    build_on_first_run: bool = True
     max_document_bytes: int = 1_000_000
     # None keeps the corpus package's own measured default, defined once there: the chunk
     # budget in codegen.corpus.chunk.Budget, near-duplicate detection in

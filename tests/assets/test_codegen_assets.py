@@ -247,12 +247,16 @@ def test_failures_end_with_their_status_and_leave_earlier_requests_alone(
     report = json.loads((isolated_home / "artifacts" / budget_id / "report.json").read_text())
     assert report["status"] == "budget_exceeded"
 
-    # No sandbox backend: status error, with a reason and a report (an endpoint failing for
-    # good ends the same way; see test_crew_loop and test_llm_client for that reason text).
+    # No sandbox backend: an outage, not a result. The step fails (red, a re-run retries),
+    # solution_code is not materialized, and report.json says why (an endpoint failing for
+    # good ends the same way; see test_outage_colours).
     nobox_id, nobox = run("Primes without a sandbox.", image="multiagent-codegen-no-such:0")
-    code = metadata(nobox, "solution_code")
-    assert code["status"] == "error" and "not found" in code["reason"]
+    assert not nobox.success
+    materialized = {e.asset_key.path[-1] for e in nobox.get_asset_materialization_events()}
+    assert "solution_code" not in materialized and "request_spec" in materialized
+    [failure] = [e for e in nobox.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "not found" in str(failure.event_specific_data.error)
     report = json.loads((isolated_home / "artifacts" / nobox_id / "report.json").read_text())
-    assert report["status"] == "error"
+    assert report["status"] == "error" and "unknown sandbox backend" in report["reason"]
 
     assert digest(isolated_home / "artifacts" / first_id) == before

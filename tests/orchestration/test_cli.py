@@ -57,6 +57,20 @@ def test_info_json_reflects_env_over_file(isolated_home: Path) -> None:
     assert data["settings"]["sandbox"]["backend"] == "bwrap"  # env wins
     assert data["settings"]["sandbox"]["pool_size"] == 5  # file beats default
     assert data["settings"]["home"] == str(isolated_home)
+    assert data["config_file"] == str(isolated_home / "codegen.toml")
+    assert data["config_file_exists"] is True
+
+
+def test_info_says_the_endpoint_the_daemon_and_the_index(isolated_home: Path) -> None:
+    result = run_cli(
+        "info",
+        env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "CODEGEN_LLM__DEFAULT__MODEL": "qwen"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "not found" in result.stdout.splitlines()[0]  # no codegen.toml in this home
+    assert "http://127.0.0.1:9/v1 (default qwen)" in result.stdout
+    assert "daemon        none serves this instance" in result.stdout
+    assert "index         none: no index to search" in result.stdout
 
 
 @pytest.mark.parametrize(("args", "code"), [(["--version"], 0), (["no-such-command"], 2)])

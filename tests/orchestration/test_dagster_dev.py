@@ -1,4 +1,6 @@
-"""`make run` starts `dagster dev`, which loads the code location cleanly, and stops on SIGINT."""
+"""`make run` starts `dagster dev`, which loads the code location cleanly; the launchpad of
+`submit_request_job` opens with a valid default config; SIGTERM to `make` stops it, children
+included."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import requests
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.dagster_instance  # CI runs these again on Postgres
@@ -22,6 +25,28 @@ LOCATIONS_QUERY = """
       ... on RepositoryLocation { repositories { name assetNodes { id } } } }
 } } } }
 """
+
+
+SCHEMA_QUERY = """
+query ($selector: PipelineSelector!, $config: RunConfigData) {
+  runConfigSchemaOrError(selector: $selector) { __typename
+    ... on RunConfigSchema { rootDefaultYaml
+      isRunConfigValid(runConfigData: $config) { __typename } } } }
+"""
+
+
+def started_for(home: Path) -> list[int]:
+    """Processes (other than this one) whose environment names this test's DAGSTER_HOME."""
+    marker = f"DAGSTER_HOME={home}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
 
 
 def free_port() -> int:
@@ -67,13 +92,43 @@ def test_make_run_serves_the_code_location(isolated_home: Path) -> None:
         location = entry["locationOrLoadError"]
         assert location["__typename"] == "RepositoryLocation", location
         assert location["repositories"][0]["assetNodes"], "no assets in the code location"
+        assert (isolated_home / "inbox").is_dir()  # the README's inbox command works now
+
+        # The launchpad's scaffold is the default config, and it validates as it is.
+        selector = {
+            "repositoryLocationName": "multiagent_codegen",
+            "repositoryName": "__repository__",
+            "pipelineName": "submit_request_job",
+        }
+
+        def schema(config: object) -> dict:
+            return requests.post(
+                f"{base}/graphql",
+                json={"query": SCHEMA_QUERY, "variables": {"selector": selector, "config": config}},
+                timeout=30,
+            ).json()["data"]["runConfigSchemaOrError"]
+
+        default = yaml.safe_load(schema({})["rootDefaultYaml"]) or {}
+        assert schema(default)["isRunConfigValid"]["__typename"] == "PipelineConfigValidationValid"
+        bad = {"ops": {"submit_request": {"config": {"request": "x", "review": "boss"}}}}
+        assert schema(bad)["isRunConfigValid"]["__typename"] == "RunConfigValidationInvalid"
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
+        # SIGTERM to make alone (a service manager's stop): everything it started goes.
+        home = isolated_home / "dagster_home"
+        running = started_for(home)
+        proc.send_signal(signal.SIGTERM)
         try:
-            rc = proc.wait(timeout=60)
+            rc = proc.wait(timeout=90)
+            deadline = time.monotonic() + 60
+            while started_for(home) and time.monotonic() < deadline:
+                time.sleep(0.5)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            raise
-    # make reports its interrupted child as error 2 (or dies of the signal itself).
-    assert rc in (0, 2, 130, -signal.SIGINT), f"make run exited with {rc}"
+            rc = None
+        left = started_for(home)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    # make, the supervisor, dagster dev, its webserver, daemon and code server were found.
+    assert len(running) >= 4, running
+    assert not left, "make run left processes behind after SIGTERM"
+    assert rc in (0, 2, -signal.SIGTERM), f"make run exited with {rc}"
     assert (isolated_home / "dagster_home" / "dagster.yaml").exists()

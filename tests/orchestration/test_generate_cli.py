@@ -56,6 +56,13 @@ def test_generate_materializes_every_asset_and_prints_the_outcome(isolated_home:
     assert folder == isolated_home / "artifacts" / out["request_id"]
     assert set(out["artifacts"]) == {"spec.json", "test_solution.py", "solution.py", "README.md"}
     assert "running the crew" in proc.stderr  # progress goes to stderr, JSON to stdout
+    assert out["grounding"] == {
+        "status": "none",
+        "chunks": 0,
+        "embedded_fraction": 0.0,
+        "corpus_chunks": None,
+    }
+    assert {e["base_url"] for e in out["endpoints"]["programmer"]} == {server.base_url}
     assert SECRET not in proc.stdout + proc.stderr
     # Two drafts (identical replies here): the pick and each draft's results are reported.
     report = json.loads((folder / "report.json").read_text())
@@ -95,6 +102,7 @@ def test_generate_materializes_every_asset_and_prints_the_outcome(isolated_home:
             ("solution_passes_tests", True),
             ("solution_bandit", True),
             ("review_not_pending", True),
+            ("context_grounded", False),  # no index in this home: grounding none, a warning
         }
     finally:
         instance.dispose()

@@ -78,7 +78,7 @@ def test_one_run_per_new_file_and_malformed_files_moved_aside(
     assert set(reasons) == {"broken.json", "wrong.json", "badopt.json", "empty.txt", "blob.bin"}
     assert "invalid JSON" in reasons["broken.json"]
     assert '"request"' in reasons["wrong.json"]
-    assert "unknown options: rm" in reasons["badopt.json"]
+    assert "bad options: rm: unknown option" in reasons["badopt.json"]
     assert "empty" in reasons["empty.txt"]
     assert "UTF-8" in reasons["blob.bin"]
     # Nothing is lost: every rejected file is kept as it was, next to its reason.
@@ -132,14 +132,62 @@ def test_launchpad_submit_job_queues_a_request_the_sensor_launches(
     assert RequestStore(isolated_home / "requests").get(request_id).state == "launched"
 
 
-def test_submit_job_refuses_an_empty_request(instance: DagsterInstance) -> None:
+def test_submit_job_refuses_an_empty_request(
+    instance: DagsterInstance, isolated_home: Path
+) -> None:
+    # The launchpad's default config: every field defaulted, the request empty.
     result = submit_request_job.execute_in_process(
-        run_config={"ops": {"submit_request": {"config": {"request": "  "}}}},
+        resources={"settings": SettingsResource()}, instance=instance, raise_on_error=False
+    )
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    error = str(failure.event_specific_data.error)
+    assert "request refused" in error and "empty" in error
+    bad = submit_request_job.execute_in_process(
+        run_config={"ops": {"submit_request": {"config": {"request": "x", "max_rounds": 500}}}},
         resources={"settings": SettingsResource()},
         instance=instance,
         raise_on_error=False,
     )
-    assert not result.success
+    assert not bad.success
+    assert not RequestStore(isolated_home / "requests").all()  # nothing was stored
+
+
+def test_bad_option_values_go_to_rejected_before_any_model_call(
+    instance: DagsterInstance, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codegen.orchestration.definitions import build_definitions
+    from codegen.replay.scripted import ScriptedOpenAIServer, primes_handler
+
+    inbox = isolated_home / "inbox"
+    if inbox.exists():  # importing the definitions module (first use) loads them already
+        inbox.rmdir()
+    build_definitions()  # loading the code location makes the inbox the README writes into
+    assert inbox.is_dir()
+    files = {
+        "lots.json": {"request": "Write fib(n).", "options": {"max_rounds": "lots"}},
+        "many.json": {"request": "Write fib(n).", "options": {"max_rounds": 500}},
+        "top.json": {"request": "Write fib(n).", "max_rounds": 500},
+        "review.json": {"request": "Write fib(n).", "options": {"review": 3}},
+        "mode.json": {"request": "Write fib(n).", "options": {"review": "boss"}},
+    }
+    with ScriptedOpenAIServer(handler=primes_handler) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        for name, body in files.items():
+            (inbox / name).write_text(json.dumps(body))
+        result = tick(instance)
+        assert not result.run_requests and not server.requests  # no run, no model call
+    reasons = {
+        p.name.removesuffix(".reason.txt"): p.read_text().strip()
+        for p in (inbox / "rejected").glob("*.reason.txt")
+    }
+    assert set(reasons) == set(files)
+    assert "max_rounds" in reasons["lots.json"] and "integer" in reasons["lots.json"]
+    assert "max_rounds" in reasons["many.json"] and "20" in reasons["many.json"]
+    assert "unknown keys: max_rounds" in reasons["top.json"]
+    assert "review" in reasons["review.json"] and "'agent'" in reasons["review.json"]
+    assert "review" in reasons["mode.json"]
+    assert not RequestStore(isolated_home / "requests").all()
 
 
 def test_huge_file_is_refused(tmp_path: Path) -> None:

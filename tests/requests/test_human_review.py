@@ -376,7 +376,7 @@ def test_review_mode_from_an_inbox_json_and_bad_modes_refused(
     assert parse_request_file(good)[1] == {"review": "both"}
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"request": REQUEST, "options": {"review": "nobody"}}))
-    with pytest.raises(BadRequest, match="review must be one of agent, human, both"):
+    with pytest.raises(BadRequest, match="review: Input should be 'agent', 'human' or 'both'"):
         parse_request_file(bad)
     rc, _, err = run_cli(capsys, "generate", REQUEST, "--review", "nobody")
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "nobody" in err

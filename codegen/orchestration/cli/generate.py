@@ -11,10 +11,12 @@ from typing import Any
 
 import click
 
+from codegen import composition
 from codegen.agents.roles import BadRequest, validate_request
-from codegen.agents.types import REVIEW_MODES
+from codegen.agents.types import REVIEW_MODES, BadOptions, RequestOptions
 from codegen.orchestration.instance import configured_instance
-from codegen.requests.store import RequestStore, artifact_dir
+from codegen.requests.route import refusal, wait_for_daemon_environment
+from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, request_title
 from codegen.settings import Settings, get_settings
 
 # Exit status when the run completed but the request did not pass (failed_tests, rejected,
@@ -42,7 +44,10 @@ class _Progress:
             DagsterEventType.STEP_SKIPPED: "skipped",
         }
         run_id, cursor = None, None
-        while not self.stop.wait(1.0):
+        last = False
+        while not last:
+            # One more poll once stopped: the run's last step events are shown too.
+            last = self.stop.wait(1.0)
             try:
                 if run_id is None:
                     runs = self.instance.get_run_records(
@@ -94,6 +99,7 @@ def run_in_this_process(
     request_id: str,
     job_name: str = "request_job",
     run_config: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
 ) -> tuple[str, bool]:
     """Execute a job of ``codegen.orchestration.definitions`` (``job_name``: its resolving function)
     for the request's partition, in this process."""
@@ -106,11 +112,12 @@ def run_in_this_process(
     result = execute_job(
         job,
         instance=instance,
-        tags={"dagster/partition": request_id, "codegen/source": "cli"},
-        # Step events go to the instance (and our progress lines); the console gets warnings.
+        tags={"dagster/partition": request_id, "codegen/source": "cli", **(tags or {})},
+        # Step events go to the instance (and our progress lines, report.json and the one-line
+        # outcome); the console gets none of Dagster's log lines, a failed step's included.
         run_config={
             **(run_config or {}),
-            "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+            "loggers": {"console": {"config": {"log_level": "CRITICAL"}}},
         },
     )
     return result.run_id, result.success
@@ -153,19 +160,31 @@ def run_request(
     instance = configured_instance(settings)
     if launch == "auto":
         launch = "queue" if daemon_running(instance) else "here"
-    elif launch == "queue" and not daemon_running(instance):
-        click.echo("codegen: warning: no daemon serves this instance; the request waits", err=True)
     store = RequestStore(settings.requests_dir)
+    # The caller's endpoint and models go with the request, so whichever process runs it calls
+    # them; a daemon with another key than the caller's is refused the request (route.py).
+    route = composition.llm_route(settings)
+    if launch == "queue" and not daemon_running(instance):
+        # A daemon started later might hold another key: nothing can check it now.
+        raise click.ClickException(
+            f"no daemon serves this instance to run the request on {route.base_url} with this "
+            "shell's key: start `make run`, or run it here with --launch here"
+        )
     if launch == "queue":
-        stored = store.add(text, options, source="cli", state="queued")
+        problem = refusal(settings.home, route, wait_for_daemon_environment(settings.home))
+        if problem:
+            raise click.ClickException(problem)
+        stored = store.add(text, options, source="cli", state="queued", route=route.to_dict())
         click.echo(f"request {stored.id}: queued for the daemon's run queue", err=True)
         with _Progress(instance, stored.id):
             run_id, success = _wait_for_queued_run(instance, stored.id)
     else:
-        stored = store.add(text, options, source="cli")
+        stored = store.add(text, options, source="cli", route=route.to_dict())
         click.echo(f"request {stored.id}: running the crew through Dagster", err=True)
         with _Progress(instance, stored.id):
-            run_id, success = run_in_this_process(instance, stored.id)
+            run_id, success = run_in_this_process(
+                instance, stored.id, tags={TITLE_TAG: request_title(text)}
+            )
     folder = artifact_dir(settings.artifacts_dir, stored.id)
     report_path = folder / "report.json"
     if not report_path.exists():
@@ -197,26 +216,37 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "cache_hits": usage.get("cache_hits", 0),
         "run_id": report.get("run_id"),
         "human_review": report.get("human_review"),
+        "endpoints": report.get("endpoints", {}),
+        # none | partial | full: how much of the corpus the programmer's search could find.
+        "grounding": report.get("grounding"),
     }
+
+
+def _bounds(name: str) -> dict[str, Any]:
+    return RequestOptions.bounds(name)
+
+
+def _help(name: str) -> str:
+    return RequestOptions.model_fields[name].description or ""
 
 
 @click.command()
 @click.argument("request")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-@click.option("--max-rounds", type=click.IntRange(1, 20), help="Refinement rounds (default 3).")
+# Names, types, ranges and help come from RequestOptions, as do the inbox's and launchpad's.
 @click.option(
-    "--candidates",
-    type=click.IntRange(1, 20),
-    help="Programmer drafts, one picked by execution (default: [llm] candidates).",
+    "--max-rounds", type=click.IntRange(**_bounds("max_rounds")), help=_help("max_rounds")
 )
-@click.option("--budget-tokens", type=click.IntRange(1), help="Stop after this many tokens.")
-@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Dollar budget.")
 @click.option(
-    "--review",
-    type=click.Choice(REVIEW_MODES),
-    help="Who signs off once the tests pass: the reviewer agent, a person (`codegen review`), "
-    "or both (default: [review] mode, itself agent).",
+    "--candidates", type=click.IntRange(**_bounds("candidates")), help=_help("candidates")
 )
+@click.option(
+    "--budget-tokens", type=click.IntRange(**_bounds("budget_tokens")), help=_help("budget_tokens")
+)
+@click.option(
+    "--budget-usd", type=click.FloatRange(**_bounds("budget_usd")), help=_help("budget_usd")
+)
+@click.option("--review", type=click.Choice(REVIEW_MODES), help=_help("review"))
 @click.option(
     "--launch",
     type=click.Choice(LAUNCH_MODES),
@@ -272,6 +302,10 @@ def generate(
         }.items()
         if v is not None
     }
+    try:
+        options = RequestOptions.check(options)
+    except BadOptions as exc:
+        raise click.UsageError(str(exc)) from exc
     settings = get_settings()
     if record_path is not None:
         # Runs the daemon launches never see this process's environment, hence the recorder.
@@ -282,6 +316,26 @@ def generate(
         settings = recording_settings(settings, record_path)
         launch = "here"
     show_outcome(summarize(run_request(settings, text, options, launch)), as_json)
+
+
+def grounding_line(grounding: dict[str, Any] | None) -> str:
+    if not grounding:
+        return "unknown (the request ended before retrieval)"
+    from codegen.retrieval.grounding import Grounding
+
+    return Grounding(**grounding).describe()
+
+
+def endpoint_lines(endpoints: dict[str, Any]) -> list[str]:
+    """One line per base URL and model: the roles that called it (calls, cached replies)."""
+    used: dict[tuple[str, str], list[str]] = {}
+    for role, entries in endpoints.items():
+        for entry in entries if isinstance(entries, list) else [entries]:
+            name = role if "candidate" not in entry else f"{role}[{entry['candidate']}]"
+            used.setdefault((entry["base_url"], entry["model"]), []).append(name)
+    if not used:
+        return ["none: no model reply was received"]
+    return [f"{model} at {url}: {', '.join(roles)}" for (url, model), roles in used.items()]
 
 
 def show_outcome(summary: dict[str, Any], as_json: bool) -> None:
@@ -299,6 +353,9 @@ def show_outcome(summary: dict[str, Any], as_json: bool) -> None:
             f"{summary['completion_tokens']} out, {summary['cache_hits']} cached calls)"
         )
         click.echo(f"cost       {'unknown' if cost is None else f'${cost:.6f}'}")
+        click.echo(f"grounding  {grounding_line(summary['grounding'])}")
+        for line in endpoint_lines(summary["endpoints"]):
+            click.echo(f"endpoint   {line}")
         click.echo(f"artifacts  {summary['artifact_dir']}")
         for name in summary["artifacts"]:
             click.echo(f"           {name}")

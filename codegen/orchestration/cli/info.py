@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import click
 
 from codegen.agents.llm import StructuredModes, structured_modes_file
-from codegen.composition import sandbox_image
+from codegen.composition import llm_route, sandbox_image, store_config
+from codegen.corpus.store import chunks_path
 from codegen.orchestration.instance import postgres_url
-from codegen.settings import config_file, default_dagster_home, get_settings
+from codegen.requests.route import daemon_environment, key_fingerprint
+from codegen.settings import Settings, config_file, default_dagster_home, get_settings
 
 
 def instance_storage() -> str:
@@ -23,15 +27,59 @@ def instance_storage() -> str:
     return f"postgres {parts.hostname}:{parts.port or 5432}{parts.path}"
 
 
+def index_grounding(settings: Settings) -> dict[str, Any]:
+    """The index against the corpus's chunks (none / partial with the fraction / full)."""
+    from codegen.retrieval.grounding import corpus_chunk_ids, grounding_of, no_index
+
+    corpus = corpus_chunk_ids(chunks_path(settings.corpus_dir))
+    store = store_config(settings)
+    local = Path(store.uri)
+    if store.kind == "lancedb" and (not local.is_dir() or not any(local.iterdir())):
+        return no_index(corpus).to_dict()
+    try:
+        from codegen.retrieval.index import open_store
+
+        return grounding_of(corpus, open_store(store).ids()).to_dict()
+    except Exception as exc:  # unreadable: say so rather than guess
+        return {"status": "unknown", "error": " ".join(str(exc).split())[:200]}
+
+
+def daemon_state(settings: Settings) -> dict[str, Any]:
+    """Whether a dagster-daemon serves this instance, and the endpoint its runs would call."""
+    from codegen.orchestration.cli.generate import daemon_running
+    from codegen.orchestration.instance import configured_instance
+
+    try:
+        instance = configured_instance(settings)
+        try:
+            serving = daemon_running(instance)
+        finally:
+            instance.dispose()
+    except Exception as exc:
+        return {"serving": None, "error": " ".join(str(exc).split())[:200]}
+    published = daemon_environment(settings.home) if serving else None
+    return {
+        "serving": serving,
+        "endpoint": published.base_url if published else None,
+        # Queued requests run on this shell's endpoint only when the daemon has the same key.
+        "same_key": (published.key == key_fingerprint(settings.home)) if published else None,
+    }
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def info(as_json: bool) -> None:
     """Show the effective configuration (it never holds secrets)."""
     settings = get_settings()
+    route = llm_route(settings)
     data = {
         "config_file": str(config_file()),
+        "config_file_exists": config_file().exists(),
         "dagster_home": os.environ.get("DAGSTER_HOME") or str(default_dagster_home(settings)),
         "instance_storage": instance_storage(),
+        "endpoint": route.to_dict(),
+        "daemon": daemon_state(settings),
+        "index": index_grounding(settings),
         "settings": settings.public_dict(),
         # How each endpoint and model was last found to take JSON requests.
         "structured_outputs": StructuredModes(structured_modes_file(settings.cache_dir)).all(),
@@ -39,11 +87,32 @@ def info(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
-    click.echo(f"config file   {data['config_file']}")
+    found = "" if data["config_file_exists"] else " (not found: built-in defaults and CODEGEN_*)"
+    click.echo(f"config file   {data['config_file']}{found}")
     click.echo(f"data dir      {settings.home}")
     click.echo(f"dagster home  {data['dagster_home']}")
     click.echo(f"instance      {data['instance_storage']} (DAGSTER_POSTGRES_URL selects Postgres)")
     click.echo(f"environment   {settings.env.value}")
+    models = ", ".join(
+        [f"default {route.default.model}"]
+        + [f"{role} {m.model}" for role, m in sorted(route.roles.items())]
+    )
+    click.echo(f"endpoint      {route.base_url} ({models})")
+    daemon = data["daemon"]
+    if daemon["serving"] is None:
+        click.echo(f"daemon        unknown ({daemon['error']})")
+    elif not daemon["serving"]:
+        click.echo("daemon        none serves this instance: `codegen generate` runs here")
+    else:
+        key = {True: "the same key", False: "another key", None: "key unknown"}[daemon["same_key"]]
+        click.echo(f"daemon        serving; its runs call {daemon['endpoint']} ({key})")
+    index = data["index"]
+    if index["status"] == "unknown":
+        click.echo(f"index         unknown ({index['error']})")
+    else:
+        from codegen.retrieval.grounding import Grounding
+
+        click.echo(f"index         {Grounding(**index).describe()}")
     click.echo(f"sandbox       {settings.sandbox.backend} ({sandbox_image(settings.sandbox)})")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
     modes = data["structured_outputs"] or {"(no endpoint used yet)": "json_schema first"}

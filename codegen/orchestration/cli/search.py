@@ -9,6 +9,8 @@ import time
 import click
 
 from codegen.composition import embedder_config, store_config
+from codegen.corpus.store import chunks_path
+from codegen.retrieval.grounding import corpus_chunk_ids, grounding_of
 from codegen.settings import get_settings
 
 MAX_QUERY_CHARS = 2000  # a query is a sentence or a snippet, not a document
@@ -56,6 +58,10 @@ def search(
             f"the index at {where} is empty or missing; build it with 'codegen corpus build' "
             "and materialize the 'index' asset"
         )
+    # A search during a build answers from the part embedded so far: say how much that is.
+    grounding = grounding_of(corpus_chunk_ids(chunks_path(settings.corpus_dir)), index.ids())
+    if grounding.status != "full":
+        click.echo(f"codegen: warning: index {grounding.describe()}", err=True)
     started = time.perf_counter()
     try:
         retriever = IndexRetriever(index, make_embedder(embedder_config(settings)))
@@ -64,7 +70,13 @@ def search(
         raise click.ClickException(str(exc)) from exc
     elapsed = time.perf_counter() - started
     if as_json:
-        payload = {"query": query, "mode": mode, "k": k, "hits": [h.to_dict() for h in hits]}
+        payload = {
+            "query": query,
+            "mode": mode,
+            "k": k,
+            "grounding": grounding.to_dict(),
+            "hits": [h.to_dict() for h in hits],
+        }
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     if not hits:

@@ -1,0 +1,80 @@
+"""``make run``: ``dagster dev`` that stops cleanly, children included, on SIGINT and SIGTERM.
+
+``dagster dev`` runs a webserver, a daemon and a code server as its children. It shuts them
+down on SIGINT (Ctrl-C), but a SIGTERM (``kill``, a service manager, ``make`` forwarding its
+own) leaves them behind. Here ``dagster dev`` runs in its own process group and either signal
+becomes its SIGINT; whatever still runs after a grace period gets SIGTERM, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+GRACE_S = 30.0
+
+
+def _stop_group(pgid: int, proc: subprocess.Popen[bytes]) -> int:
+    for sig, wait_s in ((signal.SIGINT, GRACE_S), (signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None and not _group_alive(pgid):
+                return proc.returncode
+            time.sleep(0.2)
+    return proc.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m codegen.orchestration.dev")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", default="3000")
+    args = parser.parse_args(argv)
+    dagster = Path(sys.executable).with_name("dagster")
+    codegen = Path(sys.executable).with_name("codegen")
+    print(
+        f"codegen: the UI is http://{args.host}:{args.port}; the CLI is {codegen} "
+        f"(or `source {codegen.parent}/activate`, then `codegen`)",
+        file=sys.stderr,
+        flush=True,
+    )
+    proc = subprocess.Popen(
+        [str(dagster), "dev", "--host", args.host, "--port", str(args.port)],
+        start_new_session=True,
+    )
+    stopping: list[int] = []
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        stopping.append(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+    while proc.poll() is None and not stopping:
+        time.sleep(0.2)
+    if not stopping:  # dagster dev ended on its own
+        return proc.returncode
+    _stop_group(proc.pid, proc)
+    return 0  # stopped as asked, children included
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -98,7 +98,7 @@ class LLMError(Exception):
 
 
 class StructuredMode(StrEnum):
-    """How a server is asked for JSON, best first (ARCHITECTURE.md, "LLM endpoint")."""
+    """How a server is asked for JSON, best first (docs/architecture.md, "LLM endpoint")."""
 
     JSON_SCHEMA = "json_schema"  # Structured Outputs, strict
     JSON_OBJECT = "json_object"  # JSON mode, the schema in the prompt

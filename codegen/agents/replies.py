@@ -1,4 +1,4 @@
-"""Reading agents' replies as real models send them (ARCHITECTURE.md, "LLM endpoint").
+"""Reading agents' replies as real models send them (docs/architecture.md, "LLM endpoint").
 
 Real replies are not our wire contract: reasoning in ``<think>`` blocks, fences with any
 language tag or none, the definitions spread over several blocks, usage examples and their

@@ -7,7 +7,7 @@ other line is one reply::
      "content": "...", "source": "recorded", "model": "gpt-4-turbo", "request_digest": "..."}
 
 ``candidate`` and ``round`` are null for roles that do not send those headers (only the
-programmer does, see ARCHITECTURE.md, "LLM endpoint"); ``seq`` orders several replies under
+programmer does, see docs/architecture.md, "LLM endpoint"); ``seq`` orders several replies under
 one key (an analyzer re-ask, one reviewer call per round). ``source`` says where a reply
 came from: ``recorded`` (a model sent it: an imported public file or ``--record``) or
 ``derived`` (the importer built it from the task's public prompt, for a role the source run

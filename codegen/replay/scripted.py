@@ -2,7 +2,7 @@
 
 The server is the project's one OpenAI-compatible server (``codegen.replay.openai_server``:
 the real wire protocol over real sockets). Replies are chosen by the calling agent's
-role, read from the ``X-Codegen-Agent`` header (see ARCHITECTURE.md, "LLM endpoint"):
+role, read from the ``X-Codegen-Agent`` header (see docs/architecture.md, "LLM endpoint"):
 
 * per-role queues: ``script={"analyzer": [spec_dict], "programmer": ["```python ...```"]}``;
   each request pops the next reply of its role;

@@ -1,4 +1,4 @@
-"""Task-tagged requests on the wire (ARCHITECTURE.md, "LLM endpoint"): every request names its
+"""Task-tagged requests on the wire (docs/architecture.md, "LLM endpoint"): every request names its
 task, programmer requests also their draft and round, in-process and during an evaluation."""
 
 from __future__ import annotations

@@ -3,12 +3,15 @@ codegen/assets/evaluation_session.py."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from codegen.orchestration.run_queue import KIND_EVALUATION, kind_tags
 
+if TYPE_CHECKING:
+    from codegen.orchestration.dagster_private import UnresolvedAssetJobDefinition
 
-def eval_jobs() -> list[Any]:
+
+def eval_jobs() -> list[UnresolvedAssetJobDefinition]:
     """Partitioned jobs for the launchpad and job backfills (by key: no import cycle with
     codegen/assets/evaluation.py). The unpartitioned summary is materialized on its own afterwards,
     or in the same asset backfill when launched from the asset graph."""

@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from functools import partial
-from typing import Any
 
 from dagster import (
     DagsterEvent,
@@ -53,7 +52,6 @@ from codegen.orchestration.dagster_private import (
 )
 
 DEFAULT_MAX_CONCURRENT = 8
-_DONE = object()  # a worker's last message for its step
 
 
 class _StepCrashed:
@@ -63,7 +61,19 @@ class _StepCrashed:
         self.error = error
 
 
-def _run_step(token: int, step_context: StepExecutionContext, events: queue.Queue[Any]) -> None:
+class _Done:
+    """A worker's last message for its step."""
+
+
+_DONE = _Done()
+# What a worker sends the orchestrating thread: its submission token and an event of the step,
+# the step's crash, or that it is done.
+StepMessage = tuple[int, DagsterEvent | _StepCrashed | _Done]
+
+
+def _run_step(
+    token: int, step_context: StepExecutionContext, events: queue.Queue[StepMessage]
+) -> None:
     try:
         for event in dagster_event_sequence_for_step(step_context):
             events.put((token, event))
@@ -79,7 +89,7 @@ def threaded_execution_iterator(
     """``inner_plan_execution_iterator`` with up to ``max_concurrent`` steps in flight."""
     compute_log_manager = job_context.instance.compute_log_manager
     step_keys = [step.key for step in execution_plan.get_steps_to_execute_in_topo_order()]
-    events: queue.Queue[Any] = queue.Queue()
+    events: queue.Queue[StepMessage] = queue.Queue()
     # By submission, not step key: a retried step is submitted again, possibly before the
     # thread of its failed attempt has sent its last message.
     running: dict[int, tuple[StepExecutionContext, list[DagsterEvent]]] = {}

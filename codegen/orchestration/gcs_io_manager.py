@@ -4,8 +4,6 @@ import and only production needs it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from dagster import InputContext
 from dagster_gcp import GCSPickleIOManager
 from dagster_gcp.gcs.io_manager import PickledObjectGCSIOManager
@@ -16,7 +14,7 @@ from codegen.orchestration.io_managers import STALE_VALUE_ERRORS, stale_value
 
 
 class _RefusingGCS(PickledObjectGCSIOManager):
-    def load_from_path(self, context: InputContext, path: UPath) -> Any:
+    def load_from_path(self, context: InputContext, path: UPath) -> object:
         try:
             return super().load_from_path(context, path)
         except STALE_VALUE_ERRORS as exc:

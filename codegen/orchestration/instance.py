@@ -19,9 +19,12 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from codegen.settings import Settings, default_dagster_home
+
+if TYPE_CHECKING:  # dagster imports slowly, and every CLI command imports this module
+    from dagster import DagsterInstance
 
 INSTANCE_TEMPLATE = Path(__file__).resolve().parent / "dagster.yaml"
 POSTGRES_URL_ENV = "DAGSTER_POSTGRES_URL"
@@ -40,7 +43,7 @@ def sqlalchemy_url(url: str) -> str:
     return f"postgresql+psycopg2://{rest}" if sep and scheme in ("postgresql", "postgres") else url
 
 
-def storage_overrides() -> dict[str, Any]:
+def storage_overrides() -> dict[str, dict[str, dict[str, str]]]:
     """The ``storage`` section for ``instance_for_test(overrides=...)``: tests that opt in."""
     url = postgres_url()
     return {"storage": {"postgres": {"postgres_url": sqlalchemy_url(url)}}} if url else {}
@@ -89,7 +92,7 @@ def install_instance_yaml(home: Path) -> None:
         os.replace(partial, target)
 
 
-def configured_instance(settings: Settings) -> Any:  # DagsterInstance; dagster imports slowly
+def configured_instance(settings: Settings) -> DagsterInstance:
     """The instance under ``DAGSTER_HOME`` (default ``$CODEGEN_HOME/dagster_home``).
 
     A fresh home gets the project's dagster.yaml; its storage is created under a lock, so

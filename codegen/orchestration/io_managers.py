@@ -9,8 +9,6 @@ traceback or, worse, a value read into the wrong shape.
 
 from __future__ import annotations
 
-from typing import Any
-
 from dagster import Failure, FilesystemIOManager, InitResourceContext, InputContext
 from upath import UPath
 
@@ -31,7 +29,7 @@ def stale_value(context: InputContext, exc: BaseException) -> Failure:
 
 
 class _RefusingFilesystem(PickledObjectFilesystemIOManager):
-    def load_from_path(self, context: InputContext, path: UPath) -> Any:
+    def load_from_path(self, context: InputContext, path: UPath) -> object:
         try:
             return super().load_from_path(context, path)
         except STALE_VALUE_ERRORS as exc:

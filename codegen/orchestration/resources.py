@@ -7,7 +7,7 @@ production  GCS IO manager (dagster-gcp) when ``storage.gcs_bucket`` is set; Pos
 
 from __future__ import annotations
 
-from typing import Any
+from dagster import ConfigurableIOManager, ConfigurableIOManagerFactory, ConfigurableResource
 
 from codegen.assets.resources import (
     LLMResource,
@@ -18,9 +18,12 @@ from codegen.assets.resources import (
 from codegen.orchestration.io_managers import RefusingFilesystemIOManager
 from codegen.settings import Environment, Settings
 
+# What Definitions takes as a resource: the project's resources and the IO managers.
+Resource = ConfigurableResource | ConfigurableIOManagerFactory | ConfigurableIOManager
 
-def resources_for(settings: Settings) -> dict[str, Any]:
-    common: dict[str, Any] = {
+
+def resources_for(settings: Settings) -> dict[str, Resource]:
+    common: dict[str, Resource] = {
         "settings": SettingsResource(home=str(settings.home)),
         "llm": LLMResource.from_settings(settings),
         "sandbox": SandboxResource.from_settings(settings),
@@ -31,7 +34,7 @@ def resources_for(settings: Settings) -> dict[str, Any]:
     return {**common, "io_manager": io_manager_for(settings)}
 
 
-def io_manager_for(settings: Settings) -> Any:
+def io_manager_for(settings: Settings) -> ConfigurableIOManagerFactory | ConfigurableIOManager:
     if settings.env is Environment.PRODUCTION and settings.storage.gcs_bucket:
         # Imported here: google-cloud is slow to import and only production needs it.
         from dagster_gcp import GCSResource

@@ -11,7 +11,6 @@ taking the job, like the inbox sensor.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from dagster import (
     AssetSelection,
@@ -46,7 +45,9 @@ review_request_job = define_asset_job(
 )
 
 
-def verdict_run_config(verdict: str, note: str, reviewer: str, claim: str = "") -> dict[str, Any]:
+def verdict_run_config(
+    verdict: str, note: str, reviewer: str, claim: str = ""
+) -> dict[str, dict[str, dict[str, dict[str, str]]]]:
     """The run config of a ``review_request`` run carrying this (claimed) verdict."""
     config = {"verdict": verdict, "note": note, "reviewer": reviewer, "claim": claim}
     return {"ops": {REQUEST_ASSETS["review"].node_def.name: {"config": config}}}

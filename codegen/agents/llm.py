@@ -64,10 +64,24 @@ class Completion:
 class LLMError(Exception):
     """The endpoint failed for good (retries exhausted, timeout, bad reply)."""
 
-    def __init__(self, message: str, *, status: int | None = None, detail: str = "") -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, detail: str = "", code: str = ""
+    ) -> None:
         super().__init__(message)
         self.status = status  # the HTTP status, when the endpoint answered with one
         self.detail = detail  # the endpoint's own error message
+        self.code = code  # the endpoint's own error code (``error.code`` in the body)
+
+    @property
+    def unrecorded(self) -> bool:
+        """A replay server's 404 for a turn its recording does not hold: the recording's end,
+        not an outage (any other 404 is one)."""
+        return self.status == 404 and self.code == UNRECORDED_CODE
+
+
+# The error code a replay server (codegen.replay.server) answers a turn it never recorded
+# with, beside HTTP 404: the one 404 that ends a request as ``unrecorded`` rather than error.
+UNRECORDED_CODE = "replay_unrecorded"
 
 
 class StructuredMode(StrEnum):
@@ -398,6 +412,7 @@ class LLMClient:
                 f"(retried up to {self.max_retries} times): {_short(exc.message)}",
                 status=exc.status_code,
                 detail=str(exc.message),
+                code=str(exc.code or ""),
             ) from exc
         except openai.APIConnectionError as exc:
             raise LLMError(f"{role}: cannot reach the LLM endpoint {self.endpoint}") from exc

@@ -76,9 +76,15 @@ def canonical_generator(task: PublicTask, index: int) -> Candidate:
 
 SAMPLE_STATUS = "sample"  # a candidate read from a samples file
 
-# Crew statuses that say "nothing could be produced" rather than "this is the answer":
-# they are scored (as failures) but never cached, so a re-run retries them.
+# Crew statuses that say "an outage stopped it" (endpoint down, any HTTP error but a replay's
+# unrecorded turn, sandbox down) rather than "this is the model's answer": such a task is
+# neither scored nor cached (GenerationOutage), so a re-run retries it. A model's own failures
+# (no_code, unrecorded, failed_tests, rejected, budget_exceeded) are scores: cached.
 RETRYABLE_STATUSES = frozenset({"error"})
+
+
+class GenerationOutage(RuntimeError):
+    """A sample ended with an outage: the task stays unscored and nothing of it is stored."""
 
 
 @dataclass
@@ -155,6 +161,12 @@ def generate_task(
             return cached, True
     task = public_task(problem)
     candidates = _map(lambda i: generator(task, i), cfg.samples, workers)
+    outages = [c for c in candidates if c.status in RETRYABLE_STATUSES]
+    if outages:
+        raise GenerationOutage(
+            f"{len(outages)} of {len(candidates)} samples ended with crew status "
+            f"{outages[0].status}: {outages[0].reason}"
+        )
     store.save_config(cfg.config_id, cfg.describe())
     store.save_samples(
         cfg.config_id,

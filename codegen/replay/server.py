@@ -14,7 +14,10 @@ to any endpoint. Each request is answered by the recording's reply for its role
 
 Anything the recording cannot answer (no role or task header, a role or task it does not
 hold, a round it has no reply for) gets HTTP 404 with a message that says what is missing:
-never a made-up reply. 404 is not retried by the SDK, so the crew fails fast.
+never a made-up reply. 404 is not retried by the SDK, so the crew fails fast. Its error code
+is ``replay_unrecorded`` (``codegen.agents.llm.UNRECORDED_CODE``): the crew ends such a request
+as ``unrecorded`` (the end of the recording, scored with the code so far), unlike any other 404
+(a wrong path, an outage).
 
 Every request is logged, one JSON object a line (to stderr and, optionally, a log file):
 time, role, task, candidate, round, HTTP status, and for answered ones the key and ``seq`` of
@@ -34,6 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
 
+from codegen.agents.llm import UNRECORDED_CODE
 from codegen.replay.recording import (
     CANDIDATE_HEADER,
     ROLE_HEADER,
@@ -154,8 +158,8 @@ def _chunks(body: dict[str, Any], content: str) -> list[dict[str, Any]]:
     return out
 
 
-def _error_body(message: str, kind: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+def _error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
 class ReplayServer:
@@ -301,7 +305,7 @@ class ReplayServer:
                     entry = server.book.answer(headers, body)
                 except ReplayMiss as miss:
                     record["error"] = str(miss)
-                    return 404, _error_body(f"replay: {miss}", "not_found"), None
+                    return 404, _error_body(f"replay: {miss}", "not_found", UNRECORDED_CODE), None
                 record.update(
                     served={
                         "task": entry.task,

@@ -21,8 +21,15 @@ from codegen.evaluation.harness import (
 from codegen.evaluation.humaneval import KEY_SEPARATOR, select_keys
 from codegen.evaluation.report import history_entry, plot_history, summarize
 from codegen.evaluation.store import EvalStore
+from codegen.orchestration.cli.exits import OUTAGE_EXIT
 from codegen.orchestration.instance import configured_instance
 from codegen.settings import Settings, get_settings
+
+
+class Outage(click.ClickException):
+    """Tasks left unscored by an outage (endpoint, sandbox): exit 5, re-run to retry them."""
+
+    exit_code = OUTAGE_EXIT
 
 
 @click.group(name="eval")
@@ -164,22 +171,27 @@ def humaneval(
         from codegen.orchestration.cli.replay import recording_settings
 
         settings = recording_settings(settings, record_path)
-    with eval_session(settings, mode, samples) as s:
-        click.echo(
-            f"config {s.config.config_id}, sandbox {s.sandbox.backend}, {s.workers} workers",
-            err=True,
-        )
-        outcomes, errors = evaluate(
-            s.store,
-            s.config,
-            keys,
-            s.generator,
-            s.sandbox,
-            workers=s.workers,
-            on_done=_progress(verbose),
-        )
-        store, config_id = s.store, s.config.config_id
-        label = "canonical" if canonical else str(s.config.identity["default"]["model"])
+    from codegen.sandbox import SandboxUnavailable
+
+    try:
+        with eval_session(settings, mode, samples) as s:
+            click.echo(
+                f"config {s.config.config_id}, sandbox {s.sandbox.backend}, {s.workers} workers",
+                err=True,
+            )
+            outcomes, errors = evaluate(
+                s.store,
+                s.config,
+                keys,
+                s.generator,
+                s.sandbox,
+                workers=s.workers,
+                on_done=_progress(verbose),
+            )
+            store, config_id = s.store, s.config.config_id
+            label = "canonical" if canonical else str(s.config.identity["default"]["model"])
+    except SandboxUnavailable as exc:
+        raise Outage(str(exc)) from None
     wall = time.perf_counter() - started
     _report(store, config_id, mode, keys, label, wall, as_json, outcomes=outcomes, errors=errors)
 
@@ -239,6 +251,11 @@ def _report(
         )
         fails = ", ".join(f"{k} {v}" for k, v in summary.failures_by_category.items() if v)
         click.echo(f"failures: {fails or 'none'}")
+        if summary.model_failures:
+            ended = ", ".join(f"{k} {v}" for k, v in sorted(summary.model_failures.items()))
+            click.echo(f"model failures (scored 0): {ended}")
+        if summary.precision is not None:
+            click.echo(summary.precision.describe())
         cost = "unknown" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
         click.echo(
             f"tokens {summary.prompt_tokens + summary.completion_tokens}, cost {cost}, "
@@ -247,7 +264,7 @@ def _report(
         click.echo(f"results {result['results_dir']}; plot {plot}")
     if errors:
         first = next(iter(errors.items()))
-        raise click.ClickException(
+        raise Outage(
             f"{len(errors)} of {len(keys)} tasks could not run (first: {first[0]}: {first[1]}); "
             "re-run to retry them, finished tasks are cached"
         )
@@ -255,14 +272,15 @@ def _report(
         (o.key, c.reason) for o in outcomes or [] for c in o.candidates if c.status == "error"
     ]
     if crew_errors:
-        # Scored as failures, but an unreachable endpoint must not pass for a weak model.
+        # An outage is not a score: a model's own failures (no_code, unrecorded, ...) are
+        # scored and cached, an unreachable endpoint or sandbox must not pass for a weak model.
         key, reason = crew_errors[0]
-        raise click.ClickException(
-            f"{len(crew_errors)} samples ended with crew status error (first: {key}: "
-            f"{reason}); they are not cached: re-run to retry them"
+        raise Outage(
+            f"{len(crew_errors)} samples ended with an outage, crew status error (first: "
+            f"{key}: {reason}); they are not cached: re-run to retry them"
         )
     if unscored:
-        raise click.ClickException(
+        raise Outage(
             f"{len(unscored)} of {len(keys)} tasks have no score (first: "
             f"{unscored[0]}); re-run to retry them, finished tasks are cached"
         )
@@ -367,7 +385,7 @@ def _score_samples_file(
             )
             _, outcomes, errors = score_samples_file(settings, samples, box, _progress(verbose))
     except SandboxUnavailable as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Outage(str(exc)) from None
     wall = time.perf_counter() - started
     _report(
         store,

@@ -14,9 +14,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from codegen.evaluation import scoring
-from codegen.evaluation.humaneval import Problem, get_problem, public_request
+from codegen.evaluation.humaneval import Problem, public_request
 from codegen.evaluation.scoring import MAX_BATCH, SampleScore, score_candidates
 from codegen.evaluation.store import EvalStore, digest
+from codegen.evaluation.tasks import TaskSet, humaneval_tasks
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits
 
@@ -34,10 +35,13 @@ class PublicTask:
     entry_point: str
     prompt: str
     request: str
+    task_id: str = ""  # the benchmark's own id (a replay recording is keyed by it)
 
 
 def public_task(problem: Problem) -> PublicTask:
-    return PublicTask(problem.key, problem.entry_point, problem.prompt, public_request(problem))
+    return PublicTask(
+        problem.key, problem.entry_point, problem.prompt, public_request(problem), problem.task_id
+    )
 
 
 @dataclass
@@ -69,9 +73,15 @@ class Candidate:
 Generator = Callable[[PublicTask, int], Candidate]
 
 
-def canonical_generator(task: PublicTask, index: int) -> Candidate:
-    """The benchmark's own solution (looked up here, never passed through a PublicTask)."""
-    return Candidate(code=get_problem(task.key).canonical_module(), status=CANONICAL)
+def canonical_generator(tasks: TaskSet | None = None) -> Generator:
+    """The benchmark's own solutions (looked up in the set, never passed through a
+    PublicTask)."""
+    found = tasks or humaneval_tasks()
+
+    def generate(task: PublicTask, index: int) -> Candidate:
+        return Candidate(code=found.get(task.key).canonical_module(), status=CANONICAL)
+
+    return generate
 
 
 SAMPLE_STATUS = "sample"  # a candidate read from a samples file
@@ -287,10 +297,11 @@ def run_samples_task(
     modules: list[str],
     sandbox: Sandbox,
     workers: int = 1,
+    tasks: TaskSet | None = None,
 ) -> TaskOutcome:
     """Stage then score one task of a samples file."""
     start = time.perf_counter()
-    problem = get_problem(key)
+    problem = (tasks or humaneval_tasks()).get(key)
     staged = stage_samples(store, cfg, problem, modules)
     return _scored_outcome(store, cfg, key, problem, sandbox, workers, start, staged)
 
@@ -302,10 +313,11 @@ def run_task(
     generator: Generator,
     sandbox: Sandbox,
     workers: int = 1,
+    tasks: TaskSet | None = None,
 ) -> TaskOutcome:
     """Generate then score one task; its n samples run ``workers`` at a time."""
     start = time.perf_counter()
-    problem = get_problem(key)
+    problem = (tasks or humaneval_tasks()).get(key)
     _, gen_cached = generate_task(store, cfg, problem, generator, workers)
     return _scored_outcome(store, cfg, key, problem, sandbox, workers, start, gen_cached)
 
@@ -367,8 +379,10 @@ def evaluate(
     *,
     workers: int = 1,
     on_done: Progress | None = None,
+    tasks: TaskSet | None = None,
 ) -> tuple[list[TaskOutcome], dict[str, str]]:
-    """Run every task, ``workers`` at a time.
+    """Run every task of ``tasks`` (default HumanEval) named in ``keys``, ``workers`` at a
+    time.
 
     Returns the outcomes in ``keys`` order and, per task that could not run (endpoint down,
     sandbox unavailable), the error: one broken task never discards the others' results.
@@ -376,7 +390,10 @@ def evaluate(
     """
     # Samples of one task share the workers: n = 10 on one task still runs in parallel.
     return _each_task(
-        keys, lambda k: run_task(store, cfg, k, generator, sandbox, workers), workers, on_done
+        keys,
+        lambda k: run_task(store, cfg, k, generator, sandbox, workers, tasks),
+        workers,
+        on_done,
     )
 
 
@@ -388,12 +405,13 @@ def evaluate_samples(
     *,
     workers: int = 1,
     on_done: Progress | None = None,
+    tasks: TaskSet | None = None,
 ) -> tuple[list[TaskOutcome], dict[str, str]]:
     """Score a samples file's modules (task key -> n modules) like ``evaluate`` scores a
     generator's: same store, same scorer, same per-sample cache."""
     return _each_task(
         list(modules),
-        lambda k: run_samples_task(store, cfg, k, modules[k], sandbox, workers),
+        lambda k: run_samples_task(store, cfg, k, modules[k], sandbox, workers, tasks),
         workers,
         on_done,
     )

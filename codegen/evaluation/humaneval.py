@@ -7,6 +7,7 @@ hidden half (``test``: the ``check`` function, and ``canonical_solution``). Only
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ class Problem:
     entry_point: str
     canonical_solution: str
     test: str
+    # Example assertions the solver may see (MBPP's ``sample_io`` / ``given_tests``); part of
+    # the request, never of the score. The hidden ``test`` never reaches an agent.
+    visible_tests: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -38,8 +42,23 @@ class Problem:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def canonical_module(self) -> str:
-        """The benchmark's own solution as a candidate module: prompt + canonical body."""
+        """The benchmark's own solution as a candidate module: prompt + canonical body
+        (HumanEval), or the canonical solution itself where it is a whole module defining the
+        entry point (MBPP)."""
+        if _defines(self.canonical_solution, self.entry_point):
+            return self.canonical_solution
         return self.prompt + self.canonical_solution
+
+
+def _defines(code: str, name: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return any(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+        for node in tree.body
+    )
 
 
 def task_key(task_id: str) -> str:
@@ -119,9 +138,25 @@ signature exactly, and implement the body. The examples in the docstring show ex
 """
 
 
+EXAMPLES_TEMPLATE = """
+It must satisfy these examples:
+
+```python
+{examples}
+```
+"""
+
+
 def public_request(problem: Problem) -> str:
-    """The natural-language request for the crew, built from the public prompt only."""
-    return REQUEST_TEMPLATE.format(entry_point=problem.entry_point, prompt=problem.prompt.rstrip())
+    """The natural-language request for the crew, built from the public prompt (and the
+    visible example assertions, where the task set has them) only."""
+    request = REQUEST_TEMPLATE.format(
+        entry_point=problem.entry_point, prompt=problem.prompt.rstrip()
+    )
+    if problem.visible_tests:
+        examples = "\n".join(t.strip() for t in problem.visible_tests)
+        request += EXAMPLES_TEMPLATE.format(examples=examples)
+    return request
 
 
 def hidden_check_lines(problem: Problem, min_length: int = 12) -> list[str]:

@@ -282,6 +282,11 @@ def humaneval_summary(
         "tasks": _tasks_table(crew),
         "summary": MetadataValue.json(crew.to_dict(with_rows=False)),
     }
+    if crew.precision is not None and crew.precision.precision is not None:
+        # How far the crew's own `passed` can be trusted against the hidden tests.
+        metadata["precision_of_passed"] = crew.precision.precision
+    if crew.precision is not None and crew.precision.recall is not None:
+        metadata["recall_of_passed"] = crew.precision.recall
     for name, value in crew.pass_at_k.items():
         metadata[name] = value
     text = summary_markdown(crew) + "\n\n" + summary_markdown(canon)

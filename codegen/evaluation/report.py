@@ -281,7 +281,17 @@ def plot_history(entries: Sequence[dict[str, Any]], path: Path) -> Path:
     pass1 = [e.get("pass@1") for e in runs]
     cost = [e.get("cost_per_solved_usd") for e in runs]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    top.plot(xs, [float("nan") if v is None else v for v in pass1], marker="o")
+    top.plot(xs, [float("nan") if v is None else v for v in pass1], marker="o", label="pass@1")
+    precision = [e.get("precision") for e in runs]
+    if any(v is not None for v in precision):
+        top.plot(
+            xs,
+            [float("nan") if v is None else v for v in precision],
+            marker="x",
+            linestyle="--",
+            label="precision of passed",
+        )
+        top.legend(fontsize=7)
     top.set_ylabel("pass@1")
     top.set_ylim(0, 1.05)
     top.set_title("HumanEval runs")

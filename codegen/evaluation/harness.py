@@ -224,6 +224,11 @@ def score_samples(
 
         def run_chunk(index: int) -> list[SampleScore]:
             chunk = chunks[index]
+            if problem.plus is not None:  # HumanEval+: EvalPlus's inputs and comparison
+                from codegen.evaluation.plus import expected_outputs, score_plus
+
+                expected = expected_outputs(store, sandbox, problem, limits)
+                return [score_plus(sandbox, problem, c, expected, limits) for _, c in chunk]
             return score_candidates(sandbox, problem, [c for _, c in chunk], limits, size)
 
         for chunk, scores in zip(chunks, _map(run_chunk, len(chunks), workers), strict=True):

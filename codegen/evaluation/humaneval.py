@@ -19,6 +19,23 @@ KEY_SEPARATOR = "-"
 
 
 @dataclass(frozen=True)
+class PlusTask:
+    """HumanEval+'s extra data for one task (EvalPlus): argument lists as JSON text (base: the
+    original tests' inputs; plus: the extra ones), the float tolerance and the input contract
+    (assertions on the arguments, as indented body lines)."""
+
+    base_json: str
+    plus_json: str
+    atol: float = 0.0
+    contract: str = ""
+
+    @property
+    def digest(self) -> str:
+        blob = json.dumps([self.base_json, self.plus_json, self.atol, self.contract])
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
 class Problem:
     task_id: str
     prompt: str
@@ -28,6 +45,7 @@ class Problem:
     # Example assertions the solver may see (MBPP's ``sample_io`` / ``given_tests``); part of
     # the request, never of the score. The hidden ``test`` never reaches an agent.
     visible_tests: tuple[str, ...] = ()
+    plus: PlusTask | None = None  # HumanEval+ inputs: scored as EvalPlus does
 
     @property
     def key(self) -> str:
@@ -36,9 +54,10 @@ class Problem:
     @property
     def fingerprint(self) -> str:
         """Content hash: a changed problem (new wheel version) invalidates cached results."""
-        blob = json.dumps(
-            [self.prompt, self.entry_point, self.canonical_solution, self.test], sort_keys=True
-        )
+        parts = [self.prompt, self.entry_point, self.canonical_solution, self.test]
+        if self.plus is not None:  # only then: HumanEval's own fingerprints stay as they were
+            parts.append(self.plus.digest)
+        blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def canonical_module(self) -> str:

@@ -95,6 +95,9 @@ class Summary:
     outages: int = 0
     # How far the crew's own ``passed`` can be trusted (crew mode; None otherwise).
     precision: Precision | None = None
+    # HumanEval+ (``--plus``): pass@k, samples and tasks on the plus tests, and the precision
+    # of the crew's passed against them; None for sets without plus inputs.
+    plus: dict[str, Any] | None = None
     missing: list[str] = field(default_factory=list)
     rows: list[TaskRow] = field(default_factory=list)
 
@@ -131,6 +134,8 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
     cost: float | None = 0.0
     gen_latency = scoring_s = 0.0
     verdict_pairs: list[tuple[bool, bool]] = []
+    plus_counts: list[tuple[int, int]] = []
+    plus_pairs: list[tuple[bool, bool]] = []
     for key in keys:
         scores_doc = store.load_scores(config_id, key)
         samples_doc = store.load_samples(config_id, key)
@@ -165,6 +170,12 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
         verdict_pairs += [
             (c.status == Status.PASSED.value, s.passed) for c, s in zip(cands, scores, strict=True)
         ]
+        if any(s.plus is not None for s in scores):
+            plus_counts.append((len(scores), sum(bool(s.plus) for s in scores)))
+            plus_pairs += [
+                (c.status == Status.PASSED.value, bool(s.plus))
+                for c, s in zip(cands, scores, strict=True)
+            ]
         prompt_tokens += sum(c.prompt_tokens for c in cands)
         completion_tokens += sum(c.completion_tokens for c in cands)
         cost = _add(cost, task_cost)
@@ -175,6 +186,15 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
     # Unrounded: an exact fraction (3/8, 1/3) must compare equal; displays round it.
     pass_at = {f"pass@{k}": mean_pass_at_k(counts, k) for k in ks} if rows else {}
     solved = sum(r.c > 0 for r in rows)
+    plus: dict[str, Any] | None = None
+    if plus_counts:
+        plus_ks = reportable_ks([n for n, _ in plus_counts])
+        plus = {
+            "pass_at_k": {f"pass@{k}": mean_pass_at_k(plus_counts, k) for k in plus_ks},
+            "passed_samples": sum(c for _, c in plus_counts),
+            "solved_tasks": sum(c > 0 for _, c in plus_counts),
+            "precision": asdict(Precision.of(plus_pairs)) if mode == CREW else None,
+        }
     per_solved = None if cost is None or solved == 0 else cost / solved
     return Summary(
         config_id=config_id,
@@ -190,6 +210,7 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
         model_failures={s.value: statuses[s.value] for s in MODEL_ENDED if statuses[s.value]},
         outages=statuses.get(Status.ERROR.value, 0),
         precision=Precision.of(verdict_pairs) if mode == CREW else None,
+        plus=plus,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         cost_usd=cost,
@@ -260,6 +281,7 @@ def history_entry(summary: Summary, label: str, wall_s: float | None = None) -> 
         "samples": summary.samples,
         "solved": summary.solved_tasks,
         **summary.pass_at_k,
+        **({f"plus {k}": v for k, v in summary.plus["pass_at_k"].items()} if summary.plus else {}),
         "precision": summary.precision.precision if summary.precision else None,
         "tokens": summary.prompt_tokens + summary.completion_tokens,
         "cost_usd": summary.cost_usd,

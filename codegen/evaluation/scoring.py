@@ -270,6 +270,8 @@ class SampleScore:
     category: str
     message: str = ""
     duration_s: float = 0.0
+    # HumanEval+: the plus verdict (base and every plus input pass); ``passed`` is base there.
+    plus: bool | None = None
 
     def __post_init__(self) -> None:
         self.category = str(self.category)  # plain str in JSON and comparisons, not the enum
@@ -279,7 +281,10 @@ class SampleScore:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SampleScore:
-        return cls(**{k: data[k] for k in ("passed", "category", "message", "duration_s")})
+        return cls(
+            **{k: data[k] for k in ("passed", "category", "message", "duration_s")},
+            plus=data.get("plus"),
+        )
 
 
 # The name the hidden test's own ``check`` is renamed to, so it never shadows a solution's

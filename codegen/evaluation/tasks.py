@@ -24,7 +24,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from codegen.evaluation.humaneval import Problem, load_problems, select_keys, task_key
+from codegen.evaluation.humaneval import (
+    PlusTask,
+    Problem,
+    load_problems,
+    select_keys,
+    task_key,
+)
 
 MAX_FILE_BYTES = 256 * 1024 * 1024  # decompressed; HumanEval+ is ~40 MB
 _VISIBLE_FIELDS = ("sample_io", "given_tests")
@@ -161,12 +167,41 @@ def parse_task(record: Any, where: str) -> Problem:
             raise TaskFileError(f"{where}: field {name!r} must be a list of strings")
         visible += value
     return Problem(
+        plus=_plus(record, where),
         task_id=task_id,
         prompt=prompt,
         entry_point=entry,
         canonical_solution=canonical,
         test=test,
         visible_tests=tuple(visible),
+    )
+
+
+def _inputs_json(record: dict[str, Any], name: str, where: str) -> str:
+    value = record.get(name)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise TaskFileError(f"{where}: field {name!r} is not JSON") from None
+    if not isinstance(value, list) or not all(isinstance(args, list) for args in value):
+        raise TaskFileError(f"{where}: field {name!r} must be a list of argument lists")
+    return json.dumps(value)
+
+
+def _plus(record: dict[str, Any], where: str) -> PlusTask | None:
+    """HumanEval+'s fields (base_input, plus_input, atol, contract), when the line has them."""
+    if "plus_input" not in record:
+        return None
+    try:
+        atol = float(record.get("atol") or 0.0)
+    except (TypeError, ValueError):
+        raise TaskFileError(f"{where}: field 'atol' is not a number") from None
+    return PlusTask(
+        base_json=_inputs_json(record, "base_input", where),
+        plus_json=_inputs_json(record, "plus_input", where),
+        atol=atol,
+        contract=_string(record, "contract", where, required=False),
     )
 
 

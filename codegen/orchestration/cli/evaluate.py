@@ -110,8 +110,15 @@ _OPTIONS = [
 
 
 @eval_group.command(name="humaneval")
+@click.option(
+    "--plus",
+    "plus_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="HumanEval+ (EvalPlus's HumanEvalPlus.jsonl.gz): score base and plus per task as "
+    "EvalPlus does, every solution in the sandbox.",
+)
 @_run_options
-def humaneval(**options: Any) -> None:
+def humaneval(plus_file: Path | None, **options: Any) -> None:
     """Generate candidates for HumanEval tasks and score them on the hidden tests.
 
     The crew sees each task's prompt only; hidden tests run in the sandbox afterwards. Finished
@@ -119,7 +126,13 @@ def humaneval(**options: Any) -> None:
     """
     from codegen.evaluation.tasks import humaneval_tasks
 
-    _evaluate(humaneval_tasks(), **options)
+    if plus_file is None:
+        _evaluate(humaneval_tasks(), **options)
+        return
+    found = _task_set(plus_file, "HumanEval+")
+    if not any(p.plus for p in found.problems.values()):
+        raise click.UsageError(f"--plus: {plus_file} has no plus_input (not HumanEval+)")
+    _evaluate(found, **options)
 
 
 @eval_group.command(name="tasks")
@@ -355,8 +368,21 @@ def _report(
         if summary.model_failures:
             ended = ", ".join(f"{k} {v}" for k, v in sorted(summary.model_failures.items()))
             click.echo(f"model failures (scored 0): {ended}")
+        if summary.plus is not None:
+            plus_pk = ", ".join(f"{k} = {v:.4f}" for k, v in summary.plus["pass_at_k"].items())
+            click.echo(
+                f"plus: {plus_pk or 'n/a'}; passed {summary.plus['passed_samples']}/"
+                f"{summary.samples} samples, solved {summary.plus['solved_tasks']}/"
+                f"{summary.tasks_scored} tasks"
+            )
         if summary.precision is not None:
             click.echo(summary.precision.describe())
+            if summary.plus is not None and summary.plus["precision"]:
+                p = summary.plus["precision"]
+                click.echo(
+                    f"plus: precision of passed {p['precision']}, recall {p['recall']} "
+                    f"({p['correct']} of {p['passed']} passed pass the plus tests)"
+                )
         cost = "unknown" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
         click.echo(
             f"tokens {summary.prompt_tokens + summary.completion_tokens}, cost {cost}, "

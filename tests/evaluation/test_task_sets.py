@@ -218,3 +218,33 @@ def test_the_crew_sees_the_visible_examples_and_never_the_hidden_test(
     for r in posts:
         assert "square(-1) == 1" not in r.prompt_text and "def check(" not in r.prompt_text
     assert {r.headers.get("x-codegen-task") for r in posts if r.role == "programmer"} == {"MBPP/1"}
+
+
+@pytest.mark.docker
+def test_eval_list_and_the_runs_asset_show_every_stored_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path
+) -> None:
+    from dagster import instance_for_test, materialize
+
+    from codegen.assets.evaluation import evaluation_runs
+    from codegen.assets.resources import SettingsResource
+
+    capsys.readouterr()
+    assert main(["eval", "list"]) == 0
+    assert "no stored evaluation runs yet" in capsys.readouterr().out
+    tasks = write(tmp_path / "mine.jsonl", [SQUARE, ONCE])
+    code, _, err = run(capsys, "tasks", str(tasks), "--canonical")
+    assert code == 0, err
+    code, listed, err = run(capsys, "list")
+    assert code == 0, err
+    [row] = listed["runs"]
+    assert row["task_set"] == "mine.jsonl" and row["mode"] == "canonical"
+    assert row["pass@1"] == 1.0 and row["tasks"] == 2 and row["wall_s"] is not None
+    assert Path(listed["plot"]).read_bytes().startswith(b"\x89PNG")
+    with instance_for_test() as instance:
+        result = materialize(
+            [evaluation_runs], resources={"settings": SettingsResource()}, instance=instance
+        )
+        [event] = result.asset_materializations_for_node("evaluation_runs")
+    meta = {k: v.value for k, v in event.metadata.items()}
+    assert meta["runs"] == 1 and "| mine.jsonl | canonical |" in meta["table"]

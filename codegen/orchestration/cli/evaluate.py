@@ -51,6 +51,27 @@ def _progress(verbose: bool) -> Any:
     return on_done
 
 
+@eval_group.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def list_command(as_json: bool) -> None:
+    """Every stored evaluation run as one table (task set, mode, model, candidates,
+    retriever, pass@1, plus, precision, tokens, cost, wall time, date), and a PNG of pass@1
+    per configuration."""
+    from codegen.evaluation.runs import plot_runs, run_rows, runs_text
+
+    store = EvalStore(get_settings().eval_dir)
+    rows = run_rows(store)
+    plot = plot_runs(rows, store.root / "runs.png") if rows else None
+    if as_json:
+        click.echo(json.dumps({"runs": rows, "plot": str(plot) if plot else None}, indent=2))
+        return
+    if not rows:
+        click.echo("no stored evaluation runs yet (codegen eval humaneval --canonical makes one)")
+        return
+    click.echo(runs_text(rows))
+    click.echo(f"plot {plot}")
+
+
 def _run_options(command: Any) -> Any:
     """The options every task set takes (HumanEval, MBPP, a task file)."""
     for option in reversed(_OPTIONS):
@@ -330,7 +351,8 @@ def _report(
         summary.tasks_expected += len(absent)
     # Only complete runs enter the history: a run cut short by an outage is not a data point.
     if not errors and not unscored and not summary.crew_statuses.get("error"):
-        store.append_history(history_entry(summary, label=label, wall_s=wall))
+        entry = history_entry(summary, label=label, wall_s=wall)
+        store.append_history({**entry, "task_set": task_set.name})
     plot = plot_history([e for e in store.history() if e["mode"] == mode], store.plot_path)
     result: dict[str, Any] = {
         **summary.to_dict(with_rows=False),

@@ -193,7 +193,17 @@ def generate_task(
 
 def verdict_key(problem: Problem, code: str | None, limits: Limits) -> str:
     """What decides one sample's verdict: its code, the problem, the harness, the limits."""
-    return digest([code, problem.fingerprint, scoring.HARNESS_VERSION, asdict(limits)])
+    return digest([code, problem.fingerprint, harness_id(problem), asdict(limits)])
+
+
+def harness_id(problem: Problem) -> str:
+    """The scorer's version for ``problem``: the hidden-test harness's, and for HumanEval+
+    tasks the plus scoring's too."""
+    if problem.plus is None:
+        return scoring.HARNESS_VERSION
+    from codegen.evaluation.plus import SCORING_VERSION
+
+    return f"{scoring.HARNESS_VERSION}+plus-{SCORING_VERSION}"
 
 
 def score_samples(
@@ -250,7 +260,7 @@ def score_task(
         [
             [c.code for c in candidates],
             problem.fingerprint,
-            scoring.HARNESS_VERSION,
+            harness_id(problem),
             asdict(cfg.limits),
         ]
     )

@@ -36,8 +36,12 @@ from codegen.sandbox.types import Limits
 
 TIME_LIMIT_FACTOR = 4.0  # evalplus.config.DEFAULT_GT_TIME_LIMIT_FACTOR
 MIN_TIME_LIMIT_S = 1.0  # evalplus.config.DEFAULT_MIN_TIME_LIMIT
+# A candidate's whole run: min(TASK_TIMEOUT_S, the per-input limits summed) + 2 s, as
+# EvalPlus's untrusted_check bounds it (EVALPLUS_TIMEOUT_PER_TASK, default 60).
+TASK_TIMEOUT_S = 60.0
 CANONICAL_TIME_LIMIT_S = 20.0  # per input, for the reference solution itself
-PLUS_VERSION = "1"  # bump when the expected-output computation changes
+EXPECTED_VERSION = "1"  # bump when the expected-output computation changes
+SCORING_VERSION = "2"  # bump when a candidate's run or comparison changes (verdict keys)
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,7 @@ def expected_outputs(
     """The canonical outputs for ``problem``'s inputs: from the store, else run in the
     sandbox and stored."""
     assert problem.plus is not None
-    key = digest(["plus-expected", problem.fingerprint, PLUS_VERSION, HARNESS_VERSION])
+    key = digest(["plus-expected", problem.fingerprint, EXPECTED_VERSION, HARNESS_VERSION])
     stored = store.load_verdict(key)
     if stored is None:
         stored = {}
@@ -190,7 +194,13 @@ def score_plus(
     module = problem.prompt + "\n" + code
     time_limits = [max(MIN_TIME_LIMIT_S, TIME_LIMIT_FACTOR * t) for _, _, t in rows]
     outcomes = call_function(
-        sandbox, module, problem.entry_point, [a for a, _, _ in rows], time_limits, limits
+        sandbox,
+        module,
+        problem.entry_point,
+        [a for a, _, _ in rows],
+        time_limits,
+        limits,
+        deadline_s=min(TASK_TIMEOUT_S, sum(time_limits)) + 2.0,
     )
     base_ok, plus_ok, first = True, True, None
     for index, ((args, want, _), got) in enumerate(zip(rows, outcomes, strict=True)):

@@ -103,9 +103,12 @@ def call_function(
     inputs: Sequence[Sequence[Any]],
     time_limits: Sequence[float] | float,
     limits: Limits | None = None,
+    deadline_s: float | None = None,
 ) -> list[CallOutcome]:
     """``entry_point(*args)`` for each of ``inputs`` (JSON-able argument lists), each call
-    under its time limit (one for all, or one per input), in one sandbox execution."""
+    under its time limit (one for all, or one per input), in one sandbox execution. The whole
+    run stops at ``deadline_s`` (default: every limit summed, plus 2 s); inputs it did not
+    reach come back as timeouts."""
     count = len(inputs)
     per_input = (
         [float(time_limits)] * count
@@ -115,7 +118,7 @@ def call_function(
     if len(per_input) != count:
         raise ValueError(f"{count} inputs but {len(per_input)} time limits")
     # The whole run: every call at its limit, plus room to load the module.
-    deadline = sum(per_input) + 2.0
+    deadline = sum(per_input) + 2.0 if deadline_s is None else deadline_s
     base = limits or Limits()
     run_limits = replace(
         base,

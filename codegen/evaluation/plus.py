@@ -40,8 +40,8 @@ MIN_TIME_LIMIT_S = 1.0  # evalplus.config.DEFAULT_MIN_TIME_LIMIT
 # EvalPlus's untrusted_check bounds it (EVALPLUS_TIMEOUT_PER_TASK, default 60).
 TASK_TIMEOUT_S = 60.0
 CANONICAL_TIME_LIMIT_S = 20.0  # per input, for the reference solution itself
-EXPECTED_VERSION = "1"  # bump when the expected-output computation changes
-SCORING_VERSION = "2"  # bump when a candidate's run or comparison changes (verdict keys)
+EXPECTED_VERSION = "2"  # bump when the expected-output computation changes
+SCORING_VERSION = "3"  # bump when a candidate's run or comparison changes (verdict keys)
 
 
 @dataclass(frozen=True)

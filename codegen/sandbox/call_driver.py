@@ -51,12 +51,35 @@ def _encode(value, depth=0):
     return {"o": type(value).__name__, "r": repr(value)[:500]}
 
 
+def _normal(value, depth=0):
+    """An encoding under which values Python's ``==`` calls equal are equal: an integral
+    float or a bool as the int, dict items and set members in a fixed order (for digests of
+    values too large to carry)."""
+    if depth > MAX_DEPTH:
+        raise ValueError("value nested too deep")
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_normal(v, depth + 1) for v in value]
+    if isinstance(value, tuple):
+        return {"t": [_normal(v, depth + 1) for v in value]}
+    if isinstance(value, dict):
+        items = [[_normal(k, depth + 1), _normal(v, depth + 1)] for k, v in value.items()]
+        return {"d": sorted(items, key=json.dumps)}
+    if isinstance(value, (set, frozenset)):
+        return {"s": sorted((_normal(v, depth + 1) for v in value), key=json.dumps)}
+    return _encode(value, depth)
+
+
 def _outcome(status, value=None, error="", duration=0.0):
     item = {"status": status, "duration_s": round(duration, 6)}
     if status == "ok":
         text = json.dumps(_encode(value))
         if len(text) > MAX_VALUE_CHARS:
-            item["digest"] = hashlib.sha256(text.encode()).hexdigest()
+            normal = json.dumps(_normal(value)).encode()
+            item["digest"] = hashlib.sha256(normal).hexdigest()
         else:
             item["value"] = text
     else:

@@ -37,8 +37,9 @@ class Opaque:
 
 @dataclass(frozen=True)
 class Digest:
-    """A returned value too large to carry: the digest of its encoding (equal values, equal
-    digests)."""
+    """A returned value too large to carry: the digest of an encoding under which values
+    Python's ``==`` calls equal (2.0 and 2, True and 1, sets and dicts in any order) are
+    equal."""
 
     sha256: str
 

@@ -26,6 +26,8 @@ def f(x, y=0):
         return Point()
     if x == 7:
         return list(range(100_000))
+    if x == 9:
+        return [float(i) for i in range(100_000)]  # == the ints, as Python compares
     return x + y
 """
 
@@ -42,8 +44,8 @@ def test_each_input_has_its_outcome(sb: Sandbox) -> None:
     assert isinstance(value, tuple) and isinstance(value[5], bool)
     assert got[5].value == Opaque("Point", "Point()")
     assert isinstance(got[6].value, Digest)  # too large to carry: compared by digest
-    again = call_function(sb, MODULE, "f", [[7]], 0.5)
-    assert again[0].value == got[6].value
+    again = call_function(sb, MODULE, "f", [[7], [9]], 0.5)
+    assert again[0].value == got[6].value == again[1].value
 
 
 def test_a_module_that_cannot_load_or_exits_still_answers_every_input(sb: Sandbox) -> None:

@@ -205,13 +205,22 @@ def test_the_crew_sees_the_visible_examples_and_never_the_hidden_test(
     isolated_home: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from codegen.replay.recording import read_recording
+
     tasks = write(tmp_path / "mbpp.jsonl", [SQUARE])
+    record = tmp_path / "rec.jsonl"
     with ScriptedOpenAIServer(handler=visible_only_handler) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-task-sets-test-0123456789")
-        code, result, err = run(capsys, "mbpp", "--tasks", str(tasks))
+        code, result, err = run(
+            capsys, "mbpp", "--tasks", str(tasks), "--candidates", "2", "--record", str(record)
+        )
         posts = [r for r in server.requests if r.method == "POST"]
     assert code == 0, err
+    # --candidates and --record work on a task set: two drafts, recorded under the set's id.
+    assert len([r for r in posts if r.role == "programmer"]) == 2
+    recorded = read_recording(record)
+    assert {(e.role, e.task) for e in recorded.entries} >= {("programmer", "MBPP/1")}
     assert result["pass_at_k"] == {"pass@1": 1.0} and result["crew_statuses"] == {"passed": 1}
     analyzer = "\n".join(r.prompt_text for r in posts if r.role == "analyzer")
     assert "assert square(2) == 4" in analyzer  # the visible example

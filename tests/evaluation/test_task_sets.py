@@ -212,6 +212,8 @@ def test_the_crew_sees_the_visible_examples_and_never_the_hidden_test(
     with ScriptedOpenAIServer(handler=visible_only_handler) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-task-sets-test-0123456789")
+        # --candidates writes CODEGEN_LLM__CANDIDATES for backfill runs: undone after the test.
+        monkeypatch.setenv("CODEGEN_LLM__CANDIDATES", "1")
         code, result, err = run(
             capsys, "mbpp", "--tasks", str(tasks), "--candidates", "2", "--record", str(record)
         )

@@ -35,7 +35,15 @@ from codegen.agents.types import Meter
 # Wire contract (docs/architecture.md, "LLM endpoint"): outside servers replay recorded
 # replies by role, task, draft and round, so every request says which it is. The header names
 # are defined once, with the recordings keyed by them.
-from codegen.replay.recording import CANDIDATE_HEADER, ROLE_HEADER, ROUND_HEADER, TASK_HEADER
+# UNRECORDED_CODE: a replay server's 404 for a turn it never recorded, the one 404 that ends a
+# request as ``unrecorded`` rather than error.
+from codegen.replay.recording import (
+    CANDIDATE_HEADER,
+    ROLE_HEADER,
+    ROUND_HEADER,
+    TASK_HEADER,
+    UNRECORDED_CODE,
+)
 
 # Called after every reply from the endpoint with (role, the SDK call's keyword arguments,
 # reply text): ``codegen.replay.recording.FileRecorder`` writes recordings with it.
@@ -91,10 +99,19 @@ class Completion:
 class LLMError(Exception):
     """The endpoint failed for good (retries exhausted, timeout, bad reply)."""
 
-    def __init__(self, message: str, *, status: int | None = None, detail: str = "") -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, detail: str = "", code: str = ""
+    ) -> None:
         super().__init__(message)
         self.status = status  # the HTTP status, when the endpoint answered with one
         self.detail = detail  # the endpoint's own error message
+        self.code = code  # the endpoint's own error code (``error.code`` in the body)
+
+    @property
+    def unrecorded(self) -> bool:
+        """A replay server's 404 for a turn its recording does not hold: the recording's end,
+        not an outage (any other 404 is one)."""
+        return self.status == 404 and self.code == UNRECORDED_CODE
 
 
 class StructuredMode(StrEnum):
@@ -444,6 +461,7 @@ class LLMClient:
                 f"(retried up to {self.max_retries} times): {_short(exc.message)}",
                 status=exc.status_code,
                 detail=str(exc.message),
+                code=str(exc.code or ""),
             ) from exc
         except openai.APIConnectionError as exc:
             raise LLMError(

@@ -32,7 +32,11 @@ def classify(exc: BaseException) -> tuple[Status, str]:
     """The status and one-line reason an exception ends a request with."""
     if isinstance(exc, BudgetExceeded):
         return Status.BUDGET_EXCEEDED, str(exc)
-    if isinstance(exc, LLMError | AgentOutputError | BadRequest):
+    if isinstance(exc, AgentOutputError):  # the model's reply, not the endpoint, failed
+        return Status.NO_CODE, str(exc)
+    if isinstance(exc, LLMError) and exc.unrecorded:
+        return Status.UNRECORDED, str(exc)
+    if isinstance(exc, LLMError | BadRequest):
         return Status.ERROR, str(exc)
     return Status.ERROR, f"{type(exc).__name__}: {exc}"
 
@@ -90,7 +94,7 @@ def refine(
             history.append(entry)
             if problem:
                 entry["problem"] = problem
-                status, reason = Status.ERROR, problem
+                status, reason = Status.NO_CODE, problem
                 feedback = f"Your reply broke the format: {problem}."
                 continue
             emit(f"round {round_no}: running the tests in the sandbox")

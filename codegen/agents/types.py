@@ -17,9 +17,29 @@ class Status(StrEnum):
     FAILED_TESTS = "failed_tests"
     REJECTED = "rejected"
     BUDGET_EXCEEDED = "budget_exceeded"
+    # The model ended it: no usable code after the re-asks (or a reply breaking the wire
+    # contract). Scored 0 and cached, like failed_tests: a weak model's score, not an outage.
+    NO_CODE = "no_code"
+    # A replay server's answer for a turn it never recorded (UNRECORDED_CODE): the end of the
+    # recording, scored with the code so far.
+    UNRECORDED = "unrecorded"
+    # An outage (endpoint down, any other HTTP error, sandbox down): not a score, retried.
     ERROR = "error"
     # Not an ending: the tests pass and a person's verdict is awaited (no run holds it).
     AWAITING_REVIEW = "awaiting_review"
+
+
+# Statuses the model ended a request with (not passed, not an outage): `codegen generate`
+# exits 3 for them, and an evaluation scores and caches them.
+MODEL_ENDED = frozenset(
+    {
+        Status.FAILED_TESTS,
+        Status.REJECTED,
+        Status.NO_CODE,
+        Status.BUDGET_EXCEEDED,
+        Status.UNRECORDED,
+    }
+)
 
 
 def is_outage(status: Status) -> bool:

@@ -282,6 +282,11 @@ def humaneval_summary(
         "tasks": _tasks_table(crew),
         "summary": MetadataValue.json(crew.to_dict(with_rows=False)),
     }
+    if crew.precision is not None and crew.precision.precision is not None:
+        # How far the crew's own `passed` can be trusted against the hidden tests.
+        metadata["precision_of_passed"] = crew.precision.precision
+    if crew.precision is not None and crew.precision.recall is not None:
+        metadata["recall_of_passed"] = crew.precision.recall
     for name, value in crew.pass_at_k.items():
         metadata[name] = value
     text = summary_markdown(crew) + "\n\n" + summary_markdown(canon)
@@ -399,4 +404,25 @@ def humaneval_file_summary(
     for name, value in summary.pass_at_k.items():
         metadata[name] = value
     context.log.info(f"samples file {samples.path}: {summary.pass_at_k or 'nothing scored'}")
+    return MaterializeResult(metadata=metadata)
+
+
+@asset(
+    group_name="evaluation",
+    kinds={"python"},
+    description="Every stored evaluation run as one table, and pass@1 per configuration.",
+)
+def evaluation_runs(settings: SettingsResource) -> MaterializeResult:
+    from codegen.evaluation.runs import plot_runs, run_rows, runs_markdown
+
+    store = EvalStore(settings.load().eval_dir)
+    rows = run_rows(store)
+    text = runs_markdown(rows)
+    metadata: dict[str, Any] = {"runs": len(rows)}
+    if rows:
+        plot = plot_runs(rows, store.root / "runs.png")
+        encoded = base64.b64encode(plot.read_bytes()).decode()
+        text += f"\n\n![pass@1 per configuration](data:image/png;base64,{encoded})"
+        metadata["plot"] = MetadataValue.path(str(plot))
+    metadata["table"] = MetadataValue.md(text)
     return MaterializeResult(metadata=metadata)

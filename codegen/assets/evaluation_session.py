@@ -30,6 +30,7 @@ from codegen.evaluation.harness import (
 )
 from codegen.evaluation.samples_file import SamplesFile
 from codegen.evaluation.store import EvalStore
+from codegen.evaluation.tasks import TaskSet
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits
 from codegen.settings import Settings
@@ -59,16 +60,22 @@ def eval_config(
     samples: int | None,
     llm: LLMResource | None = None,
     retriever: RetrieverResource | None = None,
+    tasks: TaskSet | None = None,
 ) -> EvalConfig:
-    """The configuration (and so the cache key) of a run; building it calls no endpoint."""
+    """The configuration (and so the cache key) of a run over ``tasks`` (default HumanEval);
+    building it calls no endpoint."""
     limits = scoring_limits(settings)
+    of_set = tasks.identity() if tasks else {}
     if mode == CANONICAL:
-        return EvalConfig(mode=CANONICAL, samples=1, limits=limits)
+        return EvalConfig(mode=CANONICAL, samples=1, limits=limits, identity=of_set)
     from codegen.evaluation.crew_generator import crew_identity
 
     llm = llm or LLMResource.from_settings(settings)
     retriever = retriever or VectorIndexResource.for_crew(settings)
-    identity = crew_identity(llm.client(), llm.crew_options(), retriever.identity())
+    identity = {
+        **crew_identity(llm.client(), llm.crew_options(), retriever.identity()),
+        **of_set,
+    }
     return EvalConfig(
         mode=mode, samples=samples or settings.eval.samples, limits=limits, identity=identity
     )
@@ -81,7 +88,7 @@ def samples_config(settings: Settings, samples: SamplesFile) -> EvalConfig:
         mode=SAMPLES,
         samples=max(len(m) for m in samples.modules.values()),
         limits=scoring_limits(settings),
-        identity={"samples_file": samples.digest[:16]},
+        identity={"samples_file": samples.digest[:16], **samples.tasks.identity()},
     )
 
 
@@ -101,6 +108,7 @@ def score_samples_file(
         sandbox,
         workers=max(1, settings.eval.workers),
         on_done=on_done,
+        tasks=samples.tasks,
     )
     return config, outcomes, errors
 
@@ -114,16 +122,18 @@ def eval_session(
     llm: LLMResource | None = None,
     sandbox: SandboxResource | None = None,
     retriever: RetrieverResource | None = None,
+    tasks: TaskSet | None = None,
 ) -> Iterator[EvalSession]:
-    """Everything a run needs; resources default to those built from ``settings``."""
+    """Everything a run over ``tasks`` (default HumanEval) needs; resources default to those
+    built from ``settings``."""
     llm = llm or LLMResource.from_settings(settings)
     sandbox = sandbox or SandboxResource.from_settings(settings)
     # The index the backfill's crew searches, so both paths are the same crew.
     retriever = retriever or VectorIndexResource.for_crew(settings)
-    cfg = eval_config(settings, mode, samples, llm, retriever)
+    cfg = eval_config(settings, mode, samples, llm, retriever, tasks)
     with sandbox.open() as box:
         if mode == CANONICAL:
-            generator: Generator = canonical_generator
+            generator: Generator = canonical_generator(tasks)
         else:
             from codegen.evaluation.crew_generator import crew_generator
 

@@ -17,7 +17,6 @@ from codegen.agents.crew import run_crew
 from codegen.agents.llm import LLMClient
 from codegen.agents.types import CrewOptions
 from codegen.evaluation.harness import Candidate, Generator, PublicTask
-from codegen.evaluation.humaneval import task_id_from_key
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox
 
@@ -79,7 +78,7 @@ def crew_generator(
             sandbox=sandbox,
             retriever=retriever,
             options=options,
-            task_id=task_id_from_key(task.key),
+            task_id=task.task_id or task.key,
         )
         usage = outcome.usage
         report = outcome.test_report

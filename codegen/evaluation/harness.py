@@ -14,9 +14,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from codegen.evaluation import scoring
-from codegen.evaluation.humaneval import Problem, get_problem, public_request
+from codegen.evaluation.humaneval import Problem, public_request
 from codegen.evaluation.scoring import MAX_BATCH, SampleScore, score_candidates
 from codegen.evaluation.store import EvalStore, digest
+from codegen.evaluation.tasks import TaskSet, humaneval_tasks
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits
 
@@ -34,10 +35,13 @@ class PublicTask:
     entry_point: str
     prompt: str
     request: str
+    task_id: str = ""  # the benchmark's own id (a replay recording is keyed by it)
 
 
 def public_task(problem: Problem) -> PublicTask:
-    return PublicTask(problem.key, problem.entry_point, problem.prompt, public_request(problem))
+    return PublicTask(
+        problem.key, problem.entry_point, problem.prompt, public_request(problem), problem.task_id
+    )
 
 
 @dataclass
@@ -69,16 +73,28 @@ class Candidate:
 Generator = Callable[[PublicTask, int], Candidate]
 
 
-def canonical_generator(task: PublicTask, index: int) -> Candidate:
-    """The benchmark's own solution (looked up here, never passed through a PublicTask)."""
-    return Candidate(code=get_problem(task.key).canonical_module(), status=CANONICAL)
+def canonical_generator(tasks: TaskSet | None = None) -> Generator:
+    """The benchmark's own solutions (looked up in the set, never passed through a
+    PublicTask)."""
+    found = tasks or humaneval_tasks()
+
+    def generate(task: PublicTask, index: int) -> Candidate:
+        return Candidate(code=found.get(task.key).canonical_module(), status=CANONICAL)
+
+    return generate
 
 
 SAMPLE_STATUS = "sample"  # a candidate read from a samples file
 
-# Crew statuses that say "nothing could be produced" rather than "this is the answer":
-# they are scored (as failures) but never cached, so a re-run retries them.
+# Crew statuses that say "an outage stopped it" (endpoint down, any HTTP error but a replay's
+# unrecorded turn, sandbox down) rather than "this is the model's answer": such a task is
+# neither scored nor cached (GenerationOutage), so a re-run retries it. A model's own failures
+# (no_code, unrecorded, failed_tests, rejected, budget_exceeded) are scores: cached.
 RETRYABLE_STATUSES = frozenset({"error"})
+
+
+class GenerationOutage(RuntimeError):
+    """A sample ended with an outage: the task stays unscored and nothing of it is stored."""
 
 
 @dataclass
@@ -155,6 +171,12 @@ def generate_task(
             return cached, True
     task = public_task(problem)
     candidates = _map(lambda i: generator(task, i), cfg.samples, workers)
+    outages = [c for c in candidates if c.status in RETRYABLE_STATUSES]
+    if outages:
+        raise GenerationOutage(
+            f"{len(outages)} of {len(candidates)} samples ended with crew status "
+            f"{outages[0].status}: {outages[0].reason}"
+        )
     store.save_config(cfg.config_id, cfg.describe())
     store.save_samples(
         cfg.config_id,
@@ -171,7 +193,17 @@ def generate_task(
 
 def verdict_key(problem: Problem, code: str | None, limits: Limits) -> str:
     """What decides one sample's verdict: its code, the problem, the harness, the limits."""
-    return digest([code, problem.fingerprint, scoring.HARNESS_VERSION, asdict(limits)])
+    return digest([code, problem.fingerprint, harness_id(problem), asdict(limits)])
+
+
+def harness_id(problem: Problem) -> str:
+    """The scorer's version for ``problem``: the hidden-test harness's, and for HumanEval+
+    tasks the plus scoring's too."""
+    if problem.plus is None:
+        return scoring.HARNESS_VERSION
+    from codegen.evaluation.plus import SCORING_VERSION
+
+    return f"{scoring.HARNESS_VERSION}+plus-{SCORING_VERSION}"
 
 
 def score_samples(
@@ -202,6 +234,11 @@ def score_samples(
 
         def run_chunk(index: int) -> list[SampleScore]:
             chunk = chunks[index]
+            if problem.plus is not None:  # HumanEval+: EvalPlus's inputs and comparison
+                from codegen.evaluation.plus import expected_outputs, score_plus
+
+                expected = expected_outputs(store, sandbox, problem, limits)
+                return [score_plus(sandbox, problem, c, expected, limits) for _, c in chunk]
             return score_candidates(sandbox, problem, [c for _, c in chunk], limits, size)
 
         for chunk, scores in zip(chunks, _map(run_chunk, len(chunks), workers), strict=True):
@@ -223,7 +260,7 @@ def score_task(
         [
             [c.code for c in candidates],
             problem.fingerprint,
-            scoring.HARNESS_VERSION,
+            harness_id(problem),
             asdict(cfg.limits),
         ]
     )
@@ -275,10 +312,11 @@ def run_samples_task(
     modules: list[str],
     sandbox: Sandbox,
     workers: int = 1,
+    tasks: TaskSet | None = None,
 ) -> TaskOutcome:
     """Stage then score one task of a samples file."""
     start = time.perf_counter()
-    problem = get_problem(key)
+    problem = (tasks or humaneval_tasks()).get(key)
     staged = stage_samples(store, cfg, problem, modules)
     return _scored_outcome(store, cfg, key, problem, sandbox, workers, start, staged)
 
@@ -290,10 +328,11 @@ def run_task(
     generator: Generator,
     sandbox: Sandbox,
     workers: int = 1,
+    tasks: TaskSet | None = None,
 ) -> TaskOutcome:
     """Generate then score one task; its n samples run ``workers`` at a time."""
     start = time.perf_counter()
-    problem = get_problem(key)
+    problem = (tasks or humaneval_tasks()).get(key)
     _, gen_cached = generate_task(store, cfg, problem, generator, workers)
     return _scored_outcome(store, cfg, key, problem, sandbox, workers, start, gen_cached)
 
@@ -355,8 +394,10 @@ def evaluate(
     *,
     workers: int = 1,
     on_done: Progress | None = None,
+    tasks: TaskSet | None = None,
 ) -> tuple[list[TaskOutcome], dict[str, str]]:
-    """Run every task, ``workers`` at a time.
+    """Run every task of ``tasks`` (default HumanEval) named in ``keys``, ``workers`` at a
+    time.
 
     Returns the outcomes in ``keys`` order and, per task that could not run (endpoint down,
     sandbox unavailable), the error: one broken task never discards the others' results.
@@ -364,7 +405,10 @@ def evaluate(
     """
     # Samples of one task share the workers: n = 10 on one task still runs in parallel.
     return _each_task(
-        keys, lambda k: run_task(store, cfg, k, generator, sandbox, workers), workers, on_done
+        keys,
+        lambda k: run_task(store, cfg, k, generator, sandbox, workers, tasks),
+        workers,
+        on_done,
     )
 
 
@@ -376,12 +420,13 @@ def evaluate_samples(
     *,
     workers: int = 1,
     on_done: Progress | None = None,
+    tasks: TaskSet | None = None,
 ) -> tuple[list[TaskOutcome], dict[str, str]]:
     """Score a samples file's modules (task key -> n modules) like ``evaluate`` scores a
     generator's: same store, same scorer, same per-sample cache."""
     return _each_task(
         list(modules),
-        lambda k: run_samples_task(store, cfg, k, modules[k], sandbox, workers),
+        lambda k: run_samples_task(store, cfg, k, modules[k], sandbox, workers, tasks),
         workers,
         on_done,
     )

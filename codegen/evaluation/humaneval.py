@@ -7,6 +7,7 @@ hidden half (``test``: the ``check`` function, and ``canonical_solution``). Only
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 from dataclasses import dataclass
@@ -18,12 +19,33 @@ KEY_SEPARATOR = "-"
 
 
 @dataclass(frozen=True)
+class PlusTask:
+    """HumanEval+'s extra data for one task (EvalPlus): argument lists as JSON text (base: the
+    original tests' inputs; plus: the extra ones), the float tolerance and the input contract
+    (assertions on the arguments, as indented body lines)."""
+
+    base_json: str
+    plus_json: str
+    atol: float = 0.0
+    contract: str = ""
+
+    @property
+    def digest(self) -> str:
+        blob = json.dumps([self.base_json, self.plus_json, self.atol, self.contract])
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
 class Problem:
     task_id: str
     prompt: str
     entry_point: str
     canonical_solution: str
     test: str
+    # Example assertions the solver may see (MBPP's ``sample_io`` / ``given_tests``); part of
+    # the request, never of the score. The hidden ``test`` never reaches an agent.
+    visible_tests: tuple[str, ...] = ()
+    plus: PlusTask | None = None  # HumanEval+ inputs: scored as EvalPlus does
 
     @property
     def key(self) -> str:
@@ -32,14 +54,30 @@ class Problem:
     @property
     def fingerprint(self) -> str:
         """Content hash: a changed problem (new wheel version) invalidates cached results."""
-        blob = json.dumps(
-            [self.prompt, self.entry_point, self.canonical_solution, self.test], sort_keys=True
-        )
+        parts = [self.prompt, self.entry_point, self.canonical_solution, self.test]
+        if self.plus is not None:  # only then: HumanEval's own fingerprints stay as they were
+            parts.append(self.plus.digest)
+        blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def canonical_module(self) -> str:
-        """The benchmark's own solution as a candidate module: prompt + canonical body."""
+        """The benchmark's own solution as a candidate module: prompt + canonical body
+        (HumanEval), or the canonical solution itself where it is a whole module defining the
+        entry point (MBPP)."""
+        if _defines(self.canonical_solution, self.entry_point):
+            return self.canonical_solution
         return self.prompt + self.canonical_solution
+
+
+def _defines(code: str, name: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return any(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+        for node in tree.body
+    )
 
 
 def task_key(task_id: str) -> str:
@@ -119,9 +157,25 @@ signature exactly, and implement the body. The examples in the docstring show ex
 """
 
 
+EXAMPLES_TEMPLATE = """
+It must satisfy these examples:
+
+```python
+{examples}
+```
+"""
+
+
 def public_request(problem: Problem) -> str:
-    """The natural-language request for the crew, built from the public prompt only."""
-    return REQUEST_TEMPLATE.format(entry_point=problem.entry_point, prompt=problem.prompt.rstrip())
+    """The natural-language request for the crew, built from the public prompt (and the
+    visible example assertions, where the task set has them) only."""
+    request = REQUEST_TEMPLATE.format(
+        entry_point=problem.entry_point, prompt=problem.prompt.rstrip()
+    )
+    if problem.visible_tests:
+        examples = "\n".join(t.strip() for t in problem.visible_tests)
+        request += EXAMPLES_TEMPLATE.format(examples=examples)
+    return request
 
 
 def hidden_check_lines(problem: Problem, min_length: int = 12) -> list[str]:

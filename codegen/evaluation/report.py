@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codegen.evaluation.harness import Candidate
+from codegen.agents.types import MODEL_ENDED, Status
+from codegen.evaluation.harness import CREW, Candidate
 from codegen.evaluation.passk import mean_pass_at_k, reportable_ks
 from codegen.evaluation.scoring import FAILURE_CATEGORIES, SampleScore
 from codegen.evaluation.store import EvalStore
@@ -30,6 +31,44 @@ class TaskRow:
     cost_usd: float | None
     latency_s: float
     first_failure: str = ""
+
+
+@dataclass
+class Precision:
+    """Of the samples the crew ended ``passed`` (its own tests and the visible examples green,
+    reviewer approved), how many the benchmark's hidden tests also pass (``correct``):
+    ``precision = correct / passed``; ``recall = correct / hidden_passed`` (of the samples the
+    hidden tests pass, the share the crew called passed). None where the denominator is 0."""
+
+    passed: int
+    correct: int
+    hidden_passed: int
+    precision: float | None
+    recall: float | None
+
+    @classmethod
+    def of(cls, pairs: Sequence[tuple[bool, bool]]) -> Precision:
+        """``pairs``: (crew said passed, hidden tests pass) per sample."""
+        said = sum(s for s, _ in pairs)
+        hidden = sum(h for _, h in pairs)
+        correct = sum(s and h for s, h in pairs)
+        return cls(
+            passed=said,
+            correct=correct,
+            hidden_passed=hidden,
+            precision=correct / said if said else None,
+            recall=correct / hidden if hidden else None,
+        )
+
+    def describe(self) -> str:
+        def pct(v: float | None) -> str:
+            return "n/a" if v is None else f"{v:.3f}"
+
+        return (
+            f"precision of passed {pct(self.precision)} ({self.correct} of {self.passed} "
+            f"samples the crew passed pass the hidden tests), recall {pct(self.recall)} "
+            f"(of {self.hidden_passed} passing the hidden tests)"
+        )
 
 
 @dataclass
@@ -50,6 +89,15 @@ class Summary:
     cost_per_solved_usd: float | None
     generation_latency_s: float
     scoring_s: float
+    # Samples the model ended without passing, by crew status (no_code, unrecorded, ...):
+    # scored 0 like any wrong answer. ``outages``: samples ended ``error`` (not a score).
+    model_failures: dict[str, int] = field(default_factory=dict)
+    outages: int = 0
+    # How far the crew's own ``passed`` can be trusted (crew mode; None otherwise).
+    precision: Precision | None = None
+    # HumanEval+ (``--plus``): pass@k, samples and tasks on the plus tests, and the precision
+    # of the crew's passed against them; None for sets without plus inputs.
+    plus: dict[str, Any] | None = None
     missing: list[str] = field(default_factory=list)
     rows: list[TaskRow] = field(default_factory=list)
 
@@ -85,6 +133,9 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
     prompt_tokens = completion_tokens = 0
     cost: float | None = 0.0
     gen_latency = scoring_s = 0.0
+    verdict_pairs: list[tuple[bool, bool]] = []
+    plus_counts: list[tuple[int, int]] = []
+    plus_pairs: list[tuple[bool, bool]] = []
     for key in keys:
         scores_doc = store.load_scores(config_id, key)
         samples_doc = store.load_samples(config_id, key)
@@ -116,6 +167,15 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
         )
         categories.update(task_cats)
         statuses.update(task_status)
+        verdict_pairs += [
+            (c.status == Status.PASSED.value, s.passed) for c, s in zip(cands, scores, strict=True)
+        ]
+        if any(s.plus is not None for s in scores):
+            plus_counts.append((len(scores), sum(bool(s.plus) for s in scores)))
+            plus_pairs += [
+                (c.status == Status.PASSED.value, bool(s.plus))
+                for c, s in zip(cands, scores, strict=True)
+            ]
         prompt_tokens += sum(c.prompt_tokens for c in cands)
         completion_tokens += sum(c.completion_tokens for c in cands)
         cost = _add(cost, task_cost)
@@ -126,6 +186,15 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
     # Unrounded: an exact fraction (3/8, 1/3) must compare equal; displays round it.
     pass_at = {f"pass@{k}": mean_pass_at_k(counts, k) for k in ks} if rows else {}
     solved = sum(r.c > 0 for r in rows)
+    plus: dict[str, Any] | None = None
+    if plus_counts:
+        plus_ks = reportable_ks([n for n, _ in plus_counts])
+        plus = {
+            "pass_at_k": {f"pass@{k}": mean_pass_at_k(plus_counts, k) for k in plus_ks},
+            "passed_samples": sum(c for _, c in plus_counts),
+            "solved_tasks": sum(c > 0 for _, c in plus_counts),
+            "precision": asdict(Precision.of(plus_pairs)) if mode == CREW else None,
+        }
     per_solved = None if cost is None or solved == 0 else cost / solved
     return Summary(
         config_id=config_id,
@@ -138,6 +207,10 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
         pass_at_k=pass_at,
         failures_by_category={c.value: categories.get(c.value, 0) for c in FAILURE_CATEGORIES},
         crew_statuses=dict(statuses),
+        model_failures={s.value: statuses[s.value] for s in MODEL_ENDED if statuses[s.value]},
+        outages=statuses.get(Status.ERROR.value, 0),
+        precision=Precision.of(verdict_pairs) if mode == CREW else None,
+        plus=plus,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         cost_usd=cost,
@@ -147,6 +220,10 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
         missing=missing,
         rows=rows,
     )
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
 
 
 def _money(value: float | None) -> str:
@@ -183,6 +260,12 @@ def summary_markdown(summary: Summary) -> str:
         f"{_money(summary.cost_per_solved_usd)}",
         f"- generation latency (sum): {summary.generation_latency_s:.1f}s; "
         f"sandbox scoring (sum): {summary.scoring_s:.1f}s",
+        *(
+            [f"- model failures: {_counts(summary.model_failures)}"]
+            if summary.model_failures
+            else []
+        ),
+        *([f"- {summary.precision.describe()}"] if summary.precision else []),
         "",
     ]
     return "\n".join(head) + "\n" + failures_markdown(summary)
@@ -198,6 +281,8 @@ def history_entry(summary: Summary, label: str, wall_s: float | None = None) -> 
         "samples": summary.samples,
         "solved": summary.solved_tasks,
         **summary.pass_at_k,
+        **({f"plus {k}": v for k, v in summary.plus["pass_at_k"].items()} if summary.plus else {}),
+        "precision": summary.precision.precision if summary.precision else None,
         "tokens": summary.prompt_tokens + summary.completion_tokens,
         "cost_usd": summary.cost_usd,
         "cost_per_solved_usd": summary.cost_per_solved_usd,
@@ -218,7 +303,17 @@ def plot_history(entries: Sequence[dict[str, Any]], path: Path) -> Path:
     pass1 = [e.get("pass@1") for e in runs]
     cost = [e.get("cost_per_solved_usd") for e in runs]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    top.plot(xs, [float("nan") if v is None else v for v in pass1], marker="o")
+    top.plot(xs, [float("nan") if v is None else v for v in pass1], marker="o", label="pass@1")
+    precision = [e.get("precision") for e in runs]
+    if any(v is not None for v in precision):
+        top.plot(
+            xs,
+            [float("nan") if v is None else v for v in precision],
+            marker="x",
+            linestyle="--",
+            label="precision of passed",
+        )
+        top.legend(fontsize=7)
     top.set_ylabel("pass@1")
     top.set_ylim(0, 1.05)
     top.set_title("HumanEval runs")

@@ -30,7 +30,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codegen.evaluation.humaneval import Problem, load_problems, task_key
+from codegen.evaluation.humaneval import Problem
+from codegen.evaluation.tasks import TaskSet, humaneval_tasks, safe_key
 
 COMPLETION = "completion"
 SOLUTION = "solution"
@@ -48,6 +49,7 @@ class SamplesFile:
     digest: str  # sha256 of the file's bytes: the scoring configuration's identity
     modules: dict[str, list[str]] = field(default_factory=dict)  # task key -> candidate modules
     fields: dict[str, int] = field(default_factory=dict)  # completion/solution line counts
+    tasks: TaskSet = field(default_factory=humaneval_tasks)  # the set the samples are for
 
     @property
     def samples(self) -> int:
@@ -55,7 +57,7 @@ class SamplesFile:
 
     def missing(self) -> list[str]:
         """Benchmark tasks the file has no sample for, in benchmark order."""
-        return [k for k in load_problems() if k not in self.modules]
+        return [k for k in self.tasks.problems if k not in self.modules]
 
 
 def candidate_module(problem: Problem, record: dict[str, object]) -> str:
@@ -65,13 +67,13 @@ def candidate_module(problem: Problem, record: dict[str, object]) -> str:
     return str(record[SOLUTION])
 
 
-def _problem_for(task_id: object) -> Problem | None:
+def _problem_for(task_id: object, tasks: TaskSet) -> Problem | None:
     if not isinstance(task_id, str) or not task_id.strip():
         return None
-    return load_problems().get(task_key(task_id.strip()))
+    return tasks.problems.get(safe_key(task_id.strip()))
 
 
-def parse_line(text: str, where: str) -> tuple[Problem, str, str]:
+def parse_line(text: str, where: str, tasks: TaskSet | None = None) -> tuple[Problem, str, str]:
     """(problem, field, module) for one non-blank line; raises SamplesFileError."""
     if len(text) > MAX_LINE_CHARS:
         raise SamplesFileError(f"{where}: line is {len(text)} characters; limit {MAX_LINE_CHARS}")
@@ -83,11 +85,12 @@ def parse_line(text: str, where: str) -> tuple[Problem, str, str]:
         raise SamplesFileError(f"{where}: expected a JSON object, got {type(record).__name__}")
     if "task_id" not in record:
         raise SamplesFileError(f"{where}: no task_id")
-    problem = _problem_for(record["task_id"])
+    tasks = tasks or humaneval_tasks()
+    problem = _problem_for(record["task_id"], tasks)
     if problem is None:
+        expected = "HumanEval/0 .. HumanEval/163" if tasks.builtin else f"a task of {tasks.name}"
         raise SamplesFileError(
-            f"{where}: unknown task_id {str(record['task_id'])[:80]!r} "
-            "(expected HumanEval/0 .. HumanEval/163)"
+            f"{where}: unknown task_id {str(record['task_id'])[:80]!r} (expected {expected})"
         )
     present = [f for f in (COMPLETION, SOLUTION) if f in record]
     if not present:
@@ -102,8 +105,10 @@ def parse_line(text: str, where: str) -> tuple[Problem, str, str]:
     return problem, present[0], candidate_module(problem, record)
 
 
-def read_samples(path: Path | str) -> SamplesFile:
-    """Parse and validate a whole samples file; raises SamplesFileError (one line)."""
+def read_samples(path: Path | str, tasks: TaskSet | None = None) -> SamplesFile:
+    """Parse and validate a whole samples file for ``tasks`` (default HumanEval); raises
+    SamplesFileError (one line)."""
+    tasks = tasks or humaneval_tasks()
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -117,17 +122,17 @@ def read_samples(path: Path | str) -> SamplesFile:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise SamplesFileError(f"{path}:{line}: not UTF-8 text") from None
-    result = SamplesFile(path=path, digest=hashlib.sha256(data).hexdigest())
+    result = SamplesFile(path=path, digest=hashlib.sha256(data).hexdigest(), tasks=tasks)
     counts = {COMPLETION: 0, SOLUTION: 0}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        problem, kind, module = parse_line(line, f"{path}:{number}")
+        problem, kind, module = parse_line(line, f"{path}:{number}", tasks)
         result.modules.setdefault(problem.key, []).append(module)
         counts[kind] += 1
     if not result.modules:
         raise SamplesFileError(f"{path}: empty: no samples (JSONL, one sample a line)")
-    order = list(load_problems())
-    result.modules = dict(sorted(result.modules.items(), key=lambda kv: order.index(kv[0])))
+    order = {k: i for i, k in enumerate(tasks.problems)}
+    result.modules = dict(sorted(result.modules.items(), key=lambda kv: order[kv[0]]))
     result.fields = counts
     return result

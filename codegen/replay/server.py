@@ -14,7 +14,10 @@ to any endpoint. Each request is answered by the recording's reply for its role
 
 Anything the recording cannot answer (no role or task header, a role or task it does not
 hold, a round it has no reply for) gets HTTP 404 with a message that says what is missing:
-never a made-up reply. 404 is not retried by the SDK, so the crew fails fast.
+never a made-up reply. 404 is not retried by the SDK, so the crew fails fast. Its error code
+is ``replay_unrecorded`` (``codegen.replay.recording.UNRECORDED_CODE``): the crew ends such a
+request as ``unrecorded`` (the end of the recording, scored with the code so far), unlike any
+other 404 (a wrong path, an outage).
 
 Every request is logged, one JSON object a line (to stderr and, optionally, a log file):
 time, role, task, candidate, round, HTTP status, and for answered ones the key and ``seq`` of
@@ -42,6 +45,7 @@ from codegen.replay.recording import (
     ROLE_HEADER,
     ROUND_HEADER,
     TASK_HEADER,
+    UNRECORDED_CODE,
     Entry,
     Key,
     Recording,
@@ -72,7 +76,9 @@ class ReplayBook:
         try:
             entry = self.entry_for(request.headers, request.body or {})
         except ReplayMiss as miss:
-            return Reply.error(404, f"replay: {miss}", error_type="not_found")
+            return Reply.error(
+                404, f"replay: {miss}", error_type="not_found", error_code=UNRECORDED_CODE
+            )
         return Reply.text(
             entry.content,
             served={

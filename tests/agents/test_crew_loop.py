@@ -195,7 +195,9 @@ def test_test_designer_never_sees_code(sandbox: Sandbox, tmp_path: Path) -> None
     assert json.loads(user.split("\n", 1)[1]) == PRIMES_SPEC
 
 
-def test_llm_failure_and_malformed_reply_end_with_error(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_llm_failure_is_an_error_and_malformed_reply_is_no_code(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
     script = {"analyzer": [Reply.error(500, "boom", {"Retry-After": "0.01"})] * 2}
     with ScriptedOpenAIServer(script=script, handler=primes_handler) as server:
         out = run_crew(REQUEST, llm=llm_for(server, tmp_path), sandbox=sandbox)
@@ -210,11 +212,12 @@ def test_llm_failure_and_malformed_reply_end_with_error(sandbox: Sandbox, tmp_pa
     assert out.spec and out.tests  # what was done before the failure is kept
     assert len(s1.requests_for("programmer")) == 2
 
-    # A test designer that twice sends no test module: told what was wrong, then an error.
+    # A test designer that twice sends no test module: told what was wrong, then the model's
+    # own failure (no_code), not an outage.
     no_tests = ["Here is the module: def primes_up_to(n): ...", "I would rather not."]
     with ScriptedOpenAIServer(script={"test_designer": no_tests}, handler=primes_handler) as s2:
         out = run_crew(REQUEST, llm=llm_for(s2, tmp_path / "b"), sandbox=sandbox)
-    assert out.status is Status.ERROR
+    assert out.status is Status.NO_CODE
     assert re.search(r"test_designer: no usable test module after one re-ask", out.reason)
     reask = s2.requests_for("test_designer")[1]
     assert "no test module found" in reask.prompt_text

@@ -67,13 +67,21 @@ def test_code_that_passes_its_own_tests_but_solves_nothing_scores_zero(
     endpoint_env: Any, capsys: pytest.CaptureFixture[str], isolated_home: Path
 ) -> None:
     keys = task_keys()[10:16]
-    with ScriptedOpenAIServer(handler=make_handler(solve=())) as server:
+    with ScriptedOpenAIServer(handler=make_handler(solve=keys[:2])) as server:
         endpoint_env(server)
         code, result = run_eval(capsys, *task_args(keys))
     assert code == 0
     assert result["crew_statuses"] == {"passed": 6}  # the crew is satisfied with itself...
-    assert result["pass_at_k"] == {"pass@1": 0.0}  # ...the hidden tests are not
-    assert result["solved_tasks"] == 0
+    assert result["pass_at_k"] == {"pass@1": 2 / 6}  # ...the hidden tests are not
+    assert result["solved_tasks"] == 2
+    # So its `passed` is right 2 times in 6, and it called every correct sample passed.
+    assert result["precision"] == {
+        "passed": 6,
+        "correct": 2,
+        "hidden_passed": 2,
+        "precision": 2 / 6,
+        "recall": 1.0,
+    }
     config_dir = Path(result["results_dir"])
     for key in keys:
         cand = json.loads((config_dir / "samples" / f"{key}.json").read_text())["candidates"][0]
@@ -140,13 +148,16 @@ def test_rerun_is_a_cache_hit_and_a_failed_task_is_retried_alone(
         capsys.readouterr()
         code = main(["eval", "humaneval", "--json", *task_args(keys)])
         out, err = capsys.readouterr()
-        first = json.loads(out)  # the results are printed, then the run is marked failed
-        assert code == 1
+        first = json.loads(out)  # the results are printed, then the run is marked an outage
+        assert code == 5
         last = err.strip().splitlines()[-1]
-        assert last.startswith("codegen: error: 1 samples ended with crew status error"), err
-        assert first["crew_statuses"] == {"passed": 3, "error": 1}
+        assert last.startswith("codegen: error: 1 of 4 tasks could not run"), err
+        assert "crew status error" in last and "HTTP 400" in last, last
+        # The outage is not a score: the task is unscored, nothing of it is stored.
+        assert first["crew_statuses"] == {"passed": 3} and first["tasks_scored"] == 3
+        assert list(first["errors"]) == [flaky] and first["missing"] == [flaky]
         assert first["passed_samples"] == 3
-        assert first["failures_by_category"]["crew_status"] == 1
+        assert not (Path(first["results_dir"]) / "samples" / f"{flaky}.json").exists()
         sent = len(server.requests)
 
         broken["on"] = False
@@ -196,3 +207,52 @@ def test_n_samples_report_pass_at_10(
     assert calls["programmer"] == 10
     assert result["samples"] == 10 and result["passed_samples"] == 5
     assert result["pass_at_k"] == {"pass@1": 0.5, "pass@10": 1.0}
+
+
+def never_defines_the_function(role: str, body: dict[str, Any]) -> Any:
+    """A weak model: every reply well-formed except the programmer's, which never defines the
+    spec's function (as small local models do)."""
+    if role == "programmer":
+        return "```python\ndef helper(x):\n    return x\n```"
+    return make_handler(solve=())(role, body)
+
+
+def test_a_model_that_never_writes_the_function_is_scored_zero_and_cached(
+    endpoint_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ScriptedOpenAIServer(handler=never_defines_the_function) as server:
+        endpoint_env(server)
+        code, result = run_eval(capsys, "--limit", "5")
+        assert code == 0, result
+        assert result["pass_at_k"] == {"pass@1": 0.0} and result["tasks_scored"] == 5
+        assert result["model_failures"] == {"no_code": 5} and result["outages"] == 0
+        assert result["crew_statuses"] == {"no_code": 5} and result["errors"] == {}
+        assert result["failures_by_category"]["crew_status"] == 5  # nothing to score
+        sent = len(server.requests)
+        # A score, so cached: the re-run asks the model nothing.
+        code, again = run_eval(capsys, "--limit", "5")
+        assert code == 0 and again["cached_tasks"] == 5
+        assert len(server.requests) == sent
+
+
+def test_an_endpoint_that_is_down_is_an_outage_and_nothing_is_cached(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, isolated_home: Path
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.setenv("CODEGEN_LLM__MAX_RETRIES", "0")
+    capsys.readouterr()
+    code = main(["eval", "humaneval", "--json", "--limit", "2"])
+    out, err = capsys.readouterr()
+    assert code == 5, err
+    assert "2 of 2 tasks could not run" in err and "cannot reach the LLM endpoint" in err
+    result = json.loads(out)
+    assert result["tasks_scored"] == 0 and len(result["errors"]) == 2
+    stored = [p for p in (isolated_home / "eval").rglob("*.json") if "samples" in p.parts]
+    assert stored == []
+    assert not (isolated_home / "eval" / "history.jsonl").exists()  # not a data point

@@ -333,6 +333,48 @@ def test_crew_evaluation_replayed_from_an_imported_recording(
 
 
 @pytest.mark.docker
+def test_a_replay_whose_round_2_was_never_recorded_ends_unrecorded_and_is_scored(
+    tmp_path: Path,
+    isolated_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import io
+
+    # One recorded reply, wrong: the docstring examples fail, the crew asks for round 2, which
+    # the recording does not hold (the replay server's own 404 code, not an outage).
+    p = get_problem("HumanEval-0")
+    wrong = f"```python\n{p.prompt}    return None\n```\n"
+    rows = [mapcoder_row("HumanEval/0", wrong, False)]
+    recording = tmp_path / "replay.jsonl"
+    assert (
+        main(
+            [
+                "replay",
+                "import",
+                "--format",
+                "mapcoder",
+                str(jsonl(tmp_path / "m.jsonl", rows)),
+                str(recording),
+            ]
+        )
+        == 0
+    )
+    with ReplayServer(read_recording(recording), log=io.StringIO()) as srv:
+        point_at(monkeypatch, srv.base_url)
+        code, result = run_eval(capsys, "--task", "HumanEval/0")
+        assert code == 0, result
+        assert result["crew_statuses"] == {"unrecorded": 1}
+        assert result["model_failures"] == {"unrecorded": 1} and result["errors"] == {}
+        assert result["pass_at_k"] == {"pass@1": 0.0}  # scored with the code so far
+        misses = [r for r in srv.served if r["status"] == 404]
+        assert misses and misses[0]["role"] == "programmer" and misses[0]["round"] == 2
+        served = len(srv.served)
+        code, again = run_eval(capsys, "--task", "HumanEval/0")
+        assert code == 0 and again["cached_tasks"] == 1 and len(srv.served) == served
+
+
+@pytest.mark.docker
 def test_record_then_replay_gives_the_same_evaluation(
     tmp_path: Path,
     isolated_home: Path,

@@ -1,4 +1,4 @@
-"""``codegen eval``: benchmark runs (HumanEval) with honest pass@k."""
+"""``codegen eval``: benchmark runs (HumanEval, MBPP, any task file) with honest pass@k."""
 
 from __future__ import annotations
 
@@ -18,11 +18,18 @@ from codegen.evaluation.harness import (
     TaskOutcome,
     evaluate,
 )
-from codegen.evaluation.humaneval import KEY_SEPARATOR, select_keys
 from codegen.evaluation.report import history_entry, plot_history, summarize
 from codegen.evaluation.store import EvalStore
+from codegen.evaluation.tasks import TaskSet, humaneval_tasks
+from codegen.orchestration.cli.exits import OUTAGE_EXIT
 from codegen.orchestration.instance import configured_instance
 from codegen.settings import Settings, get_settings
+
+
+class Outage(click.ClickException):
+    """Tasks left unscored by an outage (endpoint, sandbox): exit 5, re-run to retry them."""
+
+    exit_code = OUTAGE_EXIT
 
 
 @click.group(name="eval")
@@ -44,52 +51,152 @@ def _progress(verbose: bool) -> Any:
     return on_done
 
 
-@eval_group.command(name="humaneval")
-@click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks.")
-@click.option(
-    "--task", "tasks", multiple=True, help="Only these tasks (HumanEval/3, 3); repeatable."
-)
-@click.option(
-    "--samples",
-    type=click.IntRange(min=1, max=200),
-    help="Candidates per task (default: [eval] samples); pass@10 needs 10.",
-)
-@click.option(
-    "--canonical",
-    is_flag=True,
-    help="Submit the benchmark's own solutions: checks the harness, not a model.",
-)
-@click.option(
-    "--samples-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Score generations made elsewhere: JSONL, task_id + completion (appended to the "
-    "prompt, human-eval) or solution (a whole module, evalplus); a line per sample.",
-)
-@click.option(
-    "--record",
-    "record_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the crew's LLM traffic to this recording (codegen replay serve replays it).",
-)
-@click.option("--workers", type=click.IntRange(min=1, max=64), help="Tasks run concurrently.")
-@click.option(
-    "--candidates",
-    type=click.IntRange(min=1, max=20),
-    help="Programmer drafts per task, one picked by execution (default: [llm] candidates).",
-)
-@click.option(
-    "--backfill",
-    is_flag=True,
-    help="Run as a Dagster asset backfill on the configured instance, driven from here.",
-)
-@click.option(
-    "--submit-only",
-    is_flag=True,
-    help="Only submit the backfill; a running Dagster daemon (make run) executes it.",
-)
+@eval_group.command(name="list")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-@click.option("-v", "--verbose", is_flag=True, help="Report every task on stderr.")
-def humaneval(
+def list_command(as_json: bool) -> None:
+    """Every stored evaluation run as one table (task set, mode, model, candidates,
+    retriever, pass@1, plus, precision, tokens, cost, wall time, date), and a PNG of pass@1
+    per configuration."""
+    from codegen.evaluation.runs import plot_runs, run_rows, runs_text
+
+    store = EvalStore(get_settings().eval_dir)
+    rows = run_rows(store)
+    plot = plot_runs(rows, store.root / "runs.png") if rows else None
+    if as_json:
+        click.echo(json.dumps({"runs": rows, "plot": str(plot) if plot else None}, indent=2))
+        return
+    if not rows:
+        click.echo("no stored evaluation runs yet (codegen eval humaneval --canonical makes one)")
+        return
+    click.echo(runs_text(rows))
+    click.echo(f"plot {plot}")
+
+
+def _run_options(command: Any) -> Any:
+    """The options every task set takes (HumanEval, MBPP, a task file)."""
+    for option in reversed(_OPTIONS):
+        command = option(command)
+    return command
+
+
+_OPTIONS = [
+    click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks."),
+    click.option(
+        "--task",
+        "tasks",
+        multiple=True,
+        help="Only these tasks (HumanEval/3, 3; a task file's own ids); repeatable.",
+    ),
+    click.option(
+        "--samples",
+        type=click.IntRange(min=1, max=200),
+        help="Candidates per task (default: [eval] samples); pass@10 needs 10.",
+    ),
+    click.option(
+        "--canonical",
+        is_flag=True,
+        help="Submit the benchmark's own solutions: checks the harness, not a model.",
+    ),
+    click.option(
+        "--samples-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Score generations made elsewhere: JSONL, task_id + completion (appended to the "
+        "prompt, human-eval) or solution (a whole module, evalplus); a line per sample.",
+    ),
+    click.option(
+        "--record",
+        "record_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Write the crew's LLM traffic to this recording (codegen replay serve replays it).",
+    ),
+    click.option("--workers", type=click.IntRange(min=1, max=64), help="Tasks run concurrently."),
+    click.option(
+        "--candidates",
+        type=click.IntRange(min=1, max=20),
+        help="Programmer drafts per task, one picked by execution (default: [llm] candidates).",
+    ),
+    click.option(
+        "--backfill",
+        is_flag=True,
+        help="Run as a Dagster asset backfill on the configured instance, driven from here.",
+    ),
+    click.option(
+        "--submit-only",
+        is_flag=True,
+        help="Only submit the backfill; a running Dagster daemon (make run) executes it.",
+    ),
+    click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON."),
+    click.option("-v", "--verbose", is_flag=True, help="Report every task on stderr."),
+]
+
+
+@eval_group.command(name="humaneval")
+@click.option(
+    "--plus",
+    "plus_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="HumanEval+ (EvalPlus's HumanEvalPlus.jsonl.gz): score base and plus per task as "
+    "EvalPlus does, every solution in the sandbox.",
+)
+@_run_options
+def humaneval(plus_file: Path | None, **options: Any) -> None:
+    """Generate candidates for HumanEval tasks and score them on the hidden tests.
+
+    The crew sees each task's prompt only; hidden tests run in the sandbox afterwards. Finished
+    tasks are cached under $CODEGEN_HOME/eval, so a re-run only does what changed or failed.
+    """
+    from codegen.evaluation.tasks import humaneval_tasks
+
+    if plus_file is None:
+        _evaluate(humaneval_tasks(), **options)
+        return
+    found = _task_set(plus_file, "HumanEval+")
+    if not any(p.plus for p in found.problems.values()):
+        raise click.UsageError(f"--plus: {plus_file} has no plus_input (not HumanEval+)")
+    _evaluate(found, **options)
+
+
+@eval_group.command(name="tasks")
+@click.argument("task_file", type=click.Path(dir_okay=False, path_type=Path))
+@_run_options
+def tasks_command(task_file: Path, **options: Any) -> None:
+    """Run any task file: JSONL (gzip too), one human-eval-shaped task a line.
+
+    Each line: task_id (or name), prompt, entry_point, test, optional canonical_solution and
+    visible example assertions (sample_io or given_tests, shown to the crew). The hidden test
+    never reaches an agent. The whole file is checked before anything runs or is stored.
+    """
+    _evaluate(_task_set(task_file, None), **options)
+
+
+@eval_group.command(name="mbpp")
+@click.option(
+    "--tasks",
+    "task_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The MBPP task file: the 500-task test split (task_id, given_tests) or MultiPL-E's "
+    "typed set (name, sample_io).",
+)
+@_run_options
+def mbpp(task_file: Path, **options: Any) -> None:
+    """Run MBPP from its task file (either published shape); the visible example assertions
+    are what the crew sees, the hidden test scores."""
+    _evaluate(_task_set(task_file, "MBPP"), **options)
+
+
+def _task_set(path: Path, name: str | None) -> TaskSet:
+    from codegen.evaluation.tasks import TaskFileError, read_task_file
+
+    try:
+        return read_task_file(path, name=f"{name} ({path.name})" if name else None)
+    except TaskFileError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _evaluate(
+    task_set: TaskSet,
+    *,
     limit: int | None,
     tasks: tuple[str, ...],
     samples: int | None,
@@ -103,15 +210,21 @@ def humaneval(
     as_json: bool,
     verbose: bool,
 ) -> None:
-    """Generate candidates for HumanEval tasks and score them on the hidden tests.
-
-    The crew sees each task's prompt only; hidden tests run in the sandbox afterwards. Finished
-    tasks are cached under $CODEGEN_HOME/eval, so a re-run only does what changed or failed.
-    """
+    """Generate candidates for ``task_set``'s tasks (or score its canonical solutions or a
+    samples file) and score them on the hidden tests."""
     from codegen.assets.evaluation_session import eval_session
 
     if canonical and samples not in (None, 1):
         raise click.UsageError("--canonical scores the one canonical solution: drop --samples")
+    if canonical and not task_set.has_canonical:
+        raise click.UsageError(
+            f"--canonical: {task_set.name} has no reference solution (canonical_solution) "
+            "for every task"
+        )
+    if not task_set.builtin and (backfill or submit_only):
+        raise click.UsageError(
+            "--backfill and --submit-only run HumanEval only for now: drop them for a task file"
+        )
     if samples_file is not None:
         clash = [
             name
@@ -134,7 +247,7 @@ def humaneval(
             "--record records the crew's own calls: not with --canonical or --backfill"
         )
     try:
-        keys = select_keys(limit, list(tasks) or None)
+        keys = task_set.select(limit, list(tasks) or None)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     settings = get_settings()
@@ -144,7 +257,13 @@ def humaneval(
         )
     if samples_file is not None:
         _score_samples_file(
-            settings, samples_file, as_json, verbose, backfill=backfill, submit_only=submit_only
+            settings,
+            samples_file,
+            as_json,
+            verbose,
+            backfill=backfill,
+            submit_only=submit_only,
+            task_set=task_set,
         )
         return
     if candidates is not None:
@@ -155,7 +274,7 @@ def humaneval(
             update={"llm": settings.llm.model_copy(update={"candidates": candidates})}
         )
     mode = CANONICAL if canonical else CREW
-    click.echo(f"HumanEval ({mode}): {len(keys)} tasks", err=True)
+    click.echo(f"{task_set.name} ({mode}): {len(keys)} tasks", err=True)
     if backfill or submit_only:
         _backfill(settings, keys, mode, samples, drive=not submit_only, as_json=as_json)
         return
@@ -164,24 +283,41 @@ def humaneval(
         from codegen.orchestration.cli.replay import recording_settings
 
         settings = recording_settings(settings, record_path)
-    with eval_session(settings, mode, samples) as s:
-        click.echo(
-            f"config {s.config.config_id}, sandbox {s.sandbox.backend}, {s.workers} workers",
-            err=True,
-        )
-        outcomes, errors = evaluate(
-            s.store,
-            s.config,
-            keys,
-            s.generator,
-            s.sandbox,
-            workers=s.workers,
-            on_done=_progress(verbose),
-        )
-        store, config_id = s.store, s.config.config_id
-        label = "canonical" if canonical else str(s.config.identity["default"]["model"])
+    from codegen.sandbox import SandboxUnavailable
+
+    try:
+        with eval_session(settings, mode, samples, tasks=task_set) as s:
+            click.echo(
+                f"config {s.config.config_id}, sandbox {s.sandbox.backend}, {s.workers} workers",
+                err=True,
+            )
+            outcomes, errors = evaluate(
+                s.store,
+                s.config,
+                keys,
+                s.generator,
+                s.sandbox,
+                workers=s.workers,
+                on_done=_progress(verbose),
+                tasks=task_set,
+            )
+            store, config_id = s.store, s.config.config_id
+            label = "canonical" if canonical else str(s.config.identity["default"]["model"])
+    except SandboxUnavailable as exc:
+        raise Outage(str(exc)) from None
     wall = time.perf_counter() - started
-    _report(store, config_id, mode, keys, label, wall, as_json, outcomes=outcomes, errors=errors)
+    _report(
+        store,
+        config_id,
+        mode,
+        keys,
+        label,
+        wall,
+        as_json,
+        outcomes=outcomes,
+        errors=errors,
+        task_set=task_set,
+    )
 
 
 def _report(
@@ -197,6 +333,7 @@ def _report(
     errors: dict[str, str] | None = None,
     extra: dict[str, Any] | None = None,
     absent: list[str] | None = None,
+    task_set: TaskSet | None = None,
 ) -> None:
     """Summarize what the store holds for ``keys``, record it in the history, print it.
 
@@ -205,16 +342,17 @@ def _report(
     """
     errors = errors or {}
     canonical = mode == CANONICAL
+    task_set = task_set or humaneval_tasks()
     summary = summarize(store, config_id, mode, keys)
     unscored = list(summary.missing)
     if absent:
-        summary.missing = sorted(
-            unscored + absent, key=lambda k: int(k.rsplit(KEY_SEPARATOR, 1)[1])
-        )
+        order = {k: i for i, k in enumerate(task_set.problems)}
+        summary.missing = sorted(unscored + absent, key=lambda k: order.get(k, len(order)))
         summary.tasks_expected += len(absent)
     # Only complete runs enter the history: a run cut short by an outage is not a data point.
     if not errors and not unscored and not summary.crew_statuses.get("error"):
-        store.append_history(history_entry(summary, label=label, wall_s=wall))
+        entry = history_entry(summary, label=label, wall_s=wall)
+        store.append_history({**entry, "task_set": task_set.name})
     plot = plot_history([e for e in store.history() if e["mode"] == mode], store.plot_path)
     result: dict[str, Any] = {
         **summary.to_dict(with_rows=False),
@@ -222,6 +360,16 @@ def _report(
         "seconds_per_task": round(wall / max(1, len(keys)), 3),
         "cached_tasks": sum(o.generation_cached and o.scoring_cached for o in outcomes or []),
         "errors": errors,
+        "task_set": {"name": task_set.name, "digest": task_set.digest or None},
+        **(
+            {
+                "canonical_failures": [
+                    {"task": r.key, "why": r.first_failure} for r in summary.failure_rows()
+                ]
+            }
+            if canonical
+            else {}
+        ),
         **(extra or {}),
         "plot": str(plot),
         "results_dir": str(store.config_dir(config_id)),
@@ -230,7 +378,7 @@ def _report(
         click.echo(json.dumps(result, indent=2))
     else:
         pk = ", ".join(f"{k} = {v:.4f}" for k, v in summary.pass_at_k.items()) or "n/a"
-        click.echo(f"HumanEval {mode}: {pk}")
+        click.echo(f"{task_set.name} {mode}: {pk}")
         if absent:
             click.echo(f"tasks not in the file (missing): {len(absent)}")
         click.echo(
@@ -239,15 +387,35 @@ def _report(
         )
         fails = ", ".join(f"{k} {v}" for k, v in summary.failures_by_category.items() if v)
         click.echo(f"failures: {fails or 'none'}")
+        if summary.model_failures:
+            ended = ", ".join(f"{k} {v}" for k, v in sorted(summary.model_failures.items()))
+            click.echo(f"model failures (scored 0): {ended}")
+        if summary.plus is not None:
+            plus_pk = ", ".join(f"{k} = {v:.4f}" for k, v in summary.plus["pass_at_k"].items())
+            click.echo(
+                f"plus: {plus_pk or 'n/a'}; passed {summary.plus['passed_samples']}/"
+                f"{summary.samples} samples, solved {summary.plus['solved_tasks']}/"
+                f"{summary.tasks_scored} tasks"
+            )
+        if summary.precision is not None:
+            click.echo(summary.precision.describe())
+            if summary.plus is not None and summary.plus["precision"]:
+                p = summary.plus["precision"]
+                click.echo(
+                    f"plus: precision of passed {p['precision']}, recall {p['recall']} "
+                    f"({p['correct']} of {p['passed']} passed pass the plus tests)"
+                )
         cost = "unknown" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
         click.echo(
             f"tokens {summary.prompt_tokens + summary.completion_tokens}, cost {cost}, "
             f"time {wall:.1f}s ({result['seconds_per_task']:.2f}s/task)"
         )
+        for failure in result.get("canonical_failures", []):
+            click.echo(f"canonical fails {failure['task']}: {failure['why']}")
         click.echo(f"results {result['results_dir']}; plot {plot}")
     if errors:
         first = next(iter(errors.items()))
-        raise click.ClickException(
+        raise Outage(
             f"{len(errors)} of {len(keys)} tasks could not run (first: {first[0]}: {first[1]}); "
             "re-run to retry them, finished tasks are cached"
         )
@@ -255,18 +423,21 @@ def _report(
         (o.key, c.reason) for o in outcomes or [] for c in o.candidates if c.status == "error"
     ]
     if crew_errors:
-        # Scored as failures, but an unreachable endpoint must not pass for a weak model.
+        # An outage is not a score: a model's own failures (no_code, unrecorded, ...) are
+        # scored and cached, an unreachable endpoint or sandbox must not pass for a weak model.
         key, reason = crew_errors[0]
-        raise click.ClickException(
-            f"{len(crew_errors)} samples ended with crew status error (first: {key}: "
-            f"{reason}); they are not cached: re-run to retry them"
+        raise Outage(
+            f"{len(crew_errors)} samples ended with an outage, crew status error (first: "
+            f"{key}: {reason}); they are not cached: re-run to retry them"
         )
     if unscored:
-        raise click.ClickException(
+        raise Outage(
             f"{len(unscored)} of {len(keys)} tasks have no score (first: "
             f"{unscored[0]}); re-run to retry them, finished tasks are cached"
         )
-    if canonical and summary.passed_samples < summary.samples:
+    # HumanEval's 164 references all pass: one failing means the harness is broken. A task
+    # file's references may contradict their own tests (MBPP/436): they are listed above.
+    if canonical and task_set.builtin and summary.passed_samples < summary.samples:
         raise click.ClickException(
             f"canonical solutions scored {summary.passed_samples}/{summary.samples}: "
             "the scoring harness is broken"
@@ -331,21 +502,22 @@ def _score_samples_file(
     *,
     backfill: bool,
     submit_only: bool,
+    task_set: TaskSet | None = None,
 ) -> None:
     """``--samples-file``: validate the whole file, then score its tasks (or backfill them)."""
     from codegen.assets.evaluation_session import samples_config, score_samples_file
     from codegen.evaluation.samples_file import SamplesFileError, read_samples
 
     try:
-        samples = read_samples(path)
+        samples = read_samples(path, task_set)
     except SamplesFileError as exc:
         raise click.ClickException(str(exc)) from None
     config = samples_config(settings, samples)
     keys = list(samples.modules)
     absent = samples.missing()
     click.echo(
-        f"HumanEval (samples): {samples.samples} samples for {len(keys)} tasks from {path} "
-        f"({len(absent)} tasks not in the file)",
+        f"{samples.tasks.name} (samples): {samples.samples} samples for {len(keys)} tasks "
+        f"from {path} ({len(absent)} tasks not in the file)",
         err=True,
     )
     label = f"samples:{path.name}"
@@ -367,7 +539,7 @@ def _score_samples_file(
             )
             _, outcomes, errors = score_samples_file(settings, samples, box, _progress(verbose))
     except SandboxUnavailable as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Outage(str(exc)) from None
     wall = time.perf_counter() - started
     _report(
         store,
@@ -381,6 +553,7 @@ def _score_samples_file(
         errors=errors,
         absent=absent,
         extra={"samples_file": str(path), "fields": samples.fields},
+        task_set=samples.tasks,
     )
 
 

@@ -14,16 +14,11 @@ import click
 from codegen import composition
 from codegen.agents.roles import BadRequest, validate_request
 from codegen.agents.types import REVIEW_MODES, BadOptions, RequestOptions
+from codegen.orchestration.cli.exits import AWAITING_REVIEW_EXIT, NOT_PASSED_EXIT, OUTAGE_EXIT
 from codegen.orchestration.instance import configured_instance
 from codegen.requests.route import refusal, wait_for_daemon_environment
 from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, request_title
 from codegen.settings import Settings, get_settings
-
-# Exit status when the run completed but the request did not pass (failed_tests, rejected,
-# budget_exceeded, error): distinct from 1 (codegen itself failed) and 2 (usage).
-NOT_PASSED_EXIT = 3
-# Exit status when the tests pass and the request waits for a person (`codegen review`).
-AWAITING_REVIEW_EXIT = 4
 
 
 class _Progress:
@@ -277,7 +272,8 @@ def generate(
 
     REQUEST is the text itself, or @FILE to read it from a file. Exit status 0 when the
     request passed, 4 when it awaits a person's review (--review human|both), 3 when it ended
-    otherwise (failed_tests, rejected, budget_exceeded, error).
+    otherwise by the model (failed_tests, rejected, no_code, budget_exceeded, unrecorded), 5
+    when an outage ended it (status error: endpoint or sandbox down, retried on re-run).
     """
     if request.startswith("@"):
         path = Path(request[1:])
@@ -339,7 +335,8 @@ def endpoint_lines(endpoints: dict[str, Any]) -> list[str]:
 
 
 def show_outcome(summary: dict[str, Any], as_json: bool) -> None:
-    """Print a request's outcome; exit 0 passed, 4 awaiting review, 3 anything else."""
+    """Print a request's outcome; exit 0 passed, 4 awaiting review, 5 error (an outage), 3
+    anything else (the model ended it)."""
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -367,5 +364,7 @@ def show_outcome(summary: dict[str, Any], as_json: bool) -> None:
             err=True,
         )
         raise click.exceptions.Exit(AWAITING_REVIEW_EXIT)
+    if summary["status"] == "error":
+        raise click.exceptions.Exit(OUTAGE_EXIT)
     if summary["status"] != "passed":
         raise click.exceptions.Exit(NOT_PASSED_EXIT)

@@ -1,0 +1,120 @@
+"""One table of every stored evaluation run: what ran (task set, mode, model, candidates,
+retriever) and what it scored (pass@1, plus, precision), cost and time. Read from the store's
+history (one entry per complete run) joined with each configuration's ``config.json``; used by
+``codegen eval list`` and the ``evaluation_runs`` asset."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from codegen.evaluation.store import EvalStore, read_json
+
+COLUMNS = (
+    "date",
+    "task_set",
+    "mode",
+    "model",
+    "candidates",
+    "retriever",
+    "tasks",
+    "pass@1",
+    "plus pass@1",
+    "precision",
+    "tokens",
+    "cost_usd",
+    "wall_s",
+    "config_id",
+)
+
+
+def _retriever(identity: dict[str, Any]) -> str:
+    found = identity.get("retriever") or {}
+    if not isinstance(found, dict):
+        return str(found)
+    return str(found.get("kind") or found.get("name") or "-")
+
+
+def run_rows(store: EvalStore) -> list[dict[str, Any]]:
+    """One row per complete run, oldest first."""
+    configs: dict[str, dict[str, Any]] = {}
+    rows = []
+    for entry in store.history():
+        config_id = str(entry.get("config_id", ""))
+        if config_id not in configs:
+            configs[config_id] = read_json(store.config_dir(config_id) / "config.json") or {}
+        identity = configs[config_id].get("identity") or {}
+        default = identity.get("default") or {}
+        rows.append(
+            {
+                "date": entry.get("at"),
+                "task_set": entry.get("task_set") or "HumanEval",
+                "mode": entry.get("mode"),
+                "model": default.get("model") or entry.get("label"),
+                "candidates": identity.get("candidates"),
+                "retriever": _retriever(identity) if identity.get("retriever") else None,
+                "tasks": entry.get("tasks"),
+                "pass@1": entry.get("pass@1"),
+                "plus pass@1": entry.get("plus pass@1"),
+                "precision": entry.get("precision"),
+                "tokens": entry.get("tokens"),
+                "cost_usd": entry.get("cost_usd"),
+                "wall_s": entry.get("wall_s"),
+                "config_id": config_id,
+            }
+        )
+    return rows
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def runs_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(_cell(r.get(c)) for c in COLUMNS) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def runs_text(rows: Sequence[dict[str, Any]]) -> str:
+    table = [list(COLUMNS)] + [[_cell(r.get(c)) for c in COLUMNS] for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
+    return "\n".join(
+        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in table
+    )
+
+
+def plot_runs(rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    """PNG: pass@1 (and plus pass@1) of the latest run per configuration."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        latest[f"{row['task_set']} {row['mode']} {row['model']} {row['config_id'][-6:]}"] = row
+    labels = list(latest)[-30:]
+    xs = list(range(len(labels)))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.bar(xs, [latest[k].get("pass@1") or 0.0 for k in labels], label="pass@1")
+    plus = [latest[k].get("plus pass@1") for k in labels]
+    if any(v is not None for v in plus):
+        ax.scatter(xs, [float("nan") if v is None else v for v in plus], color="C1", label="plus")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("pass@1")
+    ax.set_title("pass@1 per configuration (latest run)")
+    ax.set_xticks(xs, [k[:28] for k in labels], rotation=30, ha="right", fontsize=6)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=80)
+    plt.close(fig)
+    tmp.replace(path)
+    return path

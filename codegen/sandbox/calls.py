@@ -1,0 +1,194 @@
+"""Call a module's function on a list of inputs in the sandbox; every outcome comes back.
+
+One sandbox execution loads ``module`` and calls ``entry_point(*args)`` for each input in
+order, each call under its own time limit; the result is one :class:`CallOutcome` per input:
+the returned value, or the exception, or a timeout (an input the run never reached, because
+the module failed to load or the run hit its deadline, is an outcome too). Values cross the
+sandbox boundary as tagged JSON (``call_driver._encode``), decoded here into plain Python
+values (tuple, set, dict, non-finite floats kept); nothing is unpickled and nothing the
+module returns is executed on the host. HumanEval+ scoring (``codegen.evaluation.plus``) uses
+it for the canonical and the candidate solutions alike.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from codegen.sandbox.api import Sandbox
+from codegen.sandbox.types import ExecResult, Limits
+
+Status = Literal["ok", "error", "timeout"]
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A returned value of a type the transport does not carry: its type name and repr."""
+
+    type_name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Digest:
+    """A returned value too large to carry: the digest of an encoding under which values
+    Python's ``==`` calls equal (2.0 and 2, True and 1, sets and dicts in any order) are
+    equal."""
+
+    sha256: str
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    status: Status
+    value: Any = None  # the returned value when status is "ok"
+    error: str = ""  # "TypeError: ...", "time limit", "not reached: ..."
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@lru_cache(maxsize=1)
+def _driver() -> str:
+    return (Path(__file__).with_name("call_driver.py")).read_text()
+
+
+def decode(data: Any) -> Any:
+    """The Python value of the driver's tagged JSON."""
+    if isinstance(data, list):
+        return [decode(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if "t" in data:
+        return tuple(decode(v) for v in data["t"])
+    if "f" in data:
+        return float(data["f"])
+    if "d" in data:
+        return {_hashable(decode(k)): decode(v) for k, v in data["d"]}
+    if "s" in data:
+        items = {_hashable(decode(v)) for v in data["s"]}
+        return frozenset(items) if data.get("frozen") else items
+    if "o" in data:
+        return Opaque(str(data["o"]), str(data.get("r", "")))
+    raise ValueError(f"unknown value tag in {sorted(data)}")
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _outcome(item: dict[str, Any]) -> CallOutcome:
+    status = item.get("status")
+    duration = float(item.get("duration_s", 0.0))
+    if status == "ok":
+        if "digest" in item:
+            return CallOutcome("ok", Digest(str(item["digest"])), duration_s=duration)
+        return CallOutcome("ok", decode(json.loads(item["value"])), duration_s=duration)
+    if status == "timeout":
+        return CallOutcome("timeout", error=str(item.get("error", "")), duration_s=duration)
+    return CallOutcome("error", error=str(item.get("error", "")), duration_s=duration)
+
+
+def call_function(
+    sandbox: Sandbox,
+    module: str,
+    entry_point: str,
+    inputs: Sequence[Sequence[Any]],
+    time_limits: Sequence[float] | float,
+    limits: Limits | None = None,
+    deadline_s: float | None = None,
+) -> list[CallOutcome]:
+    """``entry_point(*args)`` for each of ``inputs`` (JSON-able argument lists), each call
+    under its time limit (one for all, or one per input), in one sandbox execution. The whole
+    run stops at ``deadline_s`` (default: every limit summed, plus 2 s); inputs it did not
+    reach come back as timeouts."""
+    count = len(inputs)
+    per_input = (
+        [float(time_limits)] * count
+        if isinstance(time_limits, int | float)
+        else [float(t) for t in time_limits]
+    )
+    if len(per_input) != count:
+        raise ValueError(f"{count} inputs but {len(per_input)} time limits")
+    # The whole run: every call at its limit, plus room to load the module.
+    deadline = sum(per_input) + 2.0 if deadline_s is None else deadline_s
+    base = limits or Limits()
+    run_limits = replace(
+        base,
+        timeout_s=deadline + 10.0,
+        max_output_bytes=max(base.max_output_bytes, 64 * 1024 * 1024),
+    )
+    token = secrets.token_hex(16)
+    job = {
+        "module": module,
+        "entry_point": entry_point,
+        "inputs": [list(args) for args in inputs],
+        "time_limits": per_input,
+        "deadline_s": deadline,
+    }
+    files = {"driver.py": _driver(), "token.txt": token, "job.json": json.dumps(job)}
+    result = sandbox.run(files, ["python3", "-I", "-B", "driver.py"], run_limits)
+    return parse_outcomes(result, token, count)
+
+
+def parse_outcomes(result: ExecResult, token: str, count: int) -> list[CallOutcome]:
+    """The outcomes under ``token`` in order; inputs without one are "not reached"."""
+    outcomes: list[CallOutcome] = []
+    why = "not reached: the run ended first"
+    for line in result.stdout.splitlines():
+        if not line.startswith(token + " "):
+            continue
+        try:
+            item = json.loads(line[len(token) + 1 :])
+        except ValueError:
+            continue
+        if not isinstance(item, dict):
+            continue
+        if "load_error" in item:
+            why = f"not reached: the module failed to load: {item['load_error']}"
+        elif item.get("end") == "deadline":
+            why = "not reached: the run hit its deadline"
+        elif "status" in item and len(outcomes) < count:
+            try:
+                outcomes.append(_outcome(item))
+            except (ValueError, KeyError, TypeError) as exc:
+                outcomes.append(CallOutcome("error", error=f"undecodable output: {exc}"))
+    if result.timed_out or result.oom_killed:
+        why = "not reached: the sandbox " + (
+            "ran out of memory" if result.oom_killed else "timed out"
+        )
+    status: Status = "timeout" if "deadline" in why or "timed out" in why else "error"
+    outcomes += [CallOutcome(status, error=why)] * (count - len(outcomes))
+    return outcomes
+
+
+def is_close(out: Any, expected: Any, atol: float, rtol: float = 1e-07) -> bool:
+    """``numpy.allclose(out, expected, rtol, atol)`` for a float or a flat sequence of them
+    (the comparison EvalPlus makes when ``atol`` applies), same types and lengths required."""
+    if type(out) is not type(expected):
+        return False
+    pairs: list[tuple[Any, Any]]
+    if isinstance(expected, list | tuple):
+        if len(out) != len(expected):
+            return False
+        pairs = list(zip(out, expected, strict=True))
+    else:
+        pairs = [(out, expected)]
+    for a, b in pairs:
+        if not isinstance(a, int | float) or not isinstance(b, int | float):
+            return False
+        if math.isinf(a) or math.isinf(b):
+            if a != b:
+                return False
+            continue
+        if math.isnan(a) or math.isnan(b) or abs(a - b) > atol + rtol * abs(b):
+            return False
+    return True

@@ -9,6 +9,8 @@ from typing import Any, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from codegen.agents.records import ContextChunk, Round
+from codegen.json_types import JSONObject
 from codegen.sandbox.types import Limits, TestReport
 
 
@@ -177,7 +179,7 @@ SPEC_JSON_SCHEMA: dict[str, Any] = _strict_schema(Spec)
 class Analysis:
     """The analyzer's spec, and how the server was asked for it (``StructuredMode`` value)."""
 
-    spec: dict[str, Any]
+    spec: Spec
     structured_outputs: str
 
 
@@ -424,7 +426,7 @@ class Verdict:
 class CrewOutcome:
     status: Status
     reason: str
-    spec: dict[str, Any] = field(default_factory=dict)
+    spec: Spec | None = None
     solution: str = ""
     tests: str = ""
     docs: str = ""
@@ -432,16 +434,16 @@ class CrewOutcome:
     test_report: TestReport | None = None
     usage: Usage = field(default_factory=Usage)
     review: str = ""
-    context: list[dict[str, Any]] = field(default_factory=list)
-    history: list[dict[str, Any]] = field(default_factory=list)
+    context: list[ContextChunk] = field(default_factory=list)
+    history: list[Round] = field(default_factory=list)
     structured_outputs: str = ""  # how the analyzer's server took the JSON request
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         report = self.test_report
         return {
             "status": self.status.value,
             "reason": self.reason,
-            "spec": self.spec,
+            "spec": self.spec.model_dump(mode="json") if self.spec else {},
             "solution": self.solution,
             "tests": self.tests,
             "docs": self.docs,
@@ -451,7 +453,7 @@ class CrewOutcome:
             "test_report": report.to_dict() if report else None,
             "usage": self.usage.to_dict(),
             "review": self.review,
-            "context": self.context,
-            "history": self.history,
+            "context": [c.to_dict() for c in self.context],
+            "history": [r.to_dict() for r in self.history],
             "structured_outputs": self.structured_outputs,
         }

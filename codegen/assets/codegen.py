@@ -47,7 +47,7 @@ from dagster import (
 
 from codegen.agents import prompts
 from codegen.agents.llm import LLMRoute
-from codegen.agents.report import Verification, write_report
+from codegen.agents.report import RequestReport, Verification, write_report
 from codegen.agents.roles import execute_tests
 from codegen.agents.runner import advance
 from codegen.agents.state import ContextResult, CrewState, StepResult
@@ -61,7 +61,6 @@ from codegen.assets.resources import (
 )
 from codegen.requests.review import ReviewError, ReviewStore
 from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, request_title
-from codegen.retrieval.grounding import Grounding
 from codegen.settings import Settings
 
 requests_partitions = DynamicPartitionsDefinition(name="requests")
@@ -140,9 +139,9 @@ def _grounding_metadata(state: CrewState) -> dict[str, Any]:
     if grounding is None:
         return {"grounding": "unknown"}
     return {
-        "grounding": grounding["status"],
-        "grounding_chunks": grounding["chunks"],
-        "embedded_fraction": grounding["embedded_fraction"],
+        "grounding": grounding.status,
+        "grounding_chunks": grounding.chunks,
+        "embedded_fraction": grounding.embedded_fraction,
     }
 
 
@@ -170,11 +169,13 @@ def _final_metadata(state: CrewState) -> dict[str, Any]:
 
 # -- per-step metadata ------------------------------------------------------------------------
 def _spec_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
-    spec = state.spec.spec if state.spec else {}
+    spec = state.spec.spec if state.spec else None
     return {
         **_step_metadata(state.spec),
         "request": MetadataValue.md(f"> {state.request[:2000]}"),
-        "spec": _md_code(json.dumps(spec, indent=2), "json"),
+        "spec": _md_code(
+            json.dumps(spec.model_dump(mode="json") if spec else {}, indent=2), "json"
+        ),
         "structured_outputs": state.spec.structured_outputs if state.spec else "",
     }
 
@@ -194,9 +195,9 @@ def _context_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     return {
         "status": found.ended.status.value if found and found.ended else OK,
         "chunks": len(chunks),
-        "tokens": sum(c["tokens"] for c in chunks),
+        "tokens": sum(c.tokens for c in chunks),
         "queries": MetadataValue.json(found.queries if found else []),
-        "citations": MetadataValue.json([c["citation"] for c in chunks]),
+        "citations": MetadataValue.json([c.citation for c in chunks]),
         **_grounding_metadata(state),
     }
 
@@ -223,7 +224,7 @@ def _solution_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
         "review": MetadataValue.md((solution.review if solution else "") or "_(not reviewed)_"),
         # With --candidates N: each draft's results, the groups and why the pick won.
         "candidates": MetadataValue.json(
-            (solution.selection if solution else None) or {"drafts": 1}
+            solution.selection.to_dict() if solution and solution.selection else {"drafts": 1}
         ),
         "artifacts": MetadataValue.path(str(folder)),
     }
@@ -237,7 +238,7 @@ def _review_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
         **_final_metadata(state),
         "review_mode": review.mode if review else state.options.review,
         "review_round": pending,
-        "verdicts": MetadataValue.json(review.verdicts if review else []),
+        "verdicts": MetadataValue.json([v.to_dict() for v in review.verdicts] if review else []),
         "rounds": accepted.rounds if accepted else 0,
         "tests_passed": report.passed if report else 0,
         "tests_total": report.total if report else 0,
@@ -529,12 +530,11 @@ def solution_passes_tests(
     folder = _folder(settings.load(), context.partition_key)
     code_path, tests_path = folder / "solution.py", folder / "test_solution.py"
     if not (code_path.exists() and tests_path.exists()):
-        report_path = folder / "report.json"
-        ended = json.loads(report_path.read_text()) if report_path.exists() else {}
+        ended = RequestReport.load(folder)
         return AssetCheckResult(
             passed=False,
-            description=f"no stored code and tests to run ({ended.get('status', 'unknown')}: "
-            f"{ended.get('reason', '')})",
+            description="no stored code and tests to run ("
+            + (f"{ended.status.value}: {ended.reason})" if ended else "unknown: )"),
         )
     with sandbox.open() as box:
         report = execute_tests(box, code_path.read_text(), tests_path.read_text(), sandbox.limits())
@@ -652,10 +652,9 @@ def context_grounded(
         return AssetCheckResult(
             passed=False, severity=AssetCheckSeverity.WARN, description="grounding unknown"
         )
-    described = Grounding(**grounding).describe() if grounding else ""
     return AssetCheckResult(
-        passed=grounding["status"] == "full",
+        passed=grounding.status == "full",
         severity=AssetCheckSeverity.WARN,
-        description=f"grounding {described}",
-        metadata=dict(grounding),
+        description=f"grounding {grounding.describe()}",
+        metadata=grounding.to_dict(),
     )

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import NoReturn
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -76,12 +76,16 @@ DOCS_VERSION = prompts.prompt_version("documenter")
 CONTEXT_VERSION = "1"
 
 
+# An asset's metadata here: plain values, or Dagster's rich ones (markdown, JSON, tables, paths).
+StepMetadata = dict[str, MetadataValue | str | int | float | bool | None]
+
+
 # -- helpers ---------------------------------------------------------------------------------
 def _folder(settings: Settings, request_id: str) -> Path:
     return artifact_dir(settings.artifacts_dir, request_id)
 
 
-def _no_sandbox() -> Any:
+def _no_sandbox() -> NoReturn:
     raise RuntimeError("this step has no sandbox")
 
 
@@ -89,7 +93,7 @@ def _md_code(text: str, lang: str = "python") -> MetadataValue:
     return MetadataValue.md(f"```{lang}\n{text.rstrip()}\n```" if text.strip() else "_(none)_")
 
 
-def _usage_metadata(usage: Usage) -> dict[str, Any]:
+def _usage_metadata(usage: Usage) -> StepMetadata:
     rows = [
         TableRecord(
             {
@@ -127,14 +131,14 @@ def _usage_metadata(usage: Usage) -> dict[str, Any]:
     }
 
 
-def _usage_and_endpoints(usage: Usage) -> dict[str, Any]:
+def _usage_and_endpoints(usage: Usage) -> StepMetadata:
     return {
         **_usage_metadata(usage),
         "endpoints": MetadataValue.json(usage.endpoints_by_role()),
     }
 
 
-def _grounding_metadata(state: CrewState) -> dict[str, Any]:
+def _grounding_metadata(state: CrewState) -> StepMetadata:
     grounding = state.context.grounding if state.context else None
     if grounding is None:
         return {"grounding": "unknown"}
@@ -145,7 +149,7 @@ def _grounding_metadata(state: CrewState) -> dict[str, Any]:
     }
 
 
-def _step_metadata(result: StepResult | None) -> dict[str, Any]:
+def _step_metadata(result: StepResult | None) -> StepMetadata:
     """Status and reason of an intermediate step (``ok`` unless it ended the request)."""
     ended = result.ended if result is not None else None
     status = ended.status.value if ended else OK
@@ -156,7 +160,7 @@ def _step_metadata(result: StepResult | None) -> dict[str, Any]:
     }
 
 
-def _final_metadata(state: CrewState) -> dict[str, Any]:
+def _final_metadata(state: CrewState) -> StepMetadata:
     status = state.status
     return {
         **_grounding_metadata(state),
@@ -168,7 +172,7 @@ def _final_metadata(state: CrewState) -> dict[str, Any]:
 
 
 # -- per-step metadata ------------------------------------------------------------------------
-def _spec_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _spec_metadata(state: CrewState, folder: Path) -> StepMetadata:
     spec = state.spec.spec if state.spec else None
     return {
         **_step_metadata(state.spec),
@@ -180,7 +184,7 @@ def _spec_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     }
 
 
-def _tests_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _tests_metadata(state: CrewState, folder: Path) -> StepMetadata:
     tests = state.tests.tests if state.tests else ""
     return {
         **_step_metadata(state.tests),
@@ -189,7 +193,7 @@ def _tests_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     }
 
 
-def _context_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _context_metadata(state: CrewState, folder: Path) -> StepMetadata:
     found = state.context
     chunks = found.chunks if found else []
     return {
@@ -202,7 +206,7 @@ def _context_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     }
 
 
-def _draft_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _draft_metadata(state: CrewState, folder: Path) -> StepMetadata:
     draft = state.draft
     return {
         **_step_metadata(draft),
@@ -212,7 +216,7 @@ def _draft_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     }
 
 
-def _solution_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _solution_metadata(state: CrewState, folder: Path) -> StepMetadata:
     solution = state.solution
     report = solution.report if solution else None
     return {
@@ -230,7 +234,7 @@ def _solution_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     }
 
 
-def _review_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _review_metadata(state: CrewState, folder: Path) -> StepMetadata:
     review, accepted = state.review, state.accepted
     report = accepted.report if accepted else None
     pending = review.open_round if review is not None else 0
@@ -250,7 +254,7 @@ def _review_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     }
 
 
-def _docs_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _docs_metadata(state: CrewState, folder: Path) -> StepMetadata:
     docs = state.docs.docs if state.docs else ""
     return {
         **_final_metadata(state),
@@ -259,7 +263,7 @@ def _docs_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     }
 
 
-def _default_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _default_metadata(state: CrewState, folder: Path) -> StepMetadata:
     return _step_metadata(None)
 
 
@@ -328,7 +332,7 @@ def _run_review(
 
 
 # -- the request assets, one per step of STEPS ---------------------------------------------------
-Metadata = Callable[[CrewState, Path], dict[str, Any]]
+Metadata = Callable[[CrewState, Path], StepMetadata]
 StepRunner = Callable[
     [AssetExecutionContext, "ReviewVerdictConfig | None", Crew, CrewState, Settings], CrewState
 ]

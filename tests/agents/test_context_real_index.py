@@ -112,7 +112,7 @@ def test_programmer_gets_cited_chunks_from_the_real_index() -> None:
                 for e in result.get_asset_materialization_events()
                 if e.asset_key == AssetKey("retrieved_context")
             ]
-        chunks_out = context.context.chunks
+        chunks_out = context.chunks  # the asset stores its own step result, a ContextResult
         assert chunks_out, "the index should answer a dedent spec"
         assert chunks_out[0].uri.endswith("textwrap.py")
         assert any("def dedent" in c.text for c in chunks_out)

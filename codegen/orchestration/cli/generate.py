@@ -7,12 +7,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
-
-if TYPE_CHECKING:  # dagster loads only once a command needs it
-    from dagster import DagsterInstance
 
 from codegen import composition
 from codegen.agents.report import RequestReport, grounding_from_json
@@ -34,7 +31,7 @@ AWAITING_REVIEW_EXIT = 4
 class _Progress:
     """Prints the run's step events to stderr while the run executes."""
 
-    def __init__(self, instance: DagsterInstance, request_id: str) -> None:
+    def __init__(self, instance: Any, request_id: str) -> None:
         self.instance, self.request_id = instance, request_id
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
@@ -86,7 +83,7 @@ DAEMON_HEARTBEAT_TOLERANCE_S = 60.0
 LAUNCH_MODES = ("auto", "queue", "here")
 
 
-def daemon_running(instance: DagsterInstance) -> bool:
+def daemon_running(instance: Any) -> bool:
     """Whether a dagster-daemon serves this instance: its sensors and its run queue beat."""
     from codegen.orchestration.dagster_private import get_daemon_statuses
 
@@ -100,10 +97,10 @@ def daemon_running(instance: DagsterInstance) -> bool:
 
 
 def run_in_this_process(
-    instance: DagsterInstance,
+    instance: Any,
     request_id: str,
     job_name: str = "request_job",
-    run_config: JSONObject | None = None,
+    run_config: dict[str, Any] | None = None,
     tags: dict[str, str] | None = None,
 ) -> tuple[str, bool]:
     """Execute a job of ``codegen.orchestration.definitions`` (``job_name``: its resolving function)
@@ -128,9 +125,7 @@ def run_in_this_process(
     return result.run_id, result.success
 
 
-def _wait_for_queued_run(
-    instance: DagsterInstance, request_id: str, poll_s: float = 1.0
-) -> tuple[str, bool]:
+def _wait_for_queued_run(instance: Any, request_id: str, poll_s: float = 1.0) -> tuple[str, bool]:
     """Wait while the daemon's inbox sensor launches the request's run and the queue runs it."""
     from dagster import DagsterRunStatus, RunsFilter
 
@@ -227,7 +222,7 @@ def summarize(report: RequestReport, run_id: str | None, folder: Path) -> JSONOb
     }
 
 
-def _bounds(name: str) -> dict[str, float | bool]:
+def _bounds(name: str) -> dict[str, Any]:
     return RequestOptions.bounds(name)
 
 

@@ -6,8 +6,8 @@ retriever at all) yields no context, never an error.
 
 from __future__ import annotations
 
-from typing import Any
-
+from codegen.agents.records import ContextChunk
+from codegen.agents.types import Spec
 from codegen.retrieval.types import Retriever, SearchHit
 
 
@@ -16,17 +16,17 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
 
-def queries_for(spec: dict[str, Any], limit: int = 4) -> list[str]:
+def queries_for(spec: Spec, limit: int = 4) -> list[str]:
     """A few focused queries: the purpose, then each function's signature and contract."""
     queries: list[str] = []
-    purpose = str(spec.get("purpose") or "").strip()
+    purpose = spec.purpose.strip()
     if purpose:
         queries.append(purpose)
-    for fn in spec.get("functions") or []:
-        text = f"{fn.get('signature', '')} {fn.get('description', '')}".strip()
+    for fn in spec.functions:
+        text = f"{fn.signature} {fn.description}".strip()
         if text:
             queries.append(text)
-    constraints = " ".join(str(c) for c in spec.get("constraints") or [])
+    constraints = " ".join(spec.constraints)
     if constraints:
         queries.append(constraints)
     seen: set[str] = set()
@@ -36,11 +36,11 @@ def queries_for(spec: dict[str, Any], limit: int = 4) -> list[str]:
 
 def retrieve_context(
     retriever: Retriever | None,
-    spec: dict[str, Any],
+    spec: Spec,
     *,
     top_k: int = 8,
     token_budget: int = 1500,
-) -> list[dict[str, Any]]:
+) -> list[ContextChunk]:
     """Top chunks over all queries, best score first, each once, cut to ``token_budget``."""
     if retriever is None or token_budget <= 0:
         return []
@@ -50,7 +50,7 @@ def retrieve_context(
             key = hit.chunk_id or hit.citation
             if key not in best or hit.score > best[key].score:
                 best[key] = hit
-    chosen: list[dict[str, Any]] = []
+    chosen: list[ContextChunk] = []
     seen_text: set[str] = set()
     used = 0
     for hit in sorted(best.values(), key=lambda h: h.score, reverse=True):
@@ -63,14 +63,14 @@ def retrieve_context(
         seen_text.add(text)
         used += cost
         chosen.append(
-            {
-                "citation": hit.citation,
-                "uri": hit.uri,
-                "source": hit.source,
-                "score": round(float(hit.score), 4),
-                "tokens": cost,
-                "text": text,
-            }
+            ContextChunk(
+                citation=hit.citation,
+                uri=hit.uri,
+                source=hit.source,
+                score=round(float(hit.score), 4),
+                tokens=cost,
+                text=text,
+            )
         )
         if len(chosen) >= top_k:
             break

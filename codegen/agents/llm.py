@@ -24,13 +24,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     import openai
 
 from codegen.agents.types import Meter
+from codegen.json_types import JSONObject
 
 # Wire contract (docs/architecture.md, "LLM endpoint"): outside servers replay recorded
 # replies by role, task, draft and round, so every request says which it is. The header names
@@ -47,7 +48,7 @@ from codegen.replay.recording import (
 
 # Called after every reply from the endpoint with (role, the SDK call's keyword arguments,
 # reply text): ``codegen.replay.recording.FileRecorder`` writes recordings with it.
-Recorder = Callable[[str, dict[str, Any], str], None]
+Recorder = Callable[[str, JSONObject, str], None]
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class LLMRoute:
     default: RoleModel = RoleModel()
     roles: dict[str, RoleModel] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "base_url": self.base_url,
             "default": asdict(self.default),
@@ -76,7 +77,7 @@ class LLMRoute:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LLMRoute:
+    def from_dict(cls, data: JSONObject) -> LLMRoute:
         return cls(
             base_url=str(data["base_url"]),
             default=RoleModel(**data.get("default", {})),
@@ -194,11 +195,11 @@ class StructuredModes:
 
 
 def structured_request(
-    mode: StructuredMode, messages: list[dict[str, str]], name: str, schema: dict[str, Any]
-) -> tuple[list[dict[str, str]], dict[str, Any] | None]:
+    mode: StructuredMode, messages: list[dict[str, str]], name: str, schema: JSONObject
+) -> tuple[list[dict[str, str]], JSONObject | None]:
     """The messages and ``response_format`` that ask for ``schema`` in ``mode``."""
     if mode is StructuredMode.JSON_SCHEMA:
-        fmt = {
+        fmt: JSONObject = {
             "type": "json_schema",
             "json_schema": {"name": name, "strict": True, "schema": schema},
         }
@@ -206,8 +207,10 @@ def structured_request(
     note = SCHEMA_IN_PROMPT.format(schema=json.dumps(schema, sort_keys=True))
     first, *rest = messages
     with_schema = [{**first, "content": f"{first['content']}\n\n{note}"}, *rest]
-    fmt = {"type": "json_object"} if mode is StructuredMode.JSON_OBJECT else None
-    return with_schema, fmt
+    plain: JSONObject | None = (
+        {"type": "json_object"} if mode is StructuredMode.JSON_OBJECT else None
+    )
+    return with_schema, plain
 
 
 SCHEMA_IN_PROMPT = """\
@@ -241,22 +244,25 @@ class ResponseCache:
         self.stats = CacheStats()
 
     @staticmethod
-    def key(payload: dict[str, Any]) -> str:
+    def key(payload: JSONObject) -> str:
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> JSONObject | None:
         try:
             data = json.loads(self._path(key).read_text())
         except (OSError, ValueError):
             self.stats.count(False)
             return None
+        if not isinstance(data, dict):  # not a reply this cache wrote: a miss
+            self.stats.count(False)
+            return None
         self.stats.count(True)
         return data
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: JSONObject) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -290,7 +296,8 @@ def shown_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
-_sdk_clients: dict[tuple[Any, ...], openai.OpenAI] = {}
+# Keyed by (pid, base URL, key, timeout, retries).
+_sdk_clients: dict[tuple[int, str | None, str | None, float, int], openai.OpenAI] = {}
 _sdk_clients_lock = threading.Lock()
 
 
@@ -397,7 +404,7 @@ class LLMClient:
         messages: list[dict[str, str]],
         meter: Meter,
         *,
-        response_format: dict[str, Any] | None = None,
+        response_format: JSONObject | None = None,
         draft: Draft | None = None,
     ) -> Completion:
         """One chat completion for ``role``; raises BudgetExceeded or LLMError.
@@ -406,7 +413,7 @@ class LLMClient:
         """
         meter.check()  # refuse to spend once the budget is gone
         cfg = self.model_for(role)
-        payload: dict[str, Any] = {
+        payload: JSONObject = {
             "role": role,
             "model": cfg.model,
             "messages": messages,
@@ -428,7 +435,7 @@ class LLMClient:
                 done = Completion(
                     role=role,
                     model=cfg.model,
-                    content=hit["content"],
+                    content=str(hit["content"]),
                     prompt_tokens=int(hit.get("prompt_tokens", 0)),
                     completion_tokens=int(hit.get("completion_tokens", 0)),
                     cost_usd=0.0,
@@ -437,7 +444,8 @@ class LLMClient:
                 )
                 self._record(meter, done, self.endpoint, draft)
                 return done
-        kwargs: dict[str, Any] = {
+        # The SDK call's keyword arguments, as they go on the wire (and to the recorder).
+        kwargs: JSONObject = {
             "model": cfg.model,
             "messages": messages,
             "temperature": cfg.temperature,
@@ -509,7 +517,7 @@ class LLMClient:
         meter: Meter,
         *,
         name: str,
-        schema: dict[str, Any],
+        schema: JSONObject,
     ) -> tuple[Completion, StructuredMode]:
         """A completion asked to follow ``schema``, in the best mode the server accepts.
 

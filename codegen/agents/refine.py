@@ -4,10 +4,10 @@ they pass. Every failure becomes a ``Status`` and a one-line reason."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from codegen.agents import prompts
 from codegen.agents.llm import Draft, LLMClient, LLMError
+from codegen.agents.records import ContextChunk, Round
 from codegen.agents.roles import (
     AgentOutputError,
     BadRequest,
@@ -17,7 +17,7 @@ from codegen.agents.roles import (
     write_code,
 )
 from codegen.agents.state import Ended, SolutionResult
-from codegen.agents.types import BudgetExceeded, Meter, Status
+from codegen.agents.types import BudgetExceeded, Meter, Spec, Status
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits, TestReport
 
@@ -45,9 +45,9 @@ def refine(
     llm: LLMClient,
     meter: Meter,
     sandbox: Sandbox,
-    spec: dict[str, Any],
+    spec: Spec,
     tests: str,
-    context: list[dict[str, Any]],
+    context: list[ContextChunk],
     draft: str,
     draft_problem: str = "",
     *,
@@ -72,7 +72,7 @@ def refine(
     emit = on_event or quiet
     code, problem = draft, draft_problem
     report: TestReport | None = None
-    history: list[dict[str, Any]] = []
+    history: list[Round] = []
     status, reason, verdict_text = Status.ERROR, "no round ran", ""
     rounds = first_round - 1
     revise_first = bool(feedback)
@@ -90,16 +90,16 @@ def refine(
                     draft=Draft(candidate=candidate, round=round_no),
                 )
             rounds = round_no
-            entry: dict[str, Any] = {"round": round_no}
+            entry = Round(round_no)
             history.append(entry)
             if problem:
-                entry["problem"] = problem
+                entry.problem = problem
                 status, reason = Status.NO_CODE, problem
                 feedback = f"Your reply broke the format: {problem}."
                 continue
             emit(f"round {round_no}: running the tests in the sandbox")
             report = execute_tests(sandbox, code, tests, limits)
-            entry.update(passed=report.passed, total=report.total)
+            entry.passed, entry.total = report.passed, report.total
             if not report.ok:
                 failing = [t.name for t in report.tests if t.outcome in ("failed", "error")]
                 status = Status.FAILED_TESTS
@@ -110,7 +110,7 @@ def refine(
                     + ("; collection errors" if report.collection_errors else "")
                 )
                 feedback = failure_feedback(report, round_no)
-                entry["feedback"] = feedback[:2000]
+                entry.feedback = feedback[:2000]
                 emit(f"round {round_no}: {report.passed}/{report.total} tests passed")
                 continue
             if not agent_review:
@@ -120,7 +120,7 @@ def refine(
             emit(f"round {round_no}: all {report.total} tests pass; reviewer reads the code")
             verdict = review(llm, meter, spec, code, report)
             verdict_text = verdict.text
-            entry["verdict"] = "APPROVED" if verdict.approved else "REJECTED"
+            entry.verdict = "APPROVED" if verdict.approved else "REJECTED"
             if verdict.approved:
                 status = Status.PASSED
                 reason = (
@@ -130,7 +130,7 @@ def refine(
             status = Status.REJECTED
             reason = "reviewer rejected: " + " ".join(verdict.reasons.split())[:300]
             feedback = prompts.FEEDBACK_REVIEW.format(reasons=verdict.reasons)
-            entry["feedback"] = feedback[:2000]
+            entry.feedback = feedback[:2000]
     except Exception as exc:  # every failure becomes a status, with the best code so far
         status, reason = classify(exc)
     return SolutionResult(

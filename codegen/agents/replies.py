@@ -38,7 +38,10 @@ import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # markdown_it loads only once a reply is parsed
+    from markdown_it import MarkdownIt
 
 
 class AgentOutputError(Exception):
@@ -92,7 +95,7 @@ def strip_reasoning(text: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _markdown() -> Any:
+def _markdown() -> MarkdownIt:
     from markdown_it import MarkdownIt  # deferred: only replies need it
 
     return MarkdownIt("commonmark")

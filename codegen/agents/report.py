@@ -1,15 +1,24 @@
-"""A request's artifacts and its one report.json writer (``write_report``)."""
+"""A request's artifacts and its report: ``RequestReport``, the one type of report.json, and
+``write_report``, its one writer."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from codegen.agents.artifacts import write_artifact
-from codegen.agents.state import CrewState
-from codegen.agents.types import Status
+from codegen.agents.records import Round, Selection
+from codegen.agents.state import CrewState, HumanVerdict
+from codegen.agents.types import Status, Usage
+from codegen.json_types import JSONObject, JSONValue
+from codegen.retrieval.grounding import Grounding
+
+REPORT_FILE = "report.json"
+
+
+class BadReport(ValueError):
+    """A report.json that cannot be read: the one-line reason."""
 
 
 @dataclass(frozen=True)
@@ -20,11 +29,234 @@ class Verification:
     tests_passed: int
     tests_total: int
 
+    def to_dict(self) -> JSONObject:
+        return {
+            "passed": self.passed,
+            "tests_passed": self.tests_passed,
+            "tests_total": self.tests_total,
+        }
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> Verification:
+        return cls(
+            passed=data.get("passed") is True,
+            tests_passed=_int(data.get("tests_passed")),
+            tests_total=_int(data.get("tests_total")),
+        )
+
+
+@dataclass(frozen=True)
+class HumanReview:
+    """Who signs off (``ReviewMode`` value) and every verdict a person gave so far."""
+
+    mode: str = "agent"
+    verdicts: list[HumanVerdict] = field(default_factory=list)
+
+    def to_dict(self) -> JSONObject:
+        return {"mode": self.mode, "verdicts": [v.to_dict() for v in self.verdicts]}
+
+
+@dataclass(frozen=True)
+class RequestReport:
+    """report.json: how a request ended. Holds no settings and no secrets. Built from the
+    request's state (``of``), saved atomically (``save``) and read back (``load``: keys it does
+    not know are ignored, missing ones take their defaults)."""
+
+    request_id: str
+    status: Status
+    reason: str
+    rounds: int = 0
+    tests_passed: int = 0
+    tests_total: int = 0
+    # The sandbox's test report as JSON (``TestReport.to_dict()``): only ever shown, never
+    # read back into a TestReport.
+    test_report: JSONObject | None = None
+    review: str = ""
+    history: list[Round] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)  # the retrieved chunks' citations
+    # none | partial (with the fraction embedded) | full; None: not known.
+    grounding: Grounding | None = None
+    structured_outputs: str = ""
+    candidates: Selection | None = None
+    human_review: HumanReview = field(default_factory=HumanReview)
+    artifacts: dict[str, str] = field(default_factory=dict)  # file name -> path
+    usage: Usage = field(default_factory=Usage)
+    # The base URL and model each role actually called (``Usage.endpoints_by_role``).
+    endpoints: JSONObject = field(default_factory=dict)
+    verification: Verification | None = None
+
+    @classmethod
+    def of(cls, state: CrewState, folder: Path) -> RequestReport:
+        outcome = state.outcome()
+        report = outcome.test_report
+        files = {
+            "spec.json": outcome.spec is not None,
+            "test_solution.py": bool(outcome.tests),
+            "solution.py": bool(outcome.solution),
+            "README.md": bool(outcome.docs),
+        }
+        return cls(
+            request_id=state.request_id,
+            status=outcome.status,
+            reason=outcome.reason,
+            rounds=outcome.rounds,
+            tests_passed=report.passed if report else 0,
+            tests_total=report.total if report else 0,
+            test_report=report.to_dict() if report else None,
+            review=outcome.review,
+            history=list(outcome.history),
+            context=[c.citation for c in outcome.context],
+            grounding=state.context.grounding if state.context else None,
+            structured_outputs=outcome.structured_outputs,
+            candidates=state.solution.selection if state.solution else None,
+            human_review=HumanReview(
+                mode=state.review.mode if state.review else state.options.review,
+                verdicts=list(state.review.verdicts) if state.review else [],
+            ),
+            artifacts={name: str(folder / name) for name, ok in files.items() if ok},
+            usage=outcome.usage,
+            endpoints=outcome.usage.endpoints_by_role(),
+        )
+
+    def verified(self, verification: Verification) -> RequestReport:
+        """This report with the blocking check's note; a 'passed' request whose re-run failed
+        is not passed."""
+        if verification.passed or self.status is not Status.PASSED:
+            return replace(self, verification=verification)
+        return replace(
+            self,
+            verification=verification,
+            status=Status.FAILED_TESTS,
+            reason=f"the verification re-run failed: {verification.tests_passed} of "
+            f"{verification.tests_total} tests passed",
+        )
+
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {
+            "request_id": self.request_id,
+            "status": self.status.value,
+            "reason": self.reason,
+            "rounds": self.rounds,
+            "tests_passed": self.tests_passed,
+            "tests_total": self.tests_total,
+            "test_report": self.test_report,
+            "review": self.review,
+            "history": [r.to_dict() for r in self.history],
+            "context": list[JSONValue](self.context),
+            "grounding": self.grounding.to_dict() if self.grounding else None,
+            "structured_outputs": self.structured_outputs,
+            "candidates": self.candidates.to_dict() if self.candidates else None,
+            "human_review": self.human_review.to_dict(),
+            "artifacts": dict[str, JSONValue](self.artifacts),
+            "usage": self.usage.to_dict(),
+            "endpoints": self.endpoints,
+        }
+        if self.verification is not None:
+            out["verification"] = self.verification.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> RequestReport:
+        status = data.get("status")
+        try:
+            ended = Status(status)
+        except ValueError:
+            raise BadReport(f"report.json: unknown status {status!r}") from None
+        test_report = data.get("test_report")
+        grounding = data.get("grounding")
+        candidates = data.get("candidates")
+        human = _object(data.get("human_review"))
+        verification = data.get("verification")
+        usage = data.get("usage")
+        return cls(
+            request_id=_str(data.get("request_id")),
+            status=ended,
+            reason=_str(data.get("reason")),
+            rounds=_int(data.get("rounds")),
+            tests_passed=_int(data.get("tests_passed")),
+            tests_total=_int(data.get("tests_total")),
+            test_report=test_report if isinstance(test_report, dict) else None,
+            review=_str(data.get("review")),
+            history=[Round.from_dict(r) for r in _objects(data.get("history"))],
+            context=[c for c in _list(data.get("context")) if isinstance(c, str)],
+            grounding=grounding_from_json(grounding) if isinstance(grounding, dict) else None,
+            structured_outputs=_str(data.get("structured_outputs")),
+            candidates=Selection.from_dict(candidates) if isinstance(candidates, dict) else None,
+            human_review=HumanReview(
+                mode=_str(human.get("mode")) or "agent",
+                verdicts=[HumanVerdict.from_dict(v) for v in _objects(human.get("verdicts"))],
+            ),
+            artifacts={
+                k: v for k, v in _object(data.get("artifacts")).items() if isinstance(v, str)
+            },
+            usage=_usage(usage) if isinstance(usage, dict) else Usage(),
+            endpoints=_object(data.get("endpoints")),
+            verification=(
+                Verification.from_dict(verification) if isinstance(verification, dict) else None
+            ),
+        )
+
+    def save(self, folder: Path) -> Path:
+        return write_artifact(folder, REPORT_FILE, self.to_dict())
+
+    @classmethod
+    def load(cls, folder: Path) -> RequestReport | None:
+        """The folder's report.json; None when there is none yet; BadReport when unreadable."""
+        path = folder / REPORT_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise BadReport(f"{path}: not readable JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise BadReport(f"{path}: not a JSON object")
+        return cls.from_dict(data)
+
+
+def _int(value: JSONValue) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _str(value: JSONValue) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _list(value: JSONValue) -> list[JSONValue]:
+    return value if isinstance(value, list) else []
+
+
+def _object(value: JSONValue) -> JSONObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _objects(value: JSONValue) -> list[JSONObject]:
+    return [v for v in _list(value) if isinstance(v, dict)]
+
+
+def grounding_from_json(data: JSONObject) -> Grounding:
+    """A report's grounding note, read back (missing fields: their zero)."""
+    fraction = data.get("embedded_fraction")
+    corpus = data.get("corpus_chunks")
+    return Grounding(
+        status=_str(data.get("status")),
+        chunks=_int(data.get("chunks")),
+        embedded_fraction=float(fraction) if isinstance(fraction, int | float) else 0.0,
+        corpus_chunks=corpus if isinstance(corpus, int) else None,
+    )
+
+
+def _usage(data: JSONObject) -> Usage:
+    try:
+        return Usage.from_dict(data)
+    except TypeError as exc:  # a key this version's Usage does not have
+        raise BadReport(f"report.json: unreadable usage ({exc})") from None
+
 
 def store_artifacts(folder: Path, name: str, state: CrewState) -> None:
     """The files a finished step adds to the request's folder (never partial: atomic)."""
-    if name == "spec" and state.spec is not None and state.spec.spec:
-        write_artifact(folder, "spec.json", state.spec.spec)
+    if name == "spec" and state.spec is not None and state.spec.spec is not None:
+        write_artifact(folder, "spec.json", state.spec.spec.model_dump(mode="json"))
     elif name == "tests" and state.tests is not None and state.tests.tests:
         write_artifact(folder, "test_solution.py", state.tests.tests)
     elif name == "solution" and state.solution is not None:
@@ -47,30 +279,20 @@ def store_artifacts(folder: Path, name: str, state: CrewState) -> None:
 
 def write_report(
     folder: Path, state: CrewState | None = None, verification: Verification | None = None
-) -> dict[str, Any]:
+) -> RequestReport | None:
     """The one writer of report.json: the state's report (or the stored one), keeping the
-    verification note; a 'passed' request whose verification re-run failed is not passed."""
-    path = folder / "report.json"
-    stored: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-    report = state.report(folder) if state is not None else dict(stored)
-    if not report:
-        return {}
-    note = (
-        {
-            "passed": verification.passed,
-            "tests_passed": verification.tests_passed,
-            "tests_total": verification.tests_total,
-        }
-        if verification is not None
-        else stored.get("verification")
-    )
+    stored verification note unless a new one is given. None: nothing to write yet."""
+    try:
+        stored = RequestReport.load(folder)
+    except BadReport:
+        if state is None:
+            raise
+        stored = None  # the state's report replaces an unreadable one
+    report = RequestReport.of(state, folder) if state is not None else stored
+    if report is None:
+        return None
+    note = verification or (stored.verification if stored is not None else None)
     if note is not None:
-        report["verification"] = note
-        if not note["passed"] and report.get("status") == Status.PASSED.value:
-            report["status"] = Status.FAILED_TESTS.value
-            report["reason"] = (
-                f"the verification re-run failed: {note['tests_passed']} of "
-                f"{note['tests_total']} tests passed"
-            )
-    write_artifact(folder, "report.json", report)
+        report = report.verified(note)
+    report.save(folder)
     return report

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from pydantic import ValidationError
 
 from codegen.agents import prompts
 from codegen.agents.llm import Draft, LLMClient
+from codegen.agents.records import ContextChunk
 from codegen.agents.replies import (
     AgentOutputError,
     ParsedCode,
@@ -53,8 +53,9 @@ def validate_request(text: str) -> str:
     return stripped
 
 
-def spec_json(spec: dict[str, Any]) -> str:
-    return json.dumps(spec, indent=2, ensure_ascii=False)
+def spec_json(spec: Spec) -> str:
+    """The spec as the agents are shown it (the same text as ever: recorded replies match it)."""
+    return json.dumps(spec.model_dump(mode="json"), indent=2, ensure_ascii=False)
 
 
 # -- parsing the wire conventions -------------------------------------------------------------
@@ -79,7 +80,7 @@ def analyze(llm: LLMClient, meter: Meter, request: str) -> Analysis:
         )
         try:
             spec = Spec.model_validate_json(extract_json(reply.content))
-            return Analysis(spec=spec.model_dump(mode="json"), structured_outputs=mode.value)
+            return Analysis(spec=spec, structured_outputs=mode.value)
         except AgentOutputError as exc:
             error = str(exc)
         except ValidationError as exc:
@@ -101,7 +102,7 @@ def _validation_summary(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def design_tests(llm: LLMClient, meter: Meter, spec: dict[str, Any]) -> str:
+def design_tests(llm: LLMClient, meter: Meter, spec: Spec) -> str:
     """Test Designer: spec -> ``test_solution.py``. It only ever sees the spec, never code.
 
     A reply with no usable test module is told what was wrong and asked once more.
@@ -126,18 +127,18 @@ def design_tests(llm: LLMClient, meter: Meter, spec: dict[str, Any]) -> str:
     raise AgentOutputError(f"test_designer: no usable test module after one re-ask: {problem}")
 
 
-def format_context(chunks: list[dict[str, Any]]) -> str:
+def format_context(chunks: list[ContextChunk]) -> str:
     if not chunks:
         return prompts.PROGRAMMER_NO_CONTEXT
-    parts = [f"# {c['citation']}\n{c['text'].rstrip()}" for c in chunks]
+    parts = [f"# {c.citation}\n{c.text.rstrip()}" for c in chunks]
     return prompts.PROGRAMMER_CONTEXT.format(chunks="\n\n".join(parts))
 
 
 def write_code(
     llm: LLMClient,
     meter: Meter,
-    spec: dict[str, Any],
-    context: list[dict[str, Any]],
+    spec: Spec,
+    context: list[ContextChunk],
     *,
     previous: str | None = None,
     feedback: str | None = None,
@@ -165,15 +166,13 @@ def write_code(
         return previous or "", f"programmer: {exc}"
 
 
-def read_solution(text: str, spec: dict[str, Any]) -> ParsedCode:
+def read_solution(text: str, spec: Spec) -> ParsedCode:
     """``solution.py`` from a programmer reply, read against the spec's functions."""
-    functions = [(f["name"], f["signature"]) for f in spec.get("functions") or []]
+    functions = [(f.name, f.signature) for f in spec.functions]
     return extract_module(text, functions)
 
 
-def review(
-    llm: LLMClient, meter: Meter, spec: dict[str, Any], code: str, report: TestReport
-) -> Verdict:
+def review(llm: LLMClient, meter: Meter, spec: Spec, code: str, report: TestReport) -> Verdict:
     """Reviewer: APPROVED only when the reply starts with it."""
     user = prompts.REVIEWER_USER.format(
         spec_json=spec_json(spec), code=code.rstrip(), passed=report.passed, total=report.total
@@ -185,7 +184,7 @@ def review(
     return parse_verdict(llm.complete("reviewer", messages, meter).content)
 
 
-def document(llm: LLMClient, meter: Meter, spec: dict[str, Any], code: str) -> str:
+def document(llm: LLMClient, meter: Meter, spec: Spec, code: str) -> str:
     """Documentation Generator: README.md (usage + API reference) for the accepted code."""
     messages = [
         {"role": "system", "content": prompts.DOCUMENTER_SYSTEM},

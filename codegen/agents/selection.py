@@ -21,9 +21,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from codegen.agents.replies import parse_python
+from codegen.agents.types import Spec
 from codegen.sandbox.types import TestReport
 
 Row = tuple[bool, ...]
@@ -132,15 +132,15 @@ def pick(rows: Sequence[Row], trusted: Sequence[bool] | None = None) -> Pick:
 EXAMPLE_PREFIX = "test_spec_example_"
 
 
-def spec_example_tests(spec: dict[str, Any]) -> str:
+def spec_example_tests(spec: Spec) -> str:
     """pytest functions for the spec's worked examples (the trusted tests), or "".
 
     The call and the expected value are evaluated inside the test, in the sandbox, in the
     namespace of ``solution``; an example that is not a Python expression is skipped.
     """
     functions: list[str] = []
-    for index, example in enumerate(spec.get("examples") or []):
-        call, expected = str(example.get("call", "")), str(example.get("expected", ""))
+    for index, example in enumerate(spec.examples):
+        call, expected = example.call, example.expected
         try:
             parse_python(call, mode="eval")
             parse_python(expected, mode="eval")

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import Any
 
-from codegen.agents.types import CrewOptions, CrewOutcome, Status, Usage
+from codegen.agents.records import ContextChunk, Round, Selection
+from codegen.agents.types import CrewOptions, CrewOutcome, Spec, Status, Usage
+from codegen.json_types import JSONObject
+from codegen.retrieval.grounding import Grounding
 from codegen.sandbox.types import TestReport
 
 
@@ -33,7 +34,7 @@ class StepResult:
 
 @dataclass
 class SpecResult(StepResult):
-    spec: dict[str, Any] = field(default_factory=dict)
+    spec: Spec | None = None  # None: the step ended the request before a spec was written
     structured_outputs: str = ""  # how the server took the JSON request (StructuredMode)
 
 
@@ -45,10 +46,10 @@ class TestsResult(StepResult):
 @dataclass
 class ContextResult(StepResult):
     queries: list[str] = field(default_factory=list)
-    chunks: list[dict[str, Any]] = field(default_factory=list)
-    # How much of the corpus the index held when it was searched (Grounding.to_dict());
-    # None: the crew was given no way to tell.
-    grounding: dict[str, Any] | None = None
+    chunks: list[ContextChunk] = field(default_factory=list)
+    # How much of the corpus the index held when it was searched; None: the crew was given
+    # no way to tell.
+    grounding: Grounding | None = None
 
 
 @dataclass
@@ -74,9 +75,9 @@ class SolutionResult(StepResult):
     rounds: int = 0
     report: TestReport | None = None
     review: str = ""
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: list[Round] = field(default_factory=list)
     # With several drafts: each one's test results, the groups, and why the pick won.
-    selection: dict[str, Any] | None = None
+    selection: Selection | None = None
     # The suite the pick was refined against (the test designer's, minus suspect tests).
     tests: str = ""
 
@@ -91,7 +92,7 @@ class HumanVerdict:
     decided_at: str  # ISO 8601, UTC
     review_round: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "verdict": self.kind,
             "text": self.text,
@@ -99,6 +100,21 @@ class HumanVerdict:
             "decided_at": self.decided_at,
             "review_round": self.review_round,
         }
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> HumanVerdict:
+        def text(key: str) -> str:
+            value = data.get(key)
+            return value if isinstance(value, str) else ""
+
+        review_round = data.get("review_round")
+        return cls(
+            kind=text("verdict"),
+            text=text("text"),
+            reviewer=text("reviewer"),
+            decided_at=text("decided_at"),
+            review_round=review_round if isinstance(review_round, int) else 0,
+        )
 
 
 VERDICT_KINDS = ("approve", "reject", "timeout")
@@ -110,7 +126,7 @@ class ReviewResult(StepResult):
     sent it back through refinement (``revised``; None while the solution step's stands)."""
 
     mode: str = "agent"
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[HumanVerdict] = field(default_factory=list)
     revised: SolutionResult | None = None
     open_round: int = 0  # the round awaiting a person's verdict (0: none)
 
@@ -199,7 +215,7 @@ class CrewState:
         return CrewOutcome(
             status=self.status or Status.ERROR,
             reason=self.reason,
-            spec=self.spec.spec if self.spec else {},
+            spec=self.spec.spec if self.spec else None,
             solution=solution.code or (self.draft.code if self.draft else ""),
             tests=solution.tests or (self.tests.tests if self.tests else ""),
             docs=self.docs.docs if self.docs else "",
@@ -211,41 +227,6 @@ class CrewState:
             history=solution.history,
             structured_outputs=self.spec.structured_outputs if self.spec else "",
         )
-
-    def report(self, folder: Path) -> dict[str, Any]:
-        """report.json: how the request ended. Holds no settings and no secrets."""
-        outcome = self.outcome()
-        report = outcome.test_report
-        files = {
-            "spec.json": bool(outcome.spec),
-            "test_solution.py": bool(outcome.tests),
-            "solution.py": bool(outcome.solution),
-            "README.md": bool(outcome.docs),
-        }
-        return {
-            "request_id": self.request_id,
-            "status": outcome.status.value,
-            "reason": outcome.reason,
-            "rounds": outcome.rounds,
-            "tests_passed": report.passed if report else 0,
-            "tests_total": report.total if report else 0,
-            "test_report": report.to_dict() if report else None,
-            "review": outcome.review,
-            "history": outcome.history,
-            "context": [c["citation"] for c in outcome.context],
-            # none | partial (with the fraction embedded) | full; None: not known.
-            "grounding": self.context.grounding if self.context else None,
-            "structured_outputs": outcome.structured_outputs,
-            "candidates": self.solution.selection if self.solution else None,
-            "human_review": {
-                "mode": self.review.mode if self.review else self.options.review,
-                "verdicts": self.review.verdicts if self.review else [],
-            },
-            "artifacts": {name: str(folder / name) for name, ok in files.items() if ok},
-            "usage": outcome.usage.to_dict(),
-            # The base URL and model each role actually called (cached replies counted).
-            "endpoints": outcome.usage.endpoints_by_role(),
-        }
 
 
 # The step-result fields, in the order STEPS runs them (a test checks the two agree).

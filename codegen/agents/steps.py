@@ -11,11 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from codegen.agents import prompts
 from codegen.agents.context import queries_for, retrieve_context
 from codegen.agents.llm import Draft, LLMClient
+from codegen.agents.records import CandidateRun, Selection, SelectionGroup
 from codegen.agents.refine import Event, classify, quiet, refine
 from codegen.agents.roles import (
     analyze,
@@ -47,7 +47,8 @@ from codegen.agents.state import (
     StepResult,
     TestsResult,
 )
-from codegen.agents.types import Meter, Status
+from codegen.agents.types import Meter, Spec, Status
+from codegen.retrieval.grounding import Grounding
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits, TestReport
@@ -65,7 +66,7 @@ class Crew:
     on_event: Event = quiet
     artifacts: Path | None = None
     # How grounded a search of ``retriever`` is now (codegen.retrieval.grounding.Grounding).
-    grounding: Callable[[], Any] | None = None
+    grounding: Callable[[], Grounding] | None = None
 
 
 def _spec_step(crew: Crew, state: CrewState, meter: Meter) -> SpecResult:
@@ -73,8 +74,9 @@ def _spec_step(crew: Crew, state: CrewState, meter: Meter) -> SpecResult:
     return SpecResult(spec=analysis.spec, structured_outputs=analysis.structured_outputs)
 
 
-def _spec(state: CrewState) -> dict[str, Any]:
-    assert state.spec is not None  # run_step checked the step's needs
+def _spec(state: CrewState) -> Spec:
+    # run_step checked the step's needs, and a spec step that did not end the request has one
+    assert state.spec is not None and state.spec.spec is not None
     return state.spec.spec
 
 
@@ -90,7 +92,7 @@ def _context_step(crew: Crew, state: CrewState, meter: Meter) -> ContextResult:
         top_k=state.options.top_k,
         token_budget=state.options.context_token_budget,
     )
-    grounded = crew.grounding().to_dict() if crew.grounding is not None else None
+    grounded = crew.grounding() if crew.grounding is not None else None
     return ContextResult(queries=queries_for(spec), chunks=chunks, grounding=grounded)
 
 
@@ -118,7 +120,7 @@ def _draft_step(crew: Crew, state: CrewState, meter: Meter) -> DraftResult:
 
 def _select(
     crew: Crew, box: Sandbox, state: CrewState, limits: Limits | None
-) -> tuple[int, dict[str, Any], str]:
+) -> tuple[int, Selection, str]:
     """Every draft against the suite plus the spec's examples; the pick, why, and the suite
     without suspect tests."""
     assert state.tests is not None and state.draft is not None
@@ -139,31 +141,27 @@ def _select(
     else:
         chosen = pick(rows, trusted)
         chosen_index, why, suspect = chosen.chosen, chosen.why, chosen.suspect_tests
-        groups = [
-            {"members": list(g.members), "passes": len(g.passed), "score": g.score}
-            for g in chosen.groups
-        ]
+        groups = [SelectionGroup(list(g.members), len(g.passed), g.score) for g in chosen.groups]
     suspect_names = [names[t] for t in suspect]
-    selection = {
-        "rule": "examples_then_agreement",
-        "chosen": chosen_index,
-        "why": why,
-        "groups": groups,
-        "suspect_tests": suspect_names,
-        "trusted_tests": [n for n, t in zip(names, trusted, strict=True) if t],
-        "candidates": [
-            {
-                "candidate": i,
-                "problem": d.problem,
-                "passed": r.passed if r else 0,
-                "total": r.total if r else 0,
-                "outcomes": {n: ok for n, ok in zip(names, rows[i], strict=True)},
-                "tokens": d.usage.total_tokens,
-                "cost_usd": d.usage.cost_usd,
-            }
+    selection = Selection(
+        chosen=chosen_index,
+        why=why,
+        groups=groups,
+        suspect_tests=suspect_names,
+        trusted_tests=[n for n, t in zip(names, trusted, strict=True) if t],
+        candidates=[
+            CandidateRun(
+                candidate=i,
+                problem=d.problem,
+                passed=r.passed if r else 0,
+                total=r.total if r else 0,
+                outcomes=dict(zip(names, rows[i], strict=True)),
+                tokens=d.usage.total_tokens,
+                cost_usd=d.usage.cost_usd,
+            )
             for i, (d, r) in enumerate(zip(drafts, reports, strict=True))
         ],
-    }
+    )
     designer_names = [n for n, t in zip(names, trusted, strict=True) if not t]
     tests = without_tests(state.tests.tests, suspect_names, designer_names)
     crew.on_event(f"selection: draft {chosen_index} picked ({why})")
@@ -174,7 +172,7 @@ def _solution_step(crew: Crew, state: CrewState, meter: Meter) -> SolutionResult
     assert state.tests is not None and state.draft is not None and state.context is not None
     limits = state.options.limits or crew.limits
     drafts = state.draft.drafts or [DraftCandidate(state.draft.code, state.draft.problem)]
-    selection: dict[str, Any] | None = None
+    selection: Selection | None = None
     tests = state.tests.tests
     chosen = drafts[0]
     try:
@@ -220,7 +218,7 @@ def _review_step(crew: Crew, state: CrewState, meter: Meter) -> ReviewResult:
     verdict = state.verdict
     if verdict is None:
         return _awaiting(result, len(result.verdicts) + 1)
-    result.verdicts.append(verdict.to_dict())
+    result.verdicts.append(verdict)
     if verdict.kind == "approve":
         return result
     if verdict.kind == "timeout":

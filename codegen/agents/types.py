@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
-from typing import Any, TypedDict, cast
+from typing import TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from codegen.agents.records import ContextChunk, Round
+from codegen.json_types import JSONObject, JSONValue
 from codegen.sandbox.types import Limits, TestReport
 
 
@@ -128,9 +130,9 @@ class RequestOptions(BaseModel):
         return cast(StoredOptions, self.model_dump(mode="json", exclude_none=True))
 
     @classmethod
-    def bounds(cls, name: str) -> dict[str, Any]:
+    def bounds(cls, name: str) -> dict[str, float | bool]:
         """A numeric option's range as click's IntRange/FloatRange keywords."""
-        out: dict[str, Any] = {}
+        out: dict[str, float | bool] = {}
         for rule in cls.model_fields[name].metadata:
             for attr, key, is_open in (
                 ("ge", "min", False),
@@ -170,11 +172,11 @@ class Spec(_Strict):
     constraints: list[str]
 
 
-def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+def _strict_schema(model: type[BaseModel]) -> JSONObject:
     """Pydantic's schema, reshaped for OpenAI strict mode: every property required, no extras,
     no keywords strict mode rejects (minLength, titles)."""
 
-    def fix(node: Any) -> Any:
+    def fix(node: JSONValue) -> JSONValue:
         if isinstance(node, dict):
             node = {
                 k: fix(v) for k, v in node.items() if k not in ("title", "minLength", "minItems")
@@ -187,17 +189,19 @@ def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
             return [fix(v) for v in node]
         return node
 
-    return fix(model.model_json_schema())
+    schema = fix(model.model_json_schema())
+    assert isinstance(schema, dict)  # a model's schema is an object
+    return schema
 
 
-SPEC_JSON_SCHEMA: dict[str, Any] = _strict_schema(Spec)
+SPEC_JSON_SCHEMA: JSONObject = _strict_schema(Spec)
 
 
 @dataclass(frozen=True)
 class Analysis:
     """The analyzer's spec, and how the server was asked for it (``StructuredMode`` value)."""
 
-    spec: dict[str, Any]
+    spec: Spec
     structured_outputs: str
 
 
@@ -210,6 +214,27 @@ class AgentUsage:
     latency_s: float = 0.0
     cost_usd: float | None = 0.0
     cache_hits: int = 0
+
+
+@dataclass
+class EndpointCalls:
+    """Calls one role (and programmer draft) made to one base URL and model; ``cached``:
+    how many a cached reply answered."""
+
+    role: str
+    candidate: int | None
+    base_url: str
+    model: str
+    calls: int = 0
+    cached: int = 0
+
+    def same_place(self, other: EndpointCalls) -> bool:
+        return (self.role, self.candidate, self.base_url, self.model) == (
+            other.role,
+            other.candidate,
+            other.base_url,
+            other.model,
+        )
 
 
 @dataclass
@@ -230,7 +255,7 @@ class Usage:
     per_agent: dict[str, AgentUsage] = field(default_factory=dict)
     # Where the calls went: one entry per (role, candidate, base URL, model) with its number
     # of calls and how many of them a cached reply answered (``codegen.agents.llm``).
-    endpoints: list[dict[str, Any]] = field(default_factory=list)
+    endpoints: list[EndpointCalls] = field(default_factory=list)
 
     @property
     def total_tokens(self) -> int:
@@ -250,11 +275,7 @@ class Usage:
         candidate: int | None = None,
     ) -> None:
         if base_url is not None and model is not None:
-            self._count_endpoint(
-                {"role": role, "candidate": candidate, "base_url": base_url, "model": model},
-                calls=1,
-                cached=int(cached),
-            )
+            self._count_endpoint(EndpointCalls(role, candidate, base_url, model, 1, int(cached)))
         agent = self.per_agent.setdefault(role, AgentUsage())
         agent.calls += 1
         agent.latency_s += latency_s
@@ -278,20 +299,19 @@ class Usage:
             if agent.cost_usd is not None:
                 agent.cost_usd += cost_usd
 
-    def _count_endpoint(self, where: dict[str, Any], *, calls: int, cached: int) -> None:
+    def _count_endpoint(self, counted: EndpointCalls) -> None:
         for entry in self.endpoints:
-            if all(entry.get(k) == v for k, v in where.items()):
-                entry["calls"] += calls
-                entry["cached"] += cached
+            if entry.same_place(counted):
+                entry.calls += counted.calls
+                entry.cached += counted.cached
                 return
-        self.endpoints.append({**where, "calls": calls, "cached": cached})
+        self.endpoints.append(replace(counted))
 
     def merge(self, other: Usage) -> Usage:
         """A new Usage holding both (used to add up usage across Dagster assets)."""
         out = Usage.from_dict(self.to_dict())
         for entry in other.endpoints:
-            where = {k: v for k, v in entry.items() if k not in ("calls", "cached")}
-            out._count_endpoint(where, calls=entry["calls"], cached=entry["cached"])
+            out._count_endpoint(entry)
         out.prompt_tokens += other.prompt_tokens
         out.completion_tokens += other.completion_tokens
         out.calls += other.calls
@@ -309,37 +329,43 @@ class Usage:
             mine.cost_usd = _add_cost(mine.cost_usd, theirs.cost_usd)
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+    def to_dict(self) -> JSONObject:
+        data: JSONObject = asdict(self)
         data["total_tokens"] = self.total_tokens
         if self.cost_usd is not None:
             data["cost_usd"] = round(self.cost_usd, 8)
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
+    def from_dict(cls, data: JSONObject | None) -> Usage:
         data = dict(data or {})
         data.pop("total_tokens", None)
         per_agent = {k: AgentUsage(**v) for k, v in (data.pop("per_agent", None) or {}).items()}
-        endpoints = [dict(e) for e in data.pop("endpoints", None) or []]
+        endpoints = [EndpointCalls(**e) for e in data.pop("endpoints", None) or []]
         return cls(**data, per_agent=per_agent, endpoints=endpoints)
 
-    def endpoints_by_role(self) -> dict[str, Any]:
+    def endpoints_by_role(self) -> JSONObject:
         """Per role, the base URL and model it called (``cached``: replies from the cache);
         the programmer's is a list, one entry per candidate draft. Roles never called are
         absent: an endpoint is only reported where a call went."""
-        out: dict[str, Any] = {}
-        for entry in sorted(self.endpoints, key=lambda e: (e["role"], e.get("candidate") or 0)):
-            shown = {k: entry[k] for k in ("base_url", "model", "calls", "cached")}
-            if entry["role"] == "programmer":
-                out.setdefault("programmer", []).append(
-                    {"candidate": entry.get("candidate") or 0, **shown}
-                )
-            elif entry["role"] in out:  # the same role on two endpoints: list both
-                prior = out[entry["role"]]
-                out[entry["role"]] = [*(prior if isinstance(prior, list) else [prior]), shown]
+        out: JSONObject = {}
+        drafts: list[JSONValue] = []
+        for entry in sorted(self.endpoints, key=lambda e: (e.role, e.candidate or 0)):
+            shown: JSONObject = {
+                "base_url": entry.base_url,
+                "model": entry.model,
+                "calls": entry.calls,
+                "cached": entry.cached,
+            }
+            if entry.role == "programmer":
+                if not drafts:
+                    out["programmer"] = drafts
+                drafts.append({"candidate": entry.candidate or 0, **shown})
+            elif entry.role in out:  # the same role on two endpoints: list both
+                prior = out[entry.role]
+                out[entry.role] = [*(prior if isinstance(prior, list) else [prior]), shown]
             else:
-                out[entry["role"]] = shown
+                out[entry.role] = shown
         return out
 
 
@@ -386,9 +412,32 @@ class Meter:
         if reason:
             raise BudgetExceeded(reason)
 
-    def record(self, role: str, **kw: Any) -> None:
+    def record(
+        self,
+        role: str,
+        *,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cost_usd: float | None,
+        latency_s: float,
+        cached: bool,
+        base_url: str | None = None,
+        model: str | None = None,
+        candidate: int | None = None,
+    ) -> None:
+        """``Usage.record`` under the lock."""
         with self._lock:
-            self.usage.record(role, **kw)
+            self.usage.record(
+                role,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                cost_usd=cost_usd,
+                latency_s=latency_s,
+                cached=cached,
+                base_url=base_url,
+                model=model,
+                candidate=candidate,
+            )
 
     def add(self, usage: Usage) -> None:
         """Count what another meter of this request spent (a parallel draft's)."""
@@ -414,11 +463,11 @@ class CrewOptions:
     def budget(self) -> Budget:
         return Budget(tokens=self.budget_tokens, usd=self.budget_usd)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> CrewOptions:
+    def from_dict(cls, data: JSONObject | None) -> CrewOptions:
         known = set(cls.__dataclass_fields__)
         values = {k: v for k, v in (data or {}).items() if k in known}
         if isinstance(values.get("limits"), dict):
@@ -444,7 +493,7 @@ class Verdict:
 class CrewOutcome:
     status: Status
     reason: str
-    spec: dict[str, Any] = field(default_factory=dict)
+    spec: Spec | None = None
     solution: str = ""
     tests: str = ""
     docs: str = ""
@@ -452,16 +501,16 @@ class CrewOutcome:
     test_report: TestReport | None = None
     usage: Usage = field(default_factory=Usage)
     review: str = ""
-    context: list[dict[str, Any]] = field(default_factory=list)
-    history: list[dict[str, Any]] = field(default_factory=list)
+    context: list[ContextChunk] = field(default_factory=list)
+    history: list[Round] = field(default_factory=list)
     structured_outputs: str = ""  # how the analyzer's server took the JSON request
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         report = self.test_report
         return {
             "status": self.status.value,
             "reason": self.reason,
-            "spec": self.spec,
+            "spec": self.spec.model_dump(mode="json") if self.spec else {},
             "solution": self.solution,
             "tests": self.tests,
             "docs": self.docs,
@@ -471,7 +520,7 @@ class CrewOutcome:
             "test_report": report.to_dict() if report else None,
             "usage": self.usage.to_dict(),
             "review": self.review,
-            "context": self.context,
-            "history": self.history,
+            "context": [c.to_dict() for c in self.context],
+            "history": [r.to_dict() for r in self.history],
             "structured_outputs": self.structured_outputs,
         }

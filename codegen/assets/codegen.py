@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import NoReturn
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -47,7 +47,7 @@ from dagster import (
 
 from codegen.agents import prompts
 from codegen.agents.llm import LLMRoute
-from codegen.agents.report import Verification, write_report
+from codegen.agents.report import RequestReport, Verification, write_report
 from codegen.agents.roles import execute_tests
 from codegen.agents.runner import advance
 from codegen.agents.state import ContextResult, CrewState, StepResult
@@ -61,7 +61,6 @@ from codegen.assets.resources import (
 )
 from codegen.requests.review import ReviewError, ReviewStore
 from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, request_title
-from codegen.retrieval.grounding import Grounding
 from codegen.settings import Settings
 
 requests_partitions = DynamicPartitionsDefinition(name="requests")
@@ -77,12 +76,16 @@ DOCS_VERSION = prompts.prompt_version("documenter")
 CONTEXT_VERSION = "1"
 
 
+# An asset's metadata here: plain values, or Dagster's rich ones (markdown, JSON, tables, paths).
+StepMetadata = dict[str, MetadataValue | str | int | float | bool | None]
+
+
 # -- helpers ---------------------------------------------------------------------------------
 def _folder(settings: Settings, request_id: str) -> Path:
     return artifact_dir(settings.artifacts_dir, request_id)
 
 
-def _no_sandbox() -> Any:
+def _no_sandbox() -> NoReturn:
     raise RuntimeError("this step has no sandbox")
 
 
@@ -90,7 +93,7 @@ def _md_code(text: str, lang: str = "python") -> MetadataValue:
     return MetadataValue.md(f"```{lang}\n{text.rstrip()}\n```" if text.strip() else "_(none)_")
 
 
-def _usage_metadata(usage: Usage) -> dict[str, Any]:
+def _usage_metadata(usage: Usage) -> StepMetadata:
     rows = [
         TableRecord(
             {
@@ -128,25 +131,25 @@ def _usage_metadata(usage: Usage) -> dict[str, Any]:
     }
 
 
-def _usage_and_endpoints(usage: Usage) -> dict[str, Any]:
+def _usage_and_endpoints(usage: Usage) -> StepMetadata:
     return {
         **_usage_metadata(usage),
         "endpoints": MetadataValue.json(usage.endpoints_by_role()),
     }
 
 
-def _grounding_metadata(state: CrewState) -> dict[str, Any]:
+def _grounding_metadata(state: CrewState) -> StepMetadata:
     grounding = state.context.grounding if state.context else None
     if grounding is None:
         return {"grounding": "unknown"}
     return {
-        "grounding": grounding["status"],
-        "grounding_chunks": grounding["chunks"],
-        "embedded_fraction": grounding["embedded_fraction"],
+        "grounding": grounding.status,
+        "grounding_chunks": grounding.chunks,
+        "embedded_fraction": grounding.embedded_fraction,
     }
 
 
-def _step_metadata(result: StepResult | None) -> dict[str, Any]:
+def _step_metadata(result: StepResult | None) -> StepMetadata:
     """Status and reason of an intermediate step (``ok`` unless it ended the request)."""
     ended = result.ended if result is not None else None
     status = ended.status.value if ended else OK
@@ -157,7 +160,7 @@ def _step_metadata(result: StepResult | None) -> dict[str, Any]:
     }
 
 
-def _final_metadata(state: CrewState) -> dict[str, Any]:
+def _final_metadata(state: CrewState) -> StepMetadata:
     status = state.status
     return {
         **_grounding_metadata(state),
@@ -169,17 +172,19 @@ def _final_metadata(state: CrewState) -> dict[str, Any]:
 
 
 # -- per-step metadata ------------------------------------------------------------------------
-def _spec_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
-    spec = state.spec.spec if state.spec else {}
+def _spec_metadata(state: CrewState, folder: Path) -> StepMetadata:
+    spec = state.spec.spec if state.spec else None
     return {
         **_step_metadata(state.spec),
         "request": MetadataValue.md(f"> {state.request[:2000]}"),
-        "spec": _md_code(json.dumps(spec, indent=2), "json"),
+        "spec": _md_code(
+            json.dumps(spec.model_dump(mode="json") if spec else {}, indent=2), "json"
+        ),
         "structured_outputs": state.spec.structured_outputs if state.spec else "",
     }
 
 
-def _tests_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _tests_metadata(state: CrewState, folder: Path) -> StepMetadata:
     tests = state.tests.tests if state.tests else ""
     return {
         **_step_metadata(state.tests),
@@ -188,20 +193,20 @@ def _tests_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     }
 
 
-def _context_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _context_metadata(state: CrewState, folder: Path) -> StepMetadata:
     found = state.context
     chunks = found.chunks if found else []
     return {
         "status": found.ended.status.value if found and found.ended else OK,
         "chunks": len(chunks),
-        "tokens": sum(c["tokens"] for c in chunks),
+        "tokens": sum(c.tokens for c in chunks),
         "queries": MetadataValue.json(found.queries if found else []),
-        "citations": MetadataValue.json([c["citation"] for c in chunks]),
+        "citations": MetadataValue.json([c.citation for c in chunks]),
         **_grounding_metadata(state),
     }
 
 
-def _draft_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _draft_metadata(state: CrewState, folder: Path) -> StepMetadata:
     draft = state.draft
     return {
         **_step_metadata(draft),
@@ -211,7 +216,7 @@ def _draft_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     }
 
 
-def _solution_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _solution_metadata(state: CrewState, folder: Path) -> StepMetadata:
     solution = state.solution
     report = solution.report if solution else None
     return {
@@ -223,13 +228,13 @@ def _solution_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
         "review": MetadataValue.md((solution.review if solution else "") or "_(not reviewed)_"),
         # With --candidates N: each draft's results, the groups and why the pick won.
         "candidates": MetadataValue.json(
-            (solution.selection if solution else None) or {"drafts": 1}
+            solution.selection.to_dict() if solution and solution.selection else {"drafts": 1}
         ),
         "artifacts": MetadataValue.path(str(folder)),
     }
 
 
-def _review_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _review_metadata(state: CrewState, folder: Path) -> StepMetadata:
     review, accepted = state.review, state.accepted
     report = accepted.report if accepted else None
     pending = review.open_round if review is not None else 0
@@ -237,7 +242,7 @@ def _review_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
         **_final_metadata(state),
         "review_mode": review.mode if review else state.options.review,
         "review_round": pending,
-        "verdicts": MetadataValue.json(review.verdicts if review else []),
+        "verdicts": MetadataValue.json([v.to_dict() for v in review.verdicts] if review else []),
         "rounds": accepted.rounds if accepted else 0,
         "tests_passed": report.passed if report else 0,
         "tests_total": report.total if report else 0,
@@ -249,7 +254,7 @@ def _review_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     }
 
 
-def _docs_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _docs_metadata(state: CrewState, folder: Path) -> StepMetadata:
     docs = state.docs.docs if state.docs else ""
     return {
         **_final_metadata(state),
@@ -258,7 +263,7 @@ def _docs_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
     }
 
 
-def _default_metadata(state: CrewState, folder: Path) -> dict[str, Any]:
+def _default_metadata(state: CrewState, folder: Path) -> StepMetadata:
     return _step_metadata(None)
 
 
@@ -327,7 +332,7 @@ def _run_review(
 
 
 # -- the request assets, one per step of STEPS ---------------------------------------------------
-Metadata = Callable[[CrewState, Path], dict[str, Any]]
+Metadata = Callable[[CrewState, Path], StepMetadata]
 StepRunner = Callable[
     [AssetExecutionContext, "ReviewVerdictConfig | None", Crew, CrewState, Settings], CrewState
 ]
@@ -529,12 +534,11 @@ def solution_passes_tests(
     folder = _folder(settings.load(), context.partition_key)
     code_path, tests_path = folder / "solution.py", folder / "test_solution.py"
     if not (code_path.exists() and tests_path.exists()):
-        report_path = folder / "report.json"
-        ended = json.loads(report_path.read_text()) if report_path.exists() else {}
+        ended = RequestReport.load(folder)
         return AssetCheckResult(
             passed=False,
-            description=f"no stored code and tests to run ({ended.get('status', 'unknown')}: "
-            f"{ended.get('reason', '')})",
+            description="no stored code and tests to run ("
+            + (f"{ended.status.value}: {ended.reason})" if ended else "unknown: )"),
         )
     with sandbox.open() as box:
         report = execute_tests(box, code_path.read_text(), tests_path.read_text(), sandbox.limits())
@@ -652,10 +656,9 @@ def context_grounded(
         return AssetCheckResult(
             passed=False, severity=AssetCheckSeverity.WARN, description="grounding unknown"
         )
-    described = Grounding(**grounding).describe() if grounding else ""
     return AssetCheckResult(
-        passed=grounding["status"] == "full",
+        passed=grounding.status == "full",
         severity=AssetCheckSeverity.WARN,
-        description=f"grounding {described}",
-        metadata=dict(grounding),
+        description=f"grounding {grounding.describe()}",
+        metadata=grounding.to_dict(),
     )

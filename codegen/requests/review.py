@@ -14,10 +14,11 @@ import secrets
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from codegen.agents.records import Round, Selection
 from codegen.agents.state import VERDICT_KINDS, HumanVerdict, ReviewResult
 from codegen.requests.store import requests_db
 
@@ -200,7 +201,7 @@ class ReviewStore:
         if row is None:
             raise ReviewError(f"no verdict of request {request_id} is waiting under that claim")
         review = pickle.loads(row[5])  # nosec B301 - written by open_round above
-        return HumanVerdict(row[0], row[1], row[2], row[3], row[4]), review
+        return HumanVerdict(row[0], row[1], row[2], row[3], row[4]), _typed(review)
 
     def verdicts(self, request_id: str) -> list[HumanVerdict]:
         with self._db() as conn:
@@ -210,6 +211,23 @@ class ReviewStore:
                 (request_id,),
             ).fetchall()
         return [HumanVerdict(*r) for r in rows]
+
+
+def _typed(review: ReviewResult) -> ReviewResult:
+    """A review stored before its verdicts, rounds and selection were records (they were
+    JSON dicts then), with them as records: a request awaiting review across an upgrade
+    resumes."""
+    verdicts = [
+        v if isinstance(v, HumanVerdict) else HumanVerdict.from_dict(v) for v in review.verdicts
+    ]
+    revised = review.revised
+    if revised is not None:
+        history = [r if isinstance(r, Round) else Round.from_dict(r) for r in revised.history]
+        selection = revised.selection
+        if isinstance(selection, dict):
+            selection = Selection.from_dict(selection)
+        revised = replace(revised, history=history, selection=selection)
+    return replace(review, verdicts=verdicts, revised=revised)
 
 
 def _pending(row: tuple[str, int, str, str]) -> PendingReview:

@@ -21,7 +21,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from codegen.agents.llm import LLMRoute, resolved_base_url
 
@@ -75,9 +74,12 @@ def publish_daemon_environment(home: Path, base_url: str | None = None) -> Daemo
 
 def daemon_environment(home: Path) -> DaemonEnvironment | None:
     try:
-        data: dict[str, Any] = json.loads((_dir(home) / "llm.json").read_text())
-        return DaemonEnvironment(str(data["base_url"]), data.get("key"), float(data["at"]))
-    except (OSError, ValueError, KeyError, TypeError):
+        data = json.loads((_dir(home) / "llm.json").read_text())
+        key, at = data.get("key"), data["at"]
+        if not isinstance(at, int | float) or not (key is None or isinstance(key, str)):
+            return None
+        return DaemonEnvironment(str(data["base_url"]), key, float(at))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 

@@ -66,7 +66,7 @@ def test_a_failed_verification_rerun_downgrades_a_passed_report(tmp_path: Path) 
     folder = tmp_path / "req-0123456789abcdef"
     write_artifact(folder, "report.json", {"status": "passed", "reason": "all 3 tests pass"})
     write_report(folder, verification=Verification(False, 2, 3))
-    report = json.loads((folder / "report.json").read_text())
+    report = json.loads((folder / "report.json").read_text())  # the file's keys, as ever
     assert report["status"] == "failed_tests"
     assert report["reason"] == "the verification re-run failed: 2 of 3 tests passed"
     assert report["verification"] == {"passed": False, "tests_passed": 2, "tests_total": 3}

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from codegen.agents.context import estimate_tokens, queries_for, retrieve_context
 from codegen.agents.roles import format_context
-from codegen.replay.scripted import PRIMES_SPEC
+from codegen.agents.types import Spec
+from codegen.replay.scripted import PRIMES_SPEC as PRIMES_SPEC_JSON
 from codegen.retrieval.types import SearchHit
+
+PRIMES_SPEC = Spec.model_validate(PRIMES_SPEC_JSON)
 
 
 class KeywordRetriever:
@@ -36,11 +39,10 @@ def hit(chunk_id: str, uri: str, text: str) -> SearchHit:
 
 def test_queries_come_from_purpose_signatures_and_constraints() -> None:
     queries = queries_for(PRIMES_SPEC)
-    assert queries[0] == PRIMES_SPEC["purpose"]
+    assert queries[0] == PRIMES_SPEC.purpose
     assert any(q.startswith("def primes_up_to(n: int) -> list[int]") for q in queries)
     assert any("Sieve of Eratosthenes" in q for q in queries)
     assert len(queries) == len(set(queries)) <= 4
-    assert queries_for({}) == []
 
 
 def test_chunks_are_deduplicated_cited_ranked_and_within_budget() -> None:
@@ -54,16 +56,16 @@ def test_chunks_are_deduplicated_cited_ranked_and_within_budget() -> None:
     retriever = KeywordRetriever(corpus)
     chunks = retrieve_context(retriever, PRIMES_SPEC, top_k=8, token_budget=200)
     assert retriever.queries == queries_for(PRIMES_SPEC)
-    texts = [c["text"] for c in chunks]
+    texts = [c.text for c in chunks]
     assert texts.count(sieve) == 1
-    assert "lib/huge.py#L1-L9" not in [c["citation"] for c in chunks]
-    assert sum(c["tokens"] for c in chunks) <= 200
-    assert chunks[0]["text"] == sieve  # the best match comes first
-    assert all(c["citation"].endswith("#L1-L9") for c in chunks)
-    assert [c["score"] for c in chunks] == sorted((c["score"] for c in chunks), reverse=True)
+    assert "lib/huge.py#L1-L9" not in [c.citation for c in chunks]
+    assert sum(c.tokens for c in chunks) <= 200
+    assert chunks[0].text == sieve  # the best match comes first
+    assert all(c.citation.endswith("#L1-L9") for c in chunks)
+    assert [c.score for c in chunks] == sorted((c.score for c in chunks), reverse=True)
     # The programmer sees each chunk under its citation.
     rendered = format_context(chunks)
-    assert f"# {chunks[0]['citation']}\n{sieve}" in rendered
+    assert f"# {chunks[0].citation}\n{sieve}" in rendered
 
 
 def test_no_retriever_or_empty_index_means_no_context() -> None:

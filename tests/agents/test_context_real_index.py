@@ -13,7 +13,7 @@ from dagster import AssetKey, instance_for_test, materialize
 
 from codegen.agents.llm import LLMClient
 from codegen.agents.roles import write_code
-from codegen.agents.types import Meter
+from codegen.agents.types import Meter, Spec
 from codegen.assets import codegen
 from codegen.assets.resources import LLMResource, RetrieverResource, SettingsResource
 from codegen.corpus.model import Chunk
@@ -112,19 +112,19 @@ def test_programmer_gets_cited_chunks_from_the_real_index() -> None:
                 for e in result.get_asset_materialization_events()
                 if e.asset_key == AssetKey("retrieved_context")
             ]
-        chunks_out = context.chunks
+        chunks_out = context.chunks  # the asset stores its own step result, a ContextResult
         assert chunks_out, "the index should answer a dedent spec"
-        assert chunks_out[0]["uri"].endswith("textwrap.py")
-        assert any("def dedent" in c["text"] for c in chunks_out)
-        assert sum(c["tokens"] for c in chunks_out) <= 600
-        assert len({c["text"] for c in chunks_out}) == len(chunks_out)
+        assert chunks_out[0].uri.endswith("textwrap.py")
+        assert any("def dedent" in c.text for c in chunks_out)
+        assert sum(c.tokens for c in chunks_out) <= 600
+        assert len({c.text for c in chunks_out}) == len(chunks_out)
         citations = event.materialization.metadata["citations"].value
-        assert citations == [c["citation"] for c in chunks_out]
+        assert citations == [c.citation for c in chunks_out]
         assert all("#L" in c for c in citations)
 
         # The same function the programmer_draft op calls puts them in its prompt, cited.
         server.enqueue("programmer", PRIMES_SOLUTION)
         client = LLMClient(base_url=server.base_url, api_key="sk-test")
-        write_code(client, Meter(), DEDENT_SPEC, chunks_out)
+        write_code(client, Meter(), Spec.model_validate(DEDENT_SPEC), chunks_out)
         prompt = server.requests_for("programmer")[0].prompt_text
-        assert f"# {chunks_out[0]['citation']}" in prompt and "def dedent" in prompt
+        assert f"# {chunks_out[0].citation}" in prompt and "def dedent" in prompt

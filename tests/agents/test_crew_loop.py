@@ -66,7 +66,7 @@ def test_happy_path(sandbox: Sandbox, tmp_path: Path) -> None:
     assert out.test_report is not None and out.test_report.passed == out.test_report.total == 5
     assert "def primes_up_to" in out.solution and "def test_small" in out.tests
     assert out.docs.startswith("# primes_up_to")
-    assert out.spec["functions"][0]["name"] == "primes_up_to"
+    assert out.spec is not None and out.spec.functions[0].name == "primes_up_to"
     roles = [r.role for r in server.requests]
     assert sorted(roles) == sorted(
         ["analyzer", "test_designer", "programmer", "reviewer", "documenter"]
@@ -114,7 +114,7 @@ def test_buggy_draft_fixed_in_round_two_with_failure_text_in_prompt(
     assert "assert [] == [2]" in second.prompt_text
     assert "test_prime_bound_included" in second.prompt_text
     assert "sieve = bytearray([1]) * n\n" in second.prompt_text  # it sees its previous code
-    assert out.history[0]["passed"] == 3 and out.history[1]["passed"] == 5
+    assert out.history[0].passed == 3 and out.history[1].passed == 5
 
 
 def test_code_that_never_passes_ends_failed_tests(sandbox: Sandbox, tmp_path: Path) -> None:
@@ -148,7 +148,7 @@ def test_rejected_then_approved(sandbox: Sandbox, tmp_path: Path) -> None:
     assert out.rounds == 2
     second = server.requests_for("programmer")[1]
     assert "the docstring does not mention the Sieve of Eratosthenes" in second.prompt_text
-    assert [h.get("verdict") for h in out.history] == ["REJECTED", "APPROVED"]
+    assert [h.verdict for h in out.history] == ["REJECTED", "APPROVED"]
 
 
 def test_reply_merely_containing_approved_is_a_rejection(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from codegen.agents.llm import (
     RoleModel,
 )
 from codegen.agents.roles import AgentOutputError, analyze, design_tests
-from codegen.agents.types import Budget, BudgetExceeded, Meter
+from codegen.agents.types import Budget, BudgetExceeded, Meter, Spec
 from codegen.replay.scripted import PRIMES_SPEC, Reply, ScriptedOpenAIServer
 
 PRICES = {"gpt-4o-mini": {"input": 0.15, "output": 0.60}}
@@ -48,7 +48,7 @@ def test_analyzer_sends_role_header_and_strict_json_schema(
 ) -> None:
     server.enqueue("analyzer", PRIMES_SPEC)
     spec = analyze(client(server, tmp_path), Meter(), "primes up to n").spec
-    assert spec["functions"][0]["name"] == "primes_up_to"
+    assert spec.functions[0].name == "primes_up_to"
     [req] = server.requests
     assert req.headers[ROLE_HEADER] == "analyzer" and req.role == "analyzer"
     fmt = req.body["response_format"]
@@ -70,7 +70,7 @@ def test_malformed_analyzer_output_then_valid_on_reask(
     assert "not valid JSON" in server.requests[1].prompt_text
 
     spec = analyze(llm, Meter(), "second request").spec
-    assert spec["purpose"] == PRIMES_SPEC["purpose"]
+    assert spec.purpose == PRIMES_SPEC["purpose"]
     assert len(server.requests) == 4
     assert "not a valid specification" in server.requests[3].prompt_text
 
@@ -113,7 +113,7 @@ def test_cost_from_price_table_and_unknown_model_is_unknown(
 
     server.enqueue("test_designer", "```python\ndef test_x():\n    assert True\n```")
     unknown = client(server, tmp_path, default=RoleModel(model="my-local-model"))
-    design_tests(unknown, meter, PRIMES_SPEC)
+    design_tests(unknown, meter, Spec.model_validate(PRIMES_SPEC))
     assert meter.usage.cost_usd is None  # never silently 0
     assert meter.usage.per_agent["test_designer"].cost_usd is None
     assert meter.usage.per_agent["analyzer"].cost_usd is not None
@@ -129,7 +129,7 @@ def test_deterministic_calls_are_cached_on_disk(
     analyze(client(server, tmp_path), first, "primes")
     # A new client (another process, say) over the same cache directory.
     again = analyze(client(server, tmp_path), second, "primes")
-    assert again.spec["functions"][0]["name"] == "primes_up_to"
+    assert again.spec.functions[0].name == "primes_up_to"
     assert len(server.requests) == 1
     assert (first.usage.cache_hits, first.usage.cache_misses) == (0, 1)
     assert (second.usage.cache_hits, second.usage.cache_misses) == (1, 0)
@@ -150,7 +150,7 @@ def test_budget_stops_before_the_next_call(server: ScriptedOpenAIServer, tmp_pat
     with pytest.raises(BudgetExceeded, match="120 tokens used, limit 100"):
         analyze(client(server, tmp_path), meter, "primes")
     with pytest.raises(BudgetExceeded):
-        design_tests(client(server, tmp_path), meter, PRIMES_SPEC)
+        design_tests(client(server, tmp_path), meter, Spec.model_validate(PRIMES_SPEC))
     assert len(server.requests) == 1  # the second call never left the process
 
 

@@ -52,7 +52,7 @@ def test_every_server_gets_the_spec_and_the_working_mode_is_remembered(
     ) as server:
         llm = client(server, modes)
         first = analyze(llm, Meter(), "primes up to n")
-        assert first.spec["functions"][0]["name"] == "primes_up_to"
+        assert first.spec.functions[0].name == "primes_up_to"
         assert formats(server) == first_formats
         sent_first = len(server.requests)
         # A later process reads the remembered mode and asks in it straight away.

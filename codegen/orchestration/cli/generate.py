@@ -12,8 +12,10 @@ from typing import Any
 import click
 
 from codegen import composition
+from codegen.agents.report import RequestReport, grounding_from_json
 from codegen.agents.roles import BadRequest, validate_request
-from codegen.agents.types import REVIEW_MODES, BadOptions, RequestOptions
+from codegen.agents.types import REVIEW_MODES, BadOptions, RequestOptions, StoredOptions
+from codegen.json_types import JSONObject, JSONValue
 from codegen.orchestration.cli.exits import AWAITING_REVIEW_EXIT, NOT_PASSED_EXIT, OUTAGE_EXIT
 from codegen.orchestration.instance import configured_instance
 from codegen.requests.route import refusal, wait_for_daemon_environment
@@ -143,9 +145,9 @@ def _wait_for_queued_run(instance: Any, request_id: str, poll_s: float = 1.0) ->
 
 
 def run_request(
-    settings: Settings, text: str, options: dict[str, Any], launch: str = "auto"
-) -> dict[str, Any]:
-    """Store the request, run the request job, return report.json.
+    settings: Settings, text: str, options: StoredOptions, launch: str = "auto"
+) -> tuple[str, RequestReport]:
+    """Store the request, run the request job, return the run's id and the request's report.
 
     ``launch``: ``here`` executes the run in this process, outside the instance's run queue
     (nothing else is needed: this is how the CLI works without a daemon); ``queue`` hands the
@@ -181,39 +183,37 @@ def run_request(
                 instance, stored.id, tags={TITLE_TAG: request_title(text)}
             )
     folder = artifact_dir(settings.artifacts_dir, stored.id)
-    report_path = folder / "report.json"
-    if not report_path.exists():
+    report = RequestReport.load(folder)
+    if report is None:
         raise click.ClickException(
             f"run {run_id} for request {stored.id} ended without a report "
             f"(run {'succeeded' if success else 'failed'}; see the Dagster UI)"
         )
-    report = json.loads(report_path.read_text())
-    report["run_id"] = run_id
-    report["artifact_dir"] = str(folder)
-    return report
+    return run_id, report
 
 
-def summarize(report: dict[str, Any]) -> dict[str, Any]:
-    usage = report.get("usage") or {}
+def summarize(report: RequestReport, run_id: str | None, folder: Path) -> JSONObject:
+    """What the CLI shows of a request's report (``--json``: this object)."""
+    usage = report.usage
     return {
-        "request_id": report["request_id"],
-        "status": report["status"],
-        "reason": report["reason"],
-        "tests_passed": report.get("tests_passed", 0),
-        "tests_total": report.get("tests_total", 0),
-        "rounds": report.get("rounds", 0),
-        "artifact_dir": report["artifact_dir"],
-        "artifacts": report.get("artifacts", {}),
-        "tokens": usage.get("total_tokens", 0),
-        "prompt_tokens": usage.get("prompt_tokens", 0),
-        "completion_tokens": usage.get("completion_tokens", 0),
-        "cost_usd": usage.get("cost_usd"),
-        "cache_hits": usage.get("cache_hits", 0),
-        "run_id": report.get("run_id"),
-        "human_review": report.get("human_review"),
-        "endpoints": report.get("endpoints", {}),
+        "request_id": report.request_id,
+        "status": report.status.value,
+        "reason": report.reason,
+        "tests_passed": report.tests_passed,
+        "tests_total": report.tests_total,
+        "rounds": report.rounds,
+        "artifact_dir": str(folder),
+        "artifacts": dict[str, JSONValue](report.artifacts),
+        "tokens": usage.total_tokens,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "cost_usd": None if usage.cost_usd is None else round(usage.cost_usd, 8),
+        "cache_hits": usage.cache_hits,
+        "run_id": run_id,
+        "human_review": report.human_review.to_dict(),
+        "endpoints": report.endpoints,
         # none | partial | full: how much of the corpus the programmer's search could find.
-        "grounding": report.get("grounding"),
+        "grounding": report.grounding.to_dict() if report.grounding else None,
     }
 
 
@@ -311,18 +311,19 @@ def generate(
 
         settings = recording_settings(settings, record_path)
         launch = "here"
-    show_outcome(summarize(run_request(settings, text, options, launch)), as_json)
+    run_id, report = run_request(settings, text, options, launch)
+    show_outcome(
+        summarize(report, run_id, artifact_dir(settings.artifacts_dir, report.request_id)), as_json
+    )
 
 
-def grounding_line(grounding: dict[str, Any] | None) -> str:
-    if not grounding:
+def grounding_line(grounding: JSONValue) -> str:
+    if not isinstance(grounding, dict) or not grounding:
         return "unknown (the request ended before retrieval)"
-    from codegen.retrieval.grounding import Grounding
-
-    return Grounding(**grounding).describe()
+    return grounding_from_json(grounding).describe()
 
 
-def endpoint_lines(endpoints: dict[str, Any]) -> list[str]:
+def endpoint_lines(endpoints: JSONObject) -> list[str]:
     """One line per base URL and model: the roles that called it (calls, cached replies)."""
     used: dict[tuple[str, str], list[str]] = {}
     for role, entries in endpoints.items():
@@ -334,7 +335,7 @@ def endpoint_lines(endpoints: dict[str, Any]) -> list[str]:
     return [f"{model} at {url}: {', '.join(roles)}" for (url, model), roles in used.items()]
 
 
-def show_outcome(summary: dict[str, Any], as_json: bool) -> None:
+def show_outcome(summary: JSONObject, as_json: bool) -> None:
     """Print a request's outcome; exit 0 passed, 4 awaiting review, 5 error (an outage), 3
     anything else (the model ended it)."""
     if as_json:

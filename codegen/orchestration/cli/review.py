@@ -5,12 +5,13 @@ from __future__ import annotations
 import getpass
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 import click
 
 from codegen.agents.artifacts import is_request_id
+from codegen.agents.report import RequestReport
 from codegen.agents.types import Status
+from codegen.json_types import JSONObject
 from codegen.orchestration.cli.generate import run_in_this_process, show_outcome, summarize
 from codegen.orchestration.instance import configured_instance
 from codegen.requests.review import ReviewError, ReviewStore
@@ -80,14 +81,13 @@ def review(
         verdict_run_config(kind, text, claim.verdict.reviewer, claim.token),
     )
     folder = artifact_dir(settings.artifacts_dir, request_id)
-    report = json.loads((folder / "report.json").read_text())
-    if not success:
+    report = RequestReport.load(folder)
+    if not success or report is None:
         reviews.release(request_id, claim.token)  # not applied: the round awaits a verdict
         raise click.ClickException(
             f"review run {run_id} for request {request_id} failed (see the Dagster UI)"
         )
-    report.update(run_id=run_id, artifact_dir=str(folder))
-    show_outcome(summarize(report), as_json)
+    show_outcome(summarize(report, run_id, folder), as_json)
 
 
 def _age(created_at: str, now: datetime) -> str:
@@ -107,11 +107,13 @@ def requests(status: str | None, as_json: bool) -> None:
     settings = get_settings()
     now = datetime.now(UTC)
     reviews = ReviewStore(settings.requests_dir)
-    rows: list[dict[str, Any]] = []
+    rows: list[JSONObject] = []
     for req in RequestStore(settings.requests_dir).all():
-        path = artifact_dir(settings.artifacts_dir, req.id) / "report.json"
-        report = json.loads(path.read_text()) if path.exists() else {}
-        current = report.get("status") or ("queued" if req.state == "queued" else "running")
+        report = RequestReport.load(artifact_dir(settings.artifacts_dir, req.id))
+        if report is not None:
+            current = report.status.value
+        else:
+            current = "queued" if req.state == "queued" else "running"
         if status and current != status:
             continue
         pending = reviews.get(req.id) if current == Status.AWAITING_REVIEW else None
@@ -121,8 +123,8 @@ def requests(status: str | None, as_json: bool) -> None:
                 "status": current,
                 "age": _age(req.created_at, now),
                 "created_at": req.created_at,
-                "rounds": report.get("rounds", 0),
-                "cost_usd": (report.get("usage") or {}).get("cost_usd", 0.0),
+                "rounds": report.rounds if report else 0,
+                "cost_usd": report.usage.cost_usd if report else 0.0,
                 "review_round": pending.review_round if pending else None,
                 "waiting_hours": round(pending.waited_hours(now), 3) if pending else None,
                 "request": " ".join(req.text.split())[:60],

@@ -1,0 +1,185 @@
+"""Typed records of a request's results: retrieved chunks, refinement rounds, the selection of
+a draft. Each has ``to_dict`` (and ``from_dict`` where report.json is read back) for the JSON
+edge; inside the crew they stay records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from codegen.json_types import JSONObject, JSONValue
+
+
+def _int(value: JSONValue, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _float(value: JSONValue) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _str(value: JSONValue) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _list(value: JSONValue) -> list[JSONValue]:
+    return value if isinstance(value, list) else []
+
+
+def _objects(value: JSONValue) -> list[JSONObject]:
+    return [v for v in _list(value) if isinstance(v, dict)]
+
+
+@dataclass(frozen=True)
+class ContextChunk:
+    """One retrieved chunk as the programmer is shown it, with its citation."""
+
+    citation: str
+    uri: str
+    source: str
+    score: float
+    tokens: int
+    text: str
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "citation": self.citation,
+            "uri": self.uri,
+            "source": self.source,
+            "score": self.score,
+            "tokens": self.tokens,
+            "text": self.text,
+        }
+
+
+@dataclass
+class Round:
+    """One refinement round: a format problem, or the test results and (once they pass) the
+    reviewer's verdict; ``feedback`` is what the programmer was told next. Unset: absent."""
+
+    round: int
+    problem: str | None = None
+    passed: int | None = None
+    total: int | None = None
+    verdict: str | None = None  # APPROVED | REJECTED
+    feedback: str | None = None
+
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {"round": self.round}
+        for key in ("problem", "passed", "total", "feedback", "verdict"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> Round:
+        def opt_str(key: str) -> str | None:
+            value = data.get(key)
+            return value if isinstance(value, str) else None
+
+        def opt_int(key: str) -> int | None:
+            value = data.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        return cls(
+            round=_int(data.get("round")),
+            problem=opt_str("problem"),
+            passed=opt_int("passed"),
+            total=opt_int("total"),
+            verdict=opt_str("verdict"),
+            feedback=opt_str("feedback"),
+        )
+
+
+@dataclass(frozen=True)
+class SelectionGroup:
+    """Drafts with the same per-test outcomes, and the group's consensus score."""
+
+    members: list[int]
+    passes: int
+    score: float
+
+    def to_dict(self) -> JSONObject:
+        return {"members": list(self.members), "passes": self.passes, "score": self.score}
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> SelectionGroup:
+        members = [m for m in _list(data.get("members")) if isinstance(m, int)]
+        return cls(members, _int(data.get("passes")), _float(data.get("score")) or 0.0)
+
+
+@dataclass(frozen=True)
+class CandidateRun:
+    """One draft against the suite plus the spec's examples, and what it cost."""
+
+    candidate: int
+    problem: str
+    passed: int
+    total: int
+    outcomes: dict[str, bool]  # test name -> passed
+    tokens: int
+    cost_usd: float | None
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "candidate": self.candidate,
+            "problem": self.problem,
+            "passed": self.passed,
+            "total": self.total,
+            "outcomes": dict[str, JSONValue](self.outcomes),
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+        }
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> CandidateRun:
+        raw = data.get("outcomes")
+        outcomes = (
+            {k: v for k, v in raw.items() if isinstance(v, bool)} if isinstance(raw, dict) else {}
+        )
+        return cls(
+            candidate=_int(data.get("candidate")),
+            problem=_str(data.get("problem")),
+            passed=_int(data.get("passed")),
+            total=_int(data.get("total")),
+            outcomes=outcomes,
+            tokens=_int(data.get("tokens")),
+            cost_usd=_float(data.get("cost_usd")),
+        )
+
+
+@dataclass(frozen=True)
+class Selection:
+    """How one draft was picked out of several (``agents.selection``): each draft's results,
+    the groups, the suspect and trusted tests, and why the pick won."""
+
+    chosen: int
+    why: str
+    rule: str = "examples_then_agreement"
+    groups: list[SelectionGroup] = field(default_factory=list)
+    suspect_tests: list[str] = field(default_factory=list)
+    trusted_tests: list[str] = field(default_factory=list)
+    candidates: list[CandidateRun] = field(default_factory=list)
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "rule": self.rule,
+            "chosen": self.chosen,
+            "why": self.why,
+            "groups": [g.to_dict() for g in self.groups],
+            "suspect_tests": list[JSONValue](self.suspect_tests),
+            "trusted_tests": list[JSONValue](self.trusted_tests),
+            "candidates": [c.to_dict() for c in self.candidates],
+        }
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> Selection:
+        return cls(
+            chosen=_int(data.get("chosen")),
+            why=_str(data.get("why")),
+            rule=_str(data.get("rule")) or "examples_then_agreement",
+            groups=[SelectionGroup.from_dict(g) for g in _objects(data.get("groups"))],
+            suspect_tests=[t for t in _list(data.get("suspect_tests")) if isinstance(t, str)],
+            trusted_tests=[t for t in _list(data.get("trusted_tests")) if isinstance(t, str)],
+            candidates=[CandidateRun.from_dict(c) for c in _objects(data.get("candidates"))],
+        )

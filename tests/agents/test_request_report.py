@@ -1,0 +1,124 @@
+"""report.json as one typed record: built from a request's state, saved, loaded back; older
+files load (unknown keys ignored, missing ones defaulted) or are refused in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from codegen.agents.records import CandidateRun, ContextChunk, Round, Selection, SelectionGroup
+from codegen.agents.report import BadReport, RequestReport, Verification, write_report
+from codegen.agents.state import (
+    ContextResult,
+    CrewState,
+    HumanVerdict,
+    ReviewResult,
+    SolutionResult,
+    SpecResult,
+)
+from codegen.agents.types import CrewOptions, Spec, Status
+from codegen.replay.scripted import PRIMES_SPEC
+from codegen.retrieval.grounding import Grounding
+from codegen.sandbox.types import TestCaseResult, TestReport
+
+# The keys report.json has always had (readers outside this package rely on them).
+REPORT_KEYS = {
+    "request_id",
+    "status",
+    "reason",
+    "rounds",
+    "tests_passed",
+    "tests_total",
+    "test_report",
+    "review",
+    "history",
+    "context",
+    "grounding",
+    "structured_outputs",
+    "candidates",
+    "human_review",
+    "artifacts",
+    "usage",
+    "endpoints",
+}
+
+
+def finished_state() -> CrewState:
+    report = TestReport(tests=[TestCaseResult("test_solution.py::test_a", "passed")])
+    selection = Selection(
+        chosen=1,
+        why="2 candidate(s) agree",
+        groups=[SelectionGroup([1, 2], 1, 2.0)],
+        candidates=[CandidateRun(1, "", 1, 1, {"test_solution.py::test_a": True}, 10, 0.5)],
+    )
+    verdict = HumanVerdict("approve", "fine", "alice", "2026-01-01T00:00:00+00:00", 1)
+    return CrewState(
+        request_id="req-0123456789abcdef",
+        request="primes up to n",
+        options=CrewOptions(review="human"),
+        spec=SpecResult(spec=Spec.model_validate(PRIMES_SPEC), structured_outputs="json_schema"),
+        context=ContextResult(
+            chunks=[ContextChunk("lib/a.py#L1-L9", "lib/a.py", "stdlib", 0.5, 3, "def a(): ...")],
+            grounding=Grounding("partial", 1, 0.5, 2),
+        ),
+        solution=SolutionResult(
+            code="def primes_up_to(n): ...",
+            rounds=2,
+            report=report,
+            history=[Round(1, passed=0, total=1, feedback="fix it"), Round(2, passed=1, total=1)],
+            selection=selection,
+            tests="def test_a(): ...",
+        ),
+        review=ReviewResult(mode="human", verdicts=[verdict]),
+    )
+
+
+def test_a_report_saved_loads_back_the_same_with_the_same_keys(tmp_path: Path) -> None:
+    report = RequestReport.of(finished_state(), tmp_path)
+    report.save(tmp_path)
+    stored = json.loads((tmp_path / "report.json").read_text())
+    assert set(stored) == REPORT_KEYS
+    assert stored["context"] == ["lib/a.py#L1-L9"]
+    assert stored["history"][0] == {"round": 1, "passed": 0, "total": 1, "feedback": "fix it"}
+    assert stored["candidates"]["groups"] == [{"members": [1, 2], "passes": 1, "score": 2.0}]
+    assert stored["human_review"]["verdicts"][0]["verdict"] == "approve"
+    loaded = RequestReport.load(tmp_path)
+    assert loaded == report
+    assert loaded.status is Status.PASSED and loaded.grounding == Grounding("partial", 1, 0.5, 2)
+
+
+def test_an_older_report_loads_with_unknown_keys_ignored_and_missing_ones_defaulted(
+    tmp_path: Path,
+) -> None:
+    old = {"request_id": "req-0123456789abcdef", "status": "rejected", "reason": "no", "x": 1}
+    (tmp_path / "report.json").write_text(json.dumps(old))
+    report = RequestReport.load(tmp_path)
+    assert report is not None
+    assert (report.status, report.reason, report.rounds) == (Status.REJECTED, "no", 0)
+    assert report.history == [] and report.candidates is None and report.grounding is None
+    assert RequestReport.load(tmp_path / "none") is None  # no report yet
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [('{"status": "lost"}', "unknown status 'lost'"), ("{not json", "not readable")],
+)
+def test_an_unreadable_report_is_refused_in_one_line(tmp_path: Path, text: str, why: str) -> None:
+    (tmp_path / "report.json").write_text(text)
+    with pytest.raises(BadReport, match=why) as refused:
+        RequestReport.load(tmp_path)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_failed_verification_rerun_downgrades_a_passed_report(tmp_path: Path) -> None:
+    RequestReport.of(finished_state(), tmp_path).save(tmp_path)
+    write_report(tmp_path, verification=Verification(False, 2, 3))
+    report = RequestReport.load(tmp_path)
+    assert report is not None and report.status is Status.FAILED_TESTS
+    assert report.reason == "the verification re-run failed: 2 of 3 tests passed"
+    # A later report of the state keeps the note, and stays downgraded.
+    again = write_report(tmp_path, finished_state())
+    assert again is not None and again.verification == Verification(False, 2, 3)
+    assert again.status is Status.FAILED_TESTS

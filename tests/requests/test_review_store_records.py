@@ -1,0 +1,43 @@
+"""A review awaiting a verdict resumes with typed records, also when it was stored before
+its verdicts, rounds and selection were records (JSON dicts then)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codegen.agents.records import Round, Selection
+from codegen.agents.state import HumanVerdict, ReviewResult, SolutionResult
+from codegen.requests.review import ReviewStore
+from codegen.requests.store import RequestStore
+
+VERDICT = {
+    "verdict": "reject",
+    "text": "name it better",
+    "reviewer": "alice",
+    "decided_at": "2026-01-01T00:00:00+00:00",
+    "review_round": 1,
+}
+
+
+def test_a_review_stored_with_dicts_resumes_with_records(tmp_path: Path) -> None:
+    request_id = RequestStore(tmp_path).add("primes up to n", {"review": "human"}).id
+    reviews = ReviewStore(tmp_path)
+    old = ReviewResult(
+        mode="human",
+        verdicts=[VERDICT],  # type: ignore[list-item]  # as an older version stored it
+        revised=SolutionResult(
+            code="def f(): ...",
+            history=[{"round": 2, "passed": 1, "total": 1}],  # type: ignore[list-item]
+            selection={"chosen": 1, "why": "agreement", "groups": []},  # type: ignore[arg-type]
+        ),
+    )
+    reviews.open_round(request_id, old)
+    claim = reviews.claim(request_id, "approve", "", "bob")
+    verdict, review = reviews.claimed(request_id, claim.token)
+    assert verdict.kind == "approve"
+    assert review.verdicts == [
+        HumanVerdict("reject", "name it better", "alice", VERDICT["decided_at"], 1)
+    ]
+    assert review.revised is not None
+    assert review.revised.history == [Round(2, passed=1, total=1)]
+    assert review.revised.selection == Selection(chosen=1, why="agreement")

@@ -19,7 +19,7 @@ import dataclasses
 import os
 from typing import Any
 
-from codegen.agents.llm import LLMRoute, RoleModel, resolved_base_url
+from codegen.agents.endpoint import LLMRoute, RoleModel, resolved_base_url
 from codegen.corpus.chunk import Budget
 from codegen.corpus.dedupe import DedupeParams
 from codegen.corpus.sources import source_spec

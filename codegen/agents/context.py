@@ -7,7 +7,7 @@ retriever at all) yields no context, never an error.
 from __future__ import annotations
 
 from codegen.agents.records import ContextChunk
-from codegen.agents.types import Spec
+from codegen.agents.spec import Spec
 from codegen.retrieval.types import Retriever, SearchHit
 
 

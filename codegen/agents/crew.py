@@ -12,11 +12,12 @@ from pathlib import Path
 
 from codegen.agents.artifacts import new_request_id
 from codegen.agents.llm import LLMClient
+from codegen.agents.options import CrewOptions
 from codegen.agents.refine import Event, quiet
 from codegen.agents.runner import run_steps
 from codegen.agents.state import CrewState
 from codegen.agents.steps import Crew
-from codegen.agents.types import CrewOptions, CrewOutcome
+from codegen.agents.types import CrewOutcome
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox
 

@@ -14,23 +14,22 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     import openai
 
-from codegen.agents.types import Meter
+from codegen.agents.endpoint import RoleModel, resolved_base_url, shown_url
+from codegen.agents.llm_cache import ResponseCache
+from codegen.agents.structured import StructuredMode, StructuredModes, structured_request
+from codegen.agents.usage import Meter
 from codegen.json_types import JSONObject
 
 # Wire contract (docs/architecture.md, "LLM endpoint"): outside servers replay recorded
@@ -49,40 +48,6 @@ from codegen.replay.recording import (
 # Called after every reply from the endpoint with (role, the SDK call's keyword arguments,
 # reply text): ``codegen.replay.recording.FileRecorder`` writes recordings with it.
 Recorder = Callable[[str, JSONObject, str], None]
-
-
-@dataclass(frozen=True)
-class RoleModel:
-    model: str = "gpt-4o-mini"
-    temperature: float = 0.0
-    max_tokens: int = 4096
-
-
-@dataclass(frozen=True)
-class LLMRoute:
-    """The non-secret half of an LLM configuration: where calls go and which models answer.
-
-    A request queued by ``codegen generate`` carries its caller's route, so the daemon that
-    runs it calls the caller's endpoint (the key is never part of a route)."""
-
-    base_url: str
-    default: RoleModel = RoleModel()
-    roles: dict[str, RoleModel] = field(default_factory=dict)
-
-    def to_dict(self) -> JSONObject:
-        return {
-            "base_url": self.base_url,
-            "default": asdict(self.default),
-            "roles": {k: asdict(v) for k, v in sorted(self.roles.items())},
-        }
-
-    @classmethod
-    def from_dict(cls, data: JSONObject) -> LLMRoute:
-        return cls(
-            base_url=str(data["base_url"]),
-            default=RoleModel(**data.get("default", {})),
-            roles={k: RoleModel(**v) for k, v in (data.get("roles") or {}).items()},
-        )
 
 
 @dataclass
@@ -115,19 +80,6 @@ class LLMError(Exception):
         return self.status == 404 and self.code == UNRECORDED_CODE
 
 
-class StructuredMode(StrEnum):
-    """How a server is asked for JSON, best first (docs/architecture.md, "LLM endpoint")."""
-
-    JSON_SCHEMA = "json_schema"  # Structured Outputs, strict
-    JSON_OBJECT = "json_object"  # JSON mode, the schema in the prompt
-    PROMPT = "prompt"  # plain prompting, the schema in the prompt, tolerant parsing
-
-    def fallback(self) -> StructuredMode | None:
-        order = list(StructuredMode)
-        index = order.index(self)
-        return order[index + 1] if index + 1 < len(order) else None
-
-
 # Words in a refusal of ``response_format``: llama.cpp answers HTTP 500 "response_format type
 # must be one of "text" or "json_object", but got: json_schema"; vLLM before 0.5.5 answers
 # 400 with pydantic's "Input should be 'text' or 'json_object'".
@@ -142,135 +94,6 @@ def refuses_structured_outputs(exc: LLMError) -> bool:
     return exc.status is not None and any(word in detail for word in _REFUSAL_WORDS)
 
 
-def structured_modes_file(cache_dir: Path) -> Path:
-    """Where the working modes are kept under the platform's cache directory."""
-    return Path(cache_dir) / "llm-structured-outputs.json"
-
-
-class StructuredModes:
-    """The working ``StructuredMode`` per endpoint and model, kept in a small JSON file so
-    that later processes (and ``codegen info``) know it without probing again."""
-
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = Path(path) if path is not None else None
-        self._known: dict[str, str] = {}
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def key(endpoint: str, model: str) -> str:
-        return f"{endpoint} {model}"
-
-    def all(self) -> dict[str, str]:
-        with self._lock:
-            return {**self._read(), **self._known}
-
-    def get(self, endpoint: str, model: str) -> StructuredMode:
-        value = self.all().get(self.key(endpoint, model))
-        try:
-            return StructuredMode(value) if value else StructuredMode.JSON_SCHEMA
-        except ValueError:
-            return StructuredMode.JSON_SCHEMA
-
-    def set(self, endpoint: str, model: str, mode: StructuredMode) -> None:
-        with self._lock:
-            self._known[self.key(endpoint, model)] = mode.value
-            if self.path is None:
-                return
-            merged = {**self._read(), **self._known}
-            with contextlib.suppress(OSError):  # a read-only home must not fail the request
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-                with os.fdopen(fd, "w") as fh:
-                    json.dump(merged, fh, indent=2, sort_keys=True)
-                os.replace(tmp, self.path)
-
-    def _read(self) -> dict[str, str]:
-        if self.path is None:
-            return {}
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return {}
-        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
-
-def structured_request(
-    mode: StructuredMode, messages: list[dict[str, str]], name: str, schema: JSONObject
-) -> tuple[list[dict[str, str]], JSONObject | None]:
-    """The messages and ``response_format`` that ask for ``schema`` in ``mode``."""
-    if mode is StructuredMode.JSON_SCHEMA:
-        fmt: JSONObject = {
-            "type": "json_schema",
-            "json_schema": {"name": name, "strict": True, "schema": schema},
-        }
-        return messages, fmt
-    note = SCHEMA_IN_PROMPT.format(schema=json.dumps(schema, sort_keys=True))
-    first, *rest = messages
-    with_schema = [{**first, "content": f"{first['content']}\n\n{note}"}, *rest]
-    plain: JSONObject | None = (
-        {"type": "json_object"} if mode is StructuredMode.JSON_OBJECT else None
-    )
-    return with_schema, plain
-
-
-SCHEMA_IN_PROMPT = """\
-Reply with one JSON object and nothing else (no prose, no code fence). It must match this \
-JSON Schema:
-{schema}"""
-
-
-@dataclass
-class CacheStats:
-    hits: int = 0
-    misses: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def count(self, hit: bool) -> None:
-        with self._lock:
-            if hit:
-                self.hits += 1
-            else:
-                self.misses += 1
-
-
-class ResponseCache:
-    """Replies of deterministic (temperature 0) calls, one JSON file per request hash.
-
-    Writes are atomic (temp file + rename) so concurrent processes never read half a file.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-        self.stats = CacheStats()
-
-    @staticmethod
-    def key(payload: JSONObject) -> str:
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
-
-    def get(self, key: str) -> JSONObject | None:
-        try:
-            data = json.loads(self._path(key).read_text())
-        except (OSError, ValueError):
-            self.stats.count(False)
-            return None
-        if not isinstance(data, dict):  # not a reply this cache wrote: a miss
-            self.stats.count(False)
-            return None
-        self.stats.count(True)
-        return data
-
-    def put(self, key: str, value: JSONObject) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(value, fh)
-        os.replace(tmp, path)
-
-
 @dataclass(frozen=True)
 class Draft:
     """Which programmer draft a call writes: ``candidate`` 0-based, ``round`` 1-based."""
@@ -279,25 +102,10 @@ class Draft:
     round: int = 1
 
 
-# Where the openai SDK sends requests when neither the settings nor OPENAI_BASE_URL say.
-SDK_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-
-def resolved_base_url(base_url: str | None = None) -> str:
-    """The base URL a client with ``base_url`` (None: the SDK's environment) calls."""
-    return str(base_url or os.environ.get("OPENAI_BASE_URL") or SDK_DEFAULT_BASE_URL)
-
-
-def shown_url(url: str) -> str:
-    """``url`` without any user:password part, for reports, metadata and messages."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
-
-
 # Keyed by (pid, base URL, key, timeout, retries).
 _sdk_clients: dict[tuple[int, str | None, str | None, float, int], openai.OpenAI] = {}
+
+
 _sdk_clients_lock = threading.Lock()
 
 

@@ -16,8 +16,10 @@ from codegen.agents.roles import (
     review,
     write_code,
 )
+from codegen.agents.spec import Spec
 from codegen.agents.state import Ended, SolutionResult
-from codegen.agents.types import BudgetExceeded, Meter, Spec, Status
+from codegen.agents.types import Status
+from codegen.agents.usage import BudgetExceeded, Meter
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits, TestReport
 

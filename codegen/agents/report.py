@@ -10,7 +10,8 @@ from pathlib import Path
 from codegen.agents.artifacts import write_artifact
 from codegen.agents.records import Round, Selection
 from codegen.agents.state import CrewState, HumanVerdict
-from codegen.agents.types import Status, Usage
+from codegen.agents.types import Status
+from codegen.agents.usage import Usage
 from codegen.json_types import JSONObject, JSONValue
 from codegen.retrieval.grounding import Grounding
 

@@ -20,7 +20,9 @@ from codegen.agents.replies import (
     extract_module,
     extract_tests,
 )
-from codegen.agents.types import SPEC_JSON_SCHEMA, Analysis, Meter, Spec, Verdict
+from codegen.agents.spec import SPEC_JSON_SCHEMA, Analysis, Spec
+from codegen.agents.types import Verdict
+from codegen.agents.usage import Meter
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits, TestReport
 

@@ -10,7 +10,7 @@ from codegen.agents.refine import classify
 from codegen.agents.report import store_artifacts
 from codegen.agents.state import CrewState, Ended, StepResult
 from codegen.agents.steps import STEP_BY_NAME, STEPS, Crew, Step, upstream
-from codegen.agents.types import Meter
+from codegen.agents.usage import Meter
 
 
 def run_step(name: str, crew: Crew, state: CrewState) -> StepResult:

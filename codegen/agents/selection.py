@@ -22,8 +22,8 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from codegen.agents.replies import parse_python
-from codegen.agents.types import Spec
+from codegen.agents.code_repair import parse_python
+from codegen.agents.spec import Spec
 from codegen.sandbox.types import TestReport
 
 Row = tuple[bool, ...]

@@ -34,6 +34,7 @@ from codegen.agents.selection import (
     with_examples,
     without_tests,
 )
+from codegen.agents.spec import Spec
 from codegen.agents.state import (
     ContextResult,
     CrewState,
@@ -47,7 +48,8 @@ from codegen.agents.state import (
     StepResult,
     TestsResult,
 )
-from codegen.agents.types import Meter, Spec, Status
+from codegen.agents.types import Status
+from codegen.agents.usage import Meter
 from codegen.retrieval.grounding import Grounding
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox

@@ -46,13 +46,15 @@ from dagster import (
 )
 
 from codegen.agents import prompts
-from codegen.agents.llm import LLMRoute
+from codegen.agents.endpoint import LLMRoute
 from codegen.agents.report import RequestReport, Verification, write_report
 from codegen.agents.roles import execute_tests
 from codegen.agents.runner import advance
+from codegen.agents.spec import SPEC_JSON_SCHEMA
 from codegen.agents.state import ContextResult, CrewState, StepResult
 from codegen.agents.steps import STEP_BY_NAME, STEPS, Crew, Step, upstream
-from codegen.agents.types import SPEC_JSON_SCHEMA, Status, Usage, is_outage
+from codegen.agents.types import Status, is_outage
+from codegen.agents.usage import Usage
 from codegen.assets.resources import (
     LLMResource,
     RetrieverResource,

@@ -14,8 +14,10 @@ from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import Field
 
 from codegen import composition
-from codegen.agents.llm import LLMClient, LLMRoute, RoleModel, structured_modes_file
-from codegen.agents.types import CrewOptions
+from codegen.agents.endpoint import LLMRoute, RoleModel
+from codegen.agents.llm import LLMClient
+from codegen.agents.options import CrewOptions
+from codegen.agents.structured import structured_modes_file
 from codegen.corpus.store import chunks_path
 from codegen.replay.recording import recorder_from_environment
 from codegen.retrieval.embedders import Embedder, make_embedder

@@ -15,7 +15,7 @@ from typing import Any
 
 from codegen.agents.crew import run_crew
 from codegen.agents.llm import LLMClient
-from codegen.agents.types import CrewOptions
+from codegen.agents.options import CrewOptions
 from codegen.evaluation.harness import Candidate, Generator, PublicTask
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox

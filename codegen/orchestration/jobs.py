@@ -11,8 +11,8 @@ from dagster import (
 )
 from pydantic import Field
 
+from codegen.agents.options import BadOptions, RequestOptions
 from codegen.agents.roles import BadRequest, validate_request
-from codegen.agents.types import BadOptions, RequestOptions
 from codegen.assets.codegen import GROUP, requests_partitions
 from codegen.assets.resources import SettingsResource
 from codegen.orchestration.executor import threaded_in_process_executor

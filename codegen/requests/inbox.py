@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codegen.agents.artifacts import is_request_id, new_request_id
+from codegen.agents.options import BadOptions, RequestOptions, StoredOptions
 from codegen.agents.roles import BadRequest, validate_request
-from codegen.agents.types import BadOptions, RequestOptions, StoredOptions
 from codegen.requests.store import RequestStore, StoredRequest
 
 MAX_FILE_BYTES = 1_000_000

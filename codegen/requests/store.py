@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import cast
 
 from codegen.agents.artifacts import is_request_id, new_request_id
-from codegen.agents.types import StoredOptions
+from codegen.agents.options import StoredOptions
 from codegen.json_types import JSONObject
 
 # queued: waiting for the sensor to launch it; launched: Dagster holds its run request.
@@ -50,7 +50,7 @@ class StoredRequest:
     source: str
     state: str
     created_at: str
-    # The caller's LLM route (``codegen.agents.llm.LLMRoute.to_dict``), set by
+    # The caller's LLM route (``codegen.agents.endpoint.LLMRoute.to_dict``), set by
     # `codegen generate` only; None: the environment of whichever process runs the request.
     route: JSONObject | None = None
 

@@ -13,7 +13,8 @@ from dagster import instance_for_test, materialize
 
 from codegen.agents.crew import run_crew
 from codegen.agents.llm import LLMClient
-from codegen.agents.types import CrewOptions, Status
+from codegen.agents.options import CrewOptions
+from codegen.agents.types import Status
 from codegen.assets import codegen
 from codegen.assets.resources import (
     LLMResource,

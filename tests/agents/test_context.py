@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from codegen.agents.context import estimate_tokens, queries_for, retrieve_context
 from codegen.agents.roles import format_context
-from codegen.agents.types import Spec
+from codegen.agents.spec import Spec
 from codegen.replay.scripted import PRIMES_SPEC as PRIMES_SPEC_JSON
 from codegen.retrieval.types import SearchHit
 

@@ -13,7 +13,8 @@ from dagster import AssetKey, instance_for_test, materialize
 
 from codegen.agents.llm import LLMClient
 from codegen.agents.roles import write_code
-from codegen.agents.types import Meter, Spec
+from codegen.agents.spec import Spec
+from codegen.agents.usage import Meter
 from codegen.assets import codegen
 from codegen.assets.resources import LLMResource, RetrieverResource, SettingsResource
 from codegen.corpus.model import Chunk

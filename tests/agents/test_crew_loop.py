@@ -11,7 +11,8 @@ import pytest
 
 from codegen.agents.crew import run_crew
 from codegen.agents.llm import LLMClient
-from codegen.agents.types import CrewOptions, Status
+from codegen.agents.options import CrewOptions
+from codegen.agents.types import Status
 from codegen.replay.scripted import (
     PRIMES_BUGGY_SOLUTION,
     PRIMES_DOCS,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from codegen.agents.endpoint import RoleModel
 from codegen.agents.llm import (
     CANDIDATE_HEADER,
     ROLE_HEADER,
@@ -15,10 +16,10 @@ from codegen.agents.llm import (
     Draft,
     LLMClient,
     LLMError,
-    RoleModel,
 )
 from codegen.agents.roles import AgentOutputError, analyze, design_tests
-from codegen.agents.types import Budget, BudgetExceeded, Meter, Spec
+from codegen.agents.spec import Spec
+from codegen.agents.usage import Budget, BudgetExceeded, Meter
 from codegen.replay.scripted import PRIMES_SPEC, Reply, ScriptedOpenAIServer
 
 PRICES = {"gpt-4o-mini": {"input": 0.15, "output": 0.60}}

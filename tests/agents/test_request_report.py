@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from codegen.agents.options import CrewOptions
 from codegen.agents.records import CandidateRun, ContextChunk, Round, Selection, SelectionGroup
 from codegen.agents.report import BadReport, RequestReport, Verification, write_report
+from codegen.agents.spec import Spec
 from codegen.agents.state import (
     ContextResult,
     CrewState,
@@ -18,7 +20,7 @@ from codegen.agents.state import (
     SolutionResult,
     SpecResult,
 )
-from codegen.agents.types import CrewOptions, Spec, Status
+from codegen.agents.types import Status
 from codegen.replay.scripted import PRIMES_SPEC
 from codegen.retrieval.grounding import Grounding
 from codegen.sandbox.types import TestCaseResult, TestReport

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from codegen.agents.llm import LLMClient, StructuredMode, StructuredModes
+from codegen.agents.llm import LLMClient
 from codegen.agents.roles import analyze
-from codegen.agents.types import Meter
+from codegen.agents.structured import StructuredMode, StructuredModes
+from codegen.agents.usage import Meter
 from codegen.replay.scripted import PRIMES_SPEC, ScriptedOpenAIServer
 
 

@@ -11,7 +11,8 @@ import pytest
 from codegen.agents.artifacts import is_request_id
 from codegen.agents.crew import run_crew
 from codegen.agents.llm import CANDIDATE_HEADER, ROUND_HEADER, TASK_HEADER, LLMClient
-from codegen.agents.types import CrewOptions, Status
+from codegen.agents.options import CrewOptions
+from codegen.agents.types import Status
 from codegen.evaluation.crew_generator import crew_generator
 from codegen.evaluation.harness import PublicTask
 from codegen.replay.scripted import (
@@ -78,7 +79,9 @@ def test_without_a_task_the_request_id_tags_every_request(sandbox: Sandbox, tmp_
 def test_an_evaluation_tags_requests_with_the_benchmark_task_id(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    task = PublicTask("HumanEval-12", "primes_up_to", "def primes_up_to(n): ...", REQUEST)
+    task = PublicTask(
+        "HumanEval-12", "primes_up_to", "def primes_up_to(n): ...", REQUEST, "HumanEval/12"
+    )
     with ScriptedOpenAIServer(handler=primes_handler) as server:
         generate = crew_generator(llm_for(server, tmp_path), sandbox, CrewOptions(max_rounds=1))
         candidate = generate(task, 0)

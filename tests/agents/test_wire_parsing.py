@@ -8,7 +8,7 @@ import pytest
 
 from codegen.agents.artifacts import is_request_id, write_artifact
 from codegen.agents.roles import parse_verdict
-from codegen.agents.types import Usage
+from codegen.agents.usage import Usage
 from codegen.requests.store import RequestStore, artifact_dir
 
 

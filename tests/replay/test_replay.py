@@ -15,7 +15,7 @@ from typing import Any
 import openai
 import pytest
 
-from codegen.agents.types import Spec
+from codegen.agents.spec import Spec
 from codegen.evaluation.humaneval import get_problem
 from codegen.orchestration.cli import main
 from codegen.replay.importers import codet_test_assertions, codet_truncate, import_file

@@ -12,9 +12,9 @@ from typing import Any
 import click
 
 from codegen import composition
+from codegen.agents.options import REVIEW_MODES, BadOptions, RequestOptions, StoredOptions
 from codegen.agents.report import RequestReport, grounding_from_json
 from codegen.agents.roles import BadRequest, validate_request
-from codegen.agents.types import REVIEW_MODES, BadOptions, RequestOptions, StoredOptions
 from codegen.json_types import JSONObject, JSONValue
 from codegen.orchestration.cli.exits import AWAITING_REVIEW_EXIT, NOT_PASSED_EXIT, OUTAGE_EXIT
 from codegen.orchestration.instance import configured_instance

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from codegen.agents.llm import StructuredModes, structured_modes_file
+from codegen.agents.structured import StructuredModes, structured_modes_file
 from codegen.composition import llm_route, sandbox_image, store_config
 from codegen.corpus.store import chunks_path
 from codegen.orchestration.instance import postgres_url

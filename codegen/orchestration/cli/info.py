@@ -9,7 +9,9 @@ from urllib.parse import urlsplit
 import click
 
 from codegen.agents.llm import StructuredModes, structured_modes_file
+from codegen.composition import store_config
 from codegen.orchestration.instance import postgres_url
+from codegen.retrieval.index import open_store
 from codegen.settings import config_file, default_dagster_home, get_settings
 
 
@@ -27,6 +29,9 @@ def instance_storage() -> str:
 def info(as_json: bool) -> None:
     """Show the effective configuration (it never holds secrets)."""
     settings = get_settings()
+    store = store_config(settings)
+    # Weaviate tunes its own index; opening it here would need the server.
+    ann = open_store(store).ann_info() if store.kind == "lancedb" else None
     data = {
         "config_file": str(config_file()),
         "dagster_home": os.environ.get("DAGSTER_HOME") or str(default_dagster_home(settings)),
@@ -34,6 +39,8 @@ def info(as_json: bool) -> None:
         "settings": settings.public_dict(),
         # How each endpoint and model was last found to take JSON requests.
         "structured_outputs": StructuredModes(structured_modes_file(settings.cache_dir)).all(),
+        # The large index's faiss sidecar: rows, lists, calibrated probe count and its figures.
+        "ann_index": ann,
     }
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -45,6 +52,16 @@ def info(as_json: bool) -> None:
     click.echo(f"environment   {settings.env.value}")
     click.echo(f"sandbox       {settings.sandbox.backend} ({settings.sandbox.image})")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
+    if ann:
+        at = ann["calibration"]["at_nprobe"]
+        figures = ", ".join(
+            f"{group} {fig['recall_at_10_mean']} (min {fig['recall_at_10_min']})"
+            for group, fig in at.items()
+        )
+        click.echo(
+            f"ann index     faiss IVF{ann['nlist']},Flat over {ann['rows']} rows, nprobe "
+            f"{ann['nprobe']} (calibrated recall@10: {figures})"
+        )
     modes = data["structured_outputs"] or {"(no endpoint used yet)": "json_schema first"}
     for endpoint_model, mode in sorted(modes.items()):
         click.echo(f"json mode     {mode} for {endpoint_model}")

@@ -60,6 +60,15 @@ def nlist_for(rows: int) -> int:
     return max(16, min(4096, int(4 * math.sqrt(rows))))
 
 
+@dataclass(frozen=True)
+class Selection:
+    """The positions a filter keeps, as the bitmap faiss's IDSelectorBitmap reads."""
+
+    bitmap: np.ndarray  # uint8, little-endian bit order
+    kept: int
+    rows: int
+
+
 def recall_at_k(scores: np.ndarray, truth_kth: float) -> float:
     """Share of the K hits (their exact similarities) that are at least as close as the true
     K-th neighbour: a true neighbour, or a vector tied with the K-th one."""
@@ -77,7 +86,7 @@ class FaissSidecar:
         self._starts = [0]
         for batch in self.payload:
             self._starts.append(self._starts[-1] + batch.num_rows)
-        self._masks: dict[tuple[tuple[str, str], ...], np.ndarray] = {}
+        self._selections: dict[tuple[tuple[str, str], ...], Selection] = {}
 
     @property
     def rows(self) -> int:
@@ -204,24 +213,30 @@ class FaissSidecar:
         for path in reversed(cls.paths(directory, name)):
             path.unlink(missing_ok=True)
 
-    def mask(self, equals: dict[str, str]) -> np.ndarray:
-        """Positions whose payload columns equal the given values (AND), as booleans; cached,
-        since a filter is usually one of a few sources or languages."""
+    def select(self, equals: dict[str, str]) -> Selection:
+        """Positions whose payload columns equal the given values (AND); cached, since a
+        filter is usually one of a few sources or languages."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         key = tuple(sorted(equals.items()))
-        if key not in self._masks:
+        if key not in self._selections:
             parts = []
             for batch in self.payload:
                 keep = pa.array(np.ones(batch.num_rows, dtype=bool))
                 for column, value in key:
                     keep = pc.and_(keep, pc.equal(batch.column(column), value))
                 parts.append(keep.fill_null(False).to_numpy(zero_copy_only=False))
-            if len(self._masks) >= 32:
-                self._masks.pop(next(iter(self._masks)))
-            self._masks[key] = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
-        return self._masks[key]
+            mask = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+            if len(self._selections) >= 32:
+                self._selections.pop(next(iter(self._selections)))
+            self._selections[key] = Selection(
+                # faiss's bit order: position i is bit i % 8 of byte i // 8
+                bitmap=np.packbits(mask, bitorder="little"),
+                kept=int(mask.sum()),
+                rows=len(mask),
+            )
+        return self._selections[key]
 
     def search(
         self,
@@ -229,10 +244,10 @@ class FaissSidecar:
         k: int,
         *,
         nprobe: int | None = None,
-        keep: np.ndarray | None = None,
+        keep: Selection | None = None,
     ) -> list[tuple[int, float]]:
-        """(position, cosine similarity), best first; ``keep`` (booleans per position) limits
-        the answer to those positions, scanned with a faiss IDSelector inside the probed
+        """(position, cosine similarity), best first; ``keep`` limits the answer to its
+        positions, scanned with a faiss IDSelector inside the probed
         lists. A filter keeping a share s of the rows probes nprobe / s lists, so about as many
         kept vectors are compared as unfiltered, and all lists when it still finds fewer
         than k."""
@@ -244,17 +259,15 @@ class FaissSidecar:
             params = faiss.SearchParametersIVF(nprobe=probes)
             scores, positions = self.index.search(query, k, params=params)
             return _pairs(positions[0], scores[0])
-        kept = int(keep.sum())
-        if kept == 0:
+        if keep.kept == 0:
             return []
-        bitmap = np.packbits(keep, bitorder="little")  # faiss's bit order: bit i of byte i//8
-        selector = faiss.IDSelectorBitmap(len(keep), faiss.swig_ptr(bitmap))
-        widened = min(self.index.nlist, math.ceil(probes * len(keep) / kept))
+        selector = faiss.IDSelectorBitmap(keep.rows, faiss.swig_ptr(keep.bitmap))
+        widened = min(self.index.nlist, math.ceil(probes * keep.rows / keep.kept))
         for probes_now in dict.fromkeys((widened, self.index.nlist)):
             params = faiss.SearchParametersIVF(sel=selector, nprobe=probes_now)
             scores, positions = self.index.search(query, k, params=params)
             pairs = _pairs(positions[0], scores[0])
-            if len(pairs) >= min(k, kept):
+            if len(pairs) >= min(k, keep.kept):
                 break
         return pairs
 
@@ -268,7 +281,7 @@ class FaissSidecar:
         k: int,
         *,
         nprobe: int | None = None,
-        keep: np.ndarray | None = None,
+        keep: Selection | None = None,
     ) -> list[SearchHit]:
         found = self.search(vector, k, nprobe=nprobe, keep=keep)
         return [hit_from_row(self.row(p), score) for p, score in found]

@@ -259,11 +259,14 @@ class LanceDBStore:
         table = self._table()
         if table.count_rows() == 0:
             return
-        # Native (non-tantivy) BM25 index; rebuilt so new rows are ranked with fresh statistics.
-        table.create_fts_index("keywords", replace=True, with_position=False)
+        self.build_keyword_index(table)
         if table.count_rows() >= self.ann_min_rows and not self._has_fast_ann(table):
             real = calibration_queries() if calibration_queries is not None else None
             self.build_ann_index(table, real_queries=real)
+
+    def build_keyword_index(self, table: Any | None = None) -> None:
+        # Native (non-tantivy) BM25 index; rebuilt so new rows are ranked with fresh statistics.
+        (table or self._table()).create_fts_index("keywords", replace=True, with_position=False)
 
     def _has_fast_ann(self, table: Any) -> bool:
         sidecar_ok = self._faiss() is not None if self._sidecar_dir() else True
@@ -354,7 +357,7 @@ class LanceDBStore:
         where = filters.sql()
         sidecar = self._faiss() if mode != "keyword" else None
         if sidecar is not None:
-            keep = sidecar.mask(_equalities(filters)) if where else None
+            keep = sidecar.select(_equalities(filters)) if where else None
             dense = sidecar.hits(_need(vector), k, nprobe=self.faiss_nprobe, keep=keep)
             if mode == "vector":
                 return dense

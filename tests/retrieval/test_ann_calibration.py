@@ -145,3 +145,44 @@ def test_filtered_search_uses_the_sidecar_and_matches_exact_search_over_the_kept
 def test_settings_and_the_store_share_the_recall_target() -> None:
     r = RetrievalSettings()
     assert (r.ann_recall_mean, r.ann_recall_min) == (RecallTarget().mean, RecallTarget().minimum)
+
+
+def test_hybrid_through_the_sidecar_ranks_as_lancedb_hybrid_does(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(300)]
+    chunks = [
+        Chunk(
+            id=f"c{i:05d}",
+            document_id=f"d{i}",
+            source="docs" if i % 2 else "local",
+            uri=f"file:///src/m{i}.py",
+            title=f"t{i}",
+            text=" ".join(rng.choice(words, 6)),
+            language="python",
+            start_line=1,
+            end_line=2,
+        )
+        for i in range(3000)
+    ]
+    data = _gaussian(len(chunks), seed=6)
+    today = LanceDBStore(uri=str(tmp_path / "today"))  # below ann_min_rows: LanceDB's hybrid
+    today.reset("test-embedder", DIM)
+    today.upsert(chunks, data)
+    today.refresh()
+    # Every probe (recall 1 demanded): the dense legs agree, so any difference is the fusion's.
+    forced = LanceDBStore(
+        uri=str(tmp_path / "forced"),
+        ann_min_rows=1,
+        recall_target=RecallTarget(mean=1.0, minimum=1.0),
+    )
+    forced.reset("test-embedder", DIM)
+    forced.upsert(chunks, data)
+    forced.refresh()
+    assert forced.ann_info() is not None and today.ann_info() is None
+    for i, q in enumerate(_gaussian(40, seed=7)):
+        text = " ".join(rng.choice(words, 2))
+        filters = Filters(source="docs") if i % 2 else Filters()
+        ours = forced.search(text, q, K, mode="hybrid", filters=filters)
+        theirs = today.search(text, q, K, mode="hybrid", filters=filters)
+        assert [h.chunk_id for h in ours] == [h.chunk_id for h in theirs]
+        assert [h.score for h in ours] == pytest.approx([h.score for h in theirs], rel=1e-6)

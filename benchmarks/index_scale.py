@@ -78,10 +78,11 @@ def embedded(chunks: list[Chunk], embedder: Embedder, cache: Path) -> np.ndarray
         stored = np.load(path)
         known = dict(zip(stored["ids"].tolist(), stored["vectors"], strict=True))
     todo = [c for c in chunks if c.id not in known]
-    if todo:
-        log(f"embedding {len(todo)} chunks")
-        vectors = embedder.embed_documents([c.text for c in todo])
-        known.update(zip((c.id for c in todo), vectors, strict=True))
+    for start in range(0, len(todo), 1024):  # saved as it goes: an interrupted run resumes
+        log(f"embedding chunks {start}..{min(start + 1024, len(todo))} of {len(todo)}")
+        part = todo[start : start + 1024]
+        vectors = embedder.embed_documents([c.text for c in part])
+        known.update(zip((c.id for c in part), vectors, strict=True))
         ids = list(known)
         np.savez(path, ids=np.array(ids), vectors=np.stack([known[i] for i in ids]))
     return np.stack([known[c.id] for c in chunks]).astype(np.float32)

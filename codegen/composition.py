@@ -23,6 +23,7 @@ from codegen.agents.endpoint import LLMRoute, RoleModel, resolved_base_url
 from codegen.corpus.chunk import Budget
 from codegen.corpus.dedupe import DedupeParams
 from codegen.corpus.sources import source_spec
+from codegen.retrieval.ann import RecallTarget
 from codegen.retrieval.embedders import EmbedderConfig
 from codegen.retrieval.index import StoreConfig
 from codegen.sandbox import DEFAULT_IMAGE, Limits
@@ -95,6 +96,7 @@ def store_config(settings: Settings) -> StoreConfig:
         uri=settings.index_uri,
         weaviate_url=r.weaviate_url or os.environ.get("WEAVIATE_URL"),
         collection=r.weaviate_collection,
+        recall_target=RecallTarget(mean=r.ann_recall_mean, minimum=r.ann_recall_min),
     )
 
 

@@ -47,12 +47,19 @@ def index(
         f"| {stats.total} | {stats.embedded} | {stats.deleted} | {stats.unchanged} "
         f"| {stats.reset} |"
     )
+    ann = store.ann_info()  # the faiss sidecar of a large index, with its calibrated probes
+    ann_metadata = (
+        {"ann_nprobe": ann["nprobe"], "ann_calibration": MetadataValue.json(ann["calibration"])}
+        if ann
+        else {}
+    )
     return MaterializeResult(
         metadata={
             **{k: v for k, v in stats.to_dict().items() if k != "embedder"},
             "embedder": stats.embedder,  # the identity: part of this index's lineage
             "store": vector_index.store_config().kind,
             "rows": store.count(),
+            **ann_metadata,
             "summary": MetadataValue.md(summary),
         }
     )

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from codegen.corpus.model import Chunk
+from codegen.retrieval.ann import RecallTarget
 from codegen.retrieval.embedders import Embedder
+from codegen.retrieval.evaluation import queries_from_chunks
 from codegen.retrieval.lancedb_store import LanceDBStore
 from codegen.retrieval.stores import SEARCH_MODES, Filters, IndexMissingError, VectorStore
 from codegen.retrieval.types import SearchHit
@@ -30,11 +32,12 @@ class StoreConfig:
     uri: str = ""  # LanceDB path or object-store URI
     weaviate_url: str | None = None
     collection: str = "CodeChunk"
+    recall_target: RecallTarget = field(default_factory=RecallTarget)
 
 
 def open_store(config: StoreConfig) -> VectorStore:
     if config.kind == "lancedb":
-        return LanceDBStore(uri=config.uri)
+        return LanceDBStore(uri=config.uri, recall_target=config.recall_target)
     if config.kind == "weaviate":
         from codegen.retrieval.weaviate_store import WeaviateStore
 
@@ -89,7 +92,16 @@ def sync_index(
     stats.embed_seconds = round(time.perf_counter() - started, 3)
     stats.deleted = store.delete(sorted(stale))
     if stats.embedded or stats.deleted or stats.reset:
-        store.refresh()
+
+        def calibration_queries() -> np.ndarray:
+            # The quality check's own queries (docstring sentences of the indexed functions),
+            # embedded only when an ANN index is rebuilt and its probe count calibrated.
+            queries = queries_from_chunks(wanted.values(), max_queries=RecallTarget.real_queries)
+            if not queries:
+                return np.empty((0, embedder.dim), dtype=np.float32)
+            return embedder.embed_documents([q.query for q in queries])
+
+        store.refresh(calibration_queries)
     return stats
 
 

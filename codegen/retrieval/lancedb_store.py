@@ -7,9 +7,10 @@ Store-neutral pieces (protocol, filters, keyword text, fusion, hit mapping) are 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from codegen.corpus.model import Chunk
-from codegen.retrieval.ann import FaissSidecar
+from codegen.retrieval.ann import FaissSidecar, RecallTarget
 from codegen.retrieval.stores import (
     HIT_COLUMNS,
     RRF_K,
@@ -27,6 +28,7 @@ from codegen.retrieval.stores import (
     StoreError,
     hit_from_row,
     keyword_text,
+    rrf_fuse,
     sql_quote,
 )
 from codegen.retrieval.types import SearchHit
@@ -41,10 +43,12 @@ class LanceDBStore:
 
     Small tables are searched exactly (a flat scan is both exact and fast below ~100k rows).
     At ``ann_min_rows`` and above, ``refresh`` builds LanceDB's IVF index (queries re-rank its
-    candidates with the full vectors, ``refine_factor``) for filtered and hybrid queries, and,
-    for a local table, a faiss IVF-Flat sidecar that answers unfiltered dense queries several
-    times faster and returns the hits without touching the table (codegen/retrieval/ann.py). Writes
-    drop the sidecar until the next refresh.
+    candidates with the full vectors, ``refine_factor``) and, for a local table, a faiss
+    IVF-Flat sidecar with a calibrated probe count that answers the dense leg of every query
+    (filters become a faiss IDSelector) and returns the hits without touching the table
+    (codegen/retrieval/ann.py). Hybrid queries then fuse the sidecar's dense ranking with
+    LanceDB's BM25 ranking in process (RRF). Writes drop the sidecar until the next refresh;
+    meanwhile, and for object-store URIs, LanceDB's own index answers.
     """
 
     uri: str
@@ -60,7 +64,10 @@ class LanceDBStore:
     # holds the hits' payload (codegen/retrieval/ann.py); "lance" keeps LanceDB's index only.
     # Object-store URIs always use LanceDB's index.
     ann_backend: str = "faiss"
-    faiss_nprobe: int = 16  # 2M rows, 4096 lists: recall@10 0.999 (docs/benchmarks.md)
+    # None: the probe count calibrated at build time and stored with the sidecar; a number
+    # overrides it (benchmarks sweep it).
+    faiss_nprobe: int | None = None
+    recall_target: RecallTarget = field(default_factory=RecallTarget)
     _db: Any = field(default=None, init=False, repr=False)
     _handle: Any = field(default=None, init=False, repr=False)
     _has_ann: bool | None = field(default=None, init=False, repr=False)
@@ -115,9 +122,15 @@ class LanceDBStore:
         if not self._sidecar_checked:
             self._sidecar = FaissSidecar.load(directory, self.table_name)
             self._sidecar_checked = True
-        if self._sidecar is not None:
-            self._sidecar.nprobe = self.faiss_nprobe
         return self._sidecar
+
+    def ann_info(self) -> dict[str, Any] | None:
+        """The sidecar's size, calibrated probe count and calibration figures, read from its
+        meta file alone (no index load); None without a sidecar."""
+        directory = self._sidecar_dir()
+        if directory is None:
+            return None
+        return FaissSidecar.read_meta(directory, self.table_name)
 
     def _drop_sidecar(self) -> None:
         directory = self._sidecar_dir()
@@ -238,16 +251,22 @@ class LanceDBStore:
         self._drop_sidecar()
         return len(ids)
 
-    def refresh(self) -> None:
+    def refresh(self, calibration_queries: Callable[[], np.ndarray] | None = None) -> None:
+        """``calibration_queries``: real query vectors for calibrating the probe count, asked
+        for only when the ANN index is (re)built."""
         if not self.exists():
             return
         table = self._table()
         if table.count_rows() == 0:
             return
-        # Native (non-tantivy) BM25 index; rebuilt so new rows are ranked with fresh statistics.
-        table.create_fts_index("keywords", replace=True, with_position=False)
+        self.build_keyword_index(table)
         if table.count_rows() >= self.ann_min_rows and not self._has_fast_ann(table):
-            self.build_ann_index(table)
+            real = calibration_queries() if calibration_queries is not None else None
+            self.build_ann_index(table, real_queries=real)
+
+    def build_keyword_index(self, table: Any | None = None) -> None:
+        # Native (non-tantivy) BM25 index; rebuilt so new rows are ranked with fresh statistics.
+        (table or self._table()).create_fts_index("keywords", replace=True, with_position=False)
 
     def _has_fast_ann(self, table: Any) -> bool:
         sidecar_ok = self._faiss() is not None if self._sidecar_dir() else True
@@ -259,7 +278,9 @@ class LanceDBStore:
         # partition count, and nprobes partitions of 4k rows keep a query to a few ms.
         return max(16, min(512, rows // 4096))
 
-    def build_ann_index(self, table: Any | None = None) -> None:
+    def build_ann_index(
+        self, table: Any | None = None, *, real_queries: np.ndarray | None = None
+    ) -> None:
         table = table or self._table()
         directory = self._sidecar_dir()
         if directory is not None:
@@ -276,7 +297,13 @@ class LanceDBStore:
             sample = vectors_of(table.take_offsets(offsets).select(["vector"]).to_arrow())
             scan = table.search().select([*HIT_COLUMNS, "vector"]).limit(None).to_batches(100_000)
             self._sidecar = FaissSidecar.build(
-                directory, self.table_name, n, sample, ((b, vectors_of(b)) for b in scan)
+                directory,
+                self.table_name,
+                n,
+                sample,
+                ((b, vectors_of(b)) for b in scan),
+                target=self.recall_target,
+                real_queries=real_queries,
             )
             self._sidecar_checked = True
             # merge_insert and delete match rows by id.
@@ -328,8 +355,13 @@ class LanceDBStore:
             return []
         table = self._table()
         where = filters.sql()
-        if mode == "vector" and not where and (sidecar := self._faiss()) is not None:
-            return sidecar.hits(_need(vector), k)
+        sidecar = self._faiss() if mode != "keyword" else None
+        if sidecar is not None:
+            keep = sidecar.select(_equalities(filters)) if where else None
+            dense = sidecar.hits(_need(vector), k, nprobe=self.faiss_nprobe, keep=keep)
+            if mode == "vector":
+                return dense
+            return self._fused(table, query, dense, k, where)
         if mode == "vector":
             rows = self._vector_query(table, _need(vector), k, where).select(_VEC_COLUMNS)
             return [hit_from_row(r, 1.0 - r["_distance"]) for r in rows.to_list()]
@@ -337,6 +369,22 @@ class LanceDBStore:
             rows = self._keyword_query(table, query, k, where).select(_FTS_COLUMNS).to_list()
             return [hit_from_row(r, r["_score"]) for r in rows]
         return self._hybrid(table, query, _need(vector), k, where)
+
+    def _fused(
+        self, table: Any, query: str, dense: list[SearchHit], k: int, where: str | None
+    ) -> list[SearchHit]:
+        """Hybrid with the sidecar's dense ranking: LanceDB's BM25 ranking of the same depth,
+        fused in process by reciprocal rank, as LanceDB's hybrid query + RRFReranker does."""
+        lexical = []
+        if query.strip():
+            rows = self._keyword_query(table, query, k, where).select(HIT_COLUMNS).to_list()
+            lexical = [hit_from_row(r, 0.0) for r in rows]
+        by_id = {h.chunk_id: h for h in [*lexical, *dense]}
+        scores = dict(rrf_fuse([[h.chunk_id for h in dense], [h.chunk_id for h in lexical]]))
+        # Ties keep the order dense first, then lexical, as LanceDB's stable sort of its merge.
+        order = list(dict.fromkeys(h.chunk_id for h in [*dense, *lexical]))
+        order.sort(key=lambda i: -scores[i])
+        return [dataclasses.replace(by_id[i], score=scores[i]) for i in order[:k]]
 
     def _hybrid(
         self, table: Any, query: str, vector: np.ndarray, k: int, where: str | None
@@ -363,6 +411,12 @@ def _sub_vectors(dim: int) -> int:
         if size and dim % size == 0:
             return size
     return 1
+
+
+def _equalities(filters: Filters) -> dict[str, str]:
+    # The same columns and values as Filters.sql, for the sidecar's payload columns.
+    pairs = (("source", filters.source), ("language", filters.language))
+    return {column: value for column, value in pairs if value is not None}
 
 
 def _need(vector: np.ndarray | None) -> np.ndarray:

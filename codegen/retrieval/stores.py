@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -95,8 +95,13 @@ class VectorStore(Protocol):
 
     def delete(self, ids: Iterable[str]) -> int: ...
 
-    def refresh(self) -> None:
-        """Bring search structures (keyword index, ANN index) up to date after writes."""
+    def refresh(self, calibration_queries: Callable[[], np.ndarray] | None = None) -> None:
+        """Bring search structures (keyword index, ANN index) up to date after writes;
+        ``calibration_queries`` gives real query vectors when an ANN index is calibrated."""
+        ...
+
+    def ann_info(self) -> dict[str, Any] | None:
+        """The approximate index's size and calibrated probe count; None when there is none."""
         ...
 
     def search(

@@ -10,7 +10,7 @@ The embedder identity is stored in the collection's description.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -154,8 +154,11 @@ class WeaviateStore:
             self._col().data.delete_many(where=Filter.by_property("chunk_id").contains_any(batch))
         return len(ids)
 
-    def refresh(self) -> None:
-        """Weaviate indexes on write (HNSW and BM25); nothing to rebuild."""
+    def refresh(self, calibration_queries: Callable[[], np.ndarray] | None = None) -> None:
+        """Weaviate indexes on write (HNSW and BM25); nothing to rebuild or calibrate."""
+
+    def ann_info(self) -> dict[str, Any] | None:
+        return None  # Weaviate's HNSW is tuned on the server, not by this client
 
     def _filters(self, filters: Filters) -> Any:
         from weaviate.classes.query import Filter

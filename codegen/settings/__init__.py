@@ -114,6 +114,10 @@ class RetrievalSettings(ContextSettings):
     quality_queries: int = 200
     quality_floor_hybrid_mrr: float = 0.3
     quality_floor_dense_mrr: float = 0.25
+    # The faiss sidecar's probe count (large LanceDB indexes) is calibrated at build time to
+    # reach this recall@10 against exact search: the mean, and every calibration query's own.
+    ann_recall_mean: float = 0.95
+    ann_recall_min: float = 0.5
 
 
 class GitHubSourceSettings(BaseModel):

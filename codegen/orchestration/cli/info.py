@@ -15,6 +15,7 @@ from codegen.composition import llm_route, sandbox_image, store_config
 from codegen.corpus.store import chunks_path
 from codegen.orchestration.instance import postgres_url
 from codegen.requests.route import daemon_environment, key_fingerprint
+from codegen.retrieval.index import open_store
 from codegen.settings import Settings, config_file, default_dagster_home, get_settings
 
 
@@ -72,6 +73,9 @@ def info(as_json: bool) -> None:
     """Show the effective configuration (it never holds secrets)."""
     settings = get_settings()
     route = llm_route(settings)
+    store = store_config(settings)
+    # Weaviate tunes its own index; opening it here would need the server.
+    ann = open_store(store).ann_info() if store.kind == "lancedb" else None
     data = {
         "config_file": str(config_file()),
         "config_file_exists": config_file().exists(),
@@ -83,6 +87,8 @@ def info(as_json: bool) -> None:
         "settings": settings.public_dict(),
         # How each endpoint and model was last found to take JSON requests.
         "structured_outputs": StructuredModes(structured_modes_file(settings.cache_dir)).all(),
+        # The large index's faiss sidecar: rows, lists, calibrated probe count and its figures.
+        "ann_index": ann,
     }
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -115,6 +121,16 @@ def info(as_json: bool) -> None:
         click.echo(f"index         {Grounding(**index).describe()}")
     click.echo(f"sandbox       {settings.sandbox.backend} ({sandbox_image(settings.sandbox)})")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
+    if ann:
+        at = ann["calibration"]["at_nprobe"]
+        figures = ", ".join(
+            f"{group} {fig['recall_at_10_mean']} (min {fig['recall_at_10_min']})"
+            for group, fig in at.items()
+        )
+        click.echo(
+            f"ann index     faiss IVF{ann['nlist']},Flat over {ann['rows']} rows, nprobe "
+            f"{ann['nprobe']} (calibrated recall@10: {figures})"
+        )
     modes = data["structured_outputs"] or {"(no endpoint used yet)": "json_schema first"}
     for endpoint_model, mode in sorted(modes.items()):
         click.echo(f"json mode     {mode} for {endpoint_model}")

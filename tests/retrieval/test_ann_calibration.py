@@ -1,0 +1,188 @@
+"""The faiss sidecar's probe count is calibrated at build time, stored, and used after a
+restart; filtered and hybrid queries take the sidecar's dense leg."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from codegen.corpus.model import Chunk
+from codegen.retrieval.ann import K, RecallTarget, recall_at_k
+from codegen.retrieval.lancedb_store import LanceDBStore
+from codegen.retrieval.stores import Filters
+from codegen.settings import RetrievalSettings
+
+DIM = 32
+ROWS = 20_000  # 565 inverted lists: nprobe 16 scans under 3% of them
+OLD_CONSTANT = 16  # the probe count every index used before calibration
+
+
+def _chunks(n: int) -> list[Chunk]:
+    return [
+        Chunk(
+            id=f"c{i:06d}",
+            document_id=f"d{i}",
+            source="docs" if i % 2 else "local",
+            uri=f"file:///src/m{i}.py",
+            title=f"t{i}",
+            text=f"def f{i}(): return {i}",
+            language="python",
+            start_line=1,
+            end_line=2,
+        )
+        for i in range(n)
+    ]
+
+
+def _gaussian(n: int, seed: int) -> np.ndarray:
+    # No cluster structure: a vector's neighbours spread over many inverted lists, so a few
+    # probes miss most of them (unlike the clustered vectors the old constant was tuned on).
+    v = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _recalls(store: LanceDBStore, data: np.ndarray, queries: np.ndarray, **search) -> np.ndarray:
+    out = []
+    for q in queries:
+        kth = float(np.sort(data @ q)[-K])
+        hits = store.search("", q, K, mode="vector", **search)
+        out.append(recall_at_k(np.array([h.score for h in hits]), kth))
+    return np.array(out)
+
+
+@pytest.fixture(scope="module")
+def gaussian_index(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    uri = tmp_path_factory.mktemp("calibrated") / "lance"
+    store = LanceDBStore(uri=str(uri), ann_min_rows=1000)
+    store.reset("test-embedder", DIM)
+    data = _gaussian(ROWS, seed=1)
+    store.upsert(_chunks(ROWS), data)
+    store.refresh()
+    return uri, data
+
+
+def test_calibration_meets_the_target_where_the_old_constant_does_not(
+    gaussian_index: tuple[Path, np.ndarray],
+) -> None:
+    uri, data = gaussian_index
+    store = LanceDBStore(uri=str(uri), ann_min_rows=1000)
+    info = store.ann_info()
+    assert info is not None
+    calibrated = info["nprobe"]
+    assert calibrated > OLD_CONSTANT
+    own = info["calibration"]["at_nprobe"]["own_sample"]
+    assert own["recall_at_10_mean"] >= 0.95 and own["recall_at_10_min"] >= 0.5
+    # Fresh queries from the data's distribution, never seen by the calibration.
+    fresh = _gaussian(200, seed=2)
+    store.faiss_nprobe = OLD_CONSTANT
+    old = _recalls(store, data, fresh)
+    store.faiss_nprobe = None  # back to the stored, calibrated count
+    new = _recalls(store, data, fresh)
+    assert old.mean() < 0.9  # the constant fails on this distribution...
+    assert new.mean() >= 0.94 and new.min() >= 0.5  # ...the calibrated count meets the target
+
+
+def test_a_higher_target_calibrates_more_probes(tmp_path: Path) -> None:
+    data = _gaussian(5000, seed=3)
+    counts = []
+    for mean in (0.8, 0.99):
+        store = LanceDBStore(
+            uri=str(tmp_path / f"lance-{mean}"),
+            ann_min_rows=1000,
+            recall_target=RecallTarget(mean=mean, minimum=0.0),
+        )
+        store.reset("test-embedder", DIM)
+        store.upsert(_chunks(len(data)), data)
+        store.refresh()
+        info = store.ann_info()
+        assert info is not None
+        counts.append(info["nprobe"])
+        assert info["calibration"]["at_nprobe"]["own_sample"]["recall_at_10_mean"] >= mean
+    assert counts[0] < counts[1]
+
+
+def test_the_stored_probe_count_survives_a_restart(
+    gaussian_index: tuple[Path, np.ndarray], isolated_home: Path
+) -> None:
+    uri, _ = gaussian_index
+    stored = json.loads(Path(f"{uri}/chunks.faiss.json").read_text())["nprobe"]
+    reopened = LanceDBStore(uri=str(uri))  # a new process: nothing but the files on disk
+    sidecar = reopened._faiss()
+    assert sidecar is not None and sidecar.nprobe == stored
+    assert reopened.ann_info()["nprobe"] == stored
+
+    from codegen.orchestration.cli.info import info
+
+    (isolated_home / "codegen.toml").write_text(f'[retrieval]\nlancedb_uri = "{uri}"\n')
+    shown = CliRunner().invoke(info, ["--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)["ann_index"]["nprobe"] == stored
+    text = CliRunner().invoke(info, [])
+    assert f"nprobe {stored} (calibrated" in text.output
+
+
+def test_filtered_search_uses_the_sidecar_and_matches_exact_search_over_the_kept_rows(
+    gaussian_index: tuple[Path, np.ndarray],
+) -> None:
+    uri, data = gaussian_index
+    store = LanceDBStore(uri=str(uri), ann_min_rows=1000)
+    odd = np.arange(1, ROWS, 2)  # source "docs"
+    recalls = []
+    for q in _gaussian(50, seed=4):
+        hits = store.search("", q, K, mode="vector", filters=Filters(source="docs"))
+        assert len(hits) == K and all(h.source == "docs" for h in hits)
+        kth = float(np.sort(data[odd] @ q)[-K])
+        recalls.append(recall_at_k(np.array([h.score for h in hits]), kth))
+    assert np.mean(recalls) >= 0.95
+    none = Filters(source="docs", language="rust")
+    assert store.search("", data[1], K, mode="vector", filters=none) == []
+
+
+def test_settings_and_the_store_share_the_recall_target() -> None:
+    r = RetrievalSettings()
+    assert (r.ann_recall_mean, r.ann_recall_min) == (RecallTarget().mean, RecallTarget().minimum)
+
+
+def test_hybrid_through_the_sidecar_ranks_as_lancedb_hybrid_does(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(300)]
+    chunks = [
+        Chunk(
+            id=f"c{i:05d}",
+            document_id=f"d{i}",
+            source="docs" if i % 2 else "local",
+            uri=f"file:///src/m{i}.py",
+            title=f"t{i}",
+            text=" ".join(rng.choice(words, 6)),
+            language="python",
+            start_line=1,
+            end_line=2,
+        )
+        for i in range(3000)
+    ]
+    data = _gaussian(len(chunks), seed=6)
+    today = LanceDBStore(uri=str(tmp_path / "today"))  # below ann_min_rows: LanceDB's hybrid
+    today.reset("test-embedder", DIM)
+    today.upsert(chunks, data)
+    today.refresh()
+    # Every probe (recall 1 demanded): the dense legs agree, so any difference is the fusion's.
+    forced = LanceDBStore(
+        uri=str(tmp_path / "forced"),
+        ann_min_rows=1,
+        recall_target=RecallTarget(mean=1.0, minimum=1.0),
+    )
+    forced.reset("test-embedder", DIM)
+    forced.upsert(chunks, data)
+    forced.refresh()
+    assert forced.ann_info() is not None and today.ann_info() is None
+    for i, q in enumerate(_gaussian(40, seed=7)):
+        text = " ".join(rng.choice(words, 2))
+        filters = Filters(source="docs") if i % 2 else Filters()
+        ours = forced.search(text, q, K, mode="hybrid", filters=filters)
+        theirs = today.search(text, q, K, mode="hybrid", filters=filters)
+        assert [h.chunk_id for h in ours] == [h.chunk_id for h in theirs]
+        assert [h.score for h in ours] == pytest.approx([h.score for h in theirs], rel=1e-6)

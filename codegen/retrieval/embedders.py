@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -298,7 +298,7 @@ def _export_minilm_onnx(model_dir: Path, target: Path, quantize: bool) -> None:
                     op_types_to_quantize=["MatMul", "Attention"],
                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
                 )
-                _static_activation_scales(dynamic, tmp, model_dir)
+                constant_activation_scales(dynamic, tmp, _calibration_feeds(model_dir))
             else:
                 fused.replace(tmp)
         tmp.replace(target)
@@ -307,11 +307,26 @@ def _export_minilm_onnx(model_dir: Path, target: Path, quantize: bool) -> None:
             leftover.unlink(missing_ok=True)
 
 
-def _static_activation_scales(dynamic: Path, target: Path, model_dir: Path) -> None:
+def _calibration_feeds(model_dir: Path) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray]]:
+    """(feeds, real-token mask) per length-sorted batch of ``calibration_texts()``."""
+    encodings = _fast_tokenizer(str(model_dir), 256).encode_batch(list(calibration_texts()))
+    for _, ids, mask in _token_batches(
+        encodings, batch_tokens=4096, max_batch=64, padding_slack=0.1, min_batch=8
+    ):
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        yield feeds, mask.astype(bool)
+
+
+def constant_activation_scales(
+    dynamic: Path,
+    target: Path,
+    batches: Iterable[tuple[dict[str, np.ndarray], np.ndarray | None]],
+) -> None:
     """The dynamically quantized graph with each DynamicQuantizeLinear (scale and zero point
     from every batch's own min and max) replaced by a QuantizeLinear with constant ones,
-    calibrated on ``calibration_texts()``: per tensor, the mean over length-sorted batches of
-    the batch's min and max over real (unpadded) tokens. The int8 kernels (QAttention, the
+    calibrated on ``batches`` (feeds, and which rows are real tokens; None: all): per tensor,
+    the mean over the batches of each batch's min and max over real (unpadded) tokens. For
+    MiniLM the batches are ``calibration_texts()``, length-sorted. The int8 kernels (QAttention, the
     matrix products) stay as they were; each MatMulInteger -> Cast -> Mul becomes one
     MatMulIntegerToFloat, which ONNX Runtime no longer fuses by itself once the scales are
     constants.
@@ -337,17 +352,9 @@ def _static_activation_scales(dynamic: Path, target: Path, model_dir: Path) -> N
     )
     lows: dict[str, list[float]] = {name: [] for name in observed}
     highs: dict[str, list[float]] = {name: [] for name in observed}
-    for _, ids, mask in _token_batches(
-        _fast_tokenizer(str(model_dir), 256).encode_batch(list(calibration_texts())),
-        batch_tokens=4096,
-        max_batch=64,
-        padding_slack=0.1,
-        min_batch=8,
-    ):
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        real = mask.astype(bool)
+    for feeds, real in batches:
         for name, value in zip(observed, session.run(observed, feeds), strict=True):
-            tokens = value.reshape(*real.shape, -1)[real]
+            tokens = value if real is None else value.reshape(*real.shape, -1)[real]
             lows[name].append(float(tokens.min()))
             highs[name].append(float(tokens.max()))
 

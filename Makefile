@@ -19,9 +19,9 @@ $(STAMP): requirements.lock pyproject.toml
 
 venv: $(STAMP)
 
-home:
+home: venv
 	@mkdir -p "$(DAGSTER_HOME)"
-	@test -f "$(DAGSTER_HOME)/dagster.yaml" || cp codegen/orchestration/dagster.yaml "$(DAGSTER_HOME)/dagster.yaml"
+	@$(BIN)/python -m codegen.orchestration.instance
 
 run: venv home
 	$(BIN)/dagster dev --host $(HOST) --port $(PORT)

@@ -19,11 +19,13 @@ import dataclasses
 import os
 from typing import Any
 
+from codegen.corpus.chunk import Budget
 from codegen.corpus.dedupe import DedupeParams
 from codegen.corpus.sources import source_spec
 from codegen.retrieval.embedders import EmbedderConfig
 from codegen.retrieval.index import StoreConfig
-from codegen.settings import Settings
+from codegen.sandbox import DEFAULT_IMAGE, Limits
+from codegen.settings import SandboxSettings, Settings
 
 
 def source_config(settings: Settings, source: str) -> Any:
@@ -42,10 +44,47 @@ def source_config(settings: Settings, source: str) -> Any:
     return config_type(**{k: v for k, v in values.items() if k in accepted})
 
 
+def _set(**values: float | None) -> dict[str, float]:
+    """The values a user set; the rest keep the domain type's own defaults."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
 def dedupe_params(settings: Settings) -> DedupeParams:
     """The word-shingle settings; code's own parameters keep DedupeParams' measured defaults."""
     c = settings.corpus
-    return DedupeParams(c.dedupe_shingle_size, c.dedupe_num_perm, c.dedupe_threshold)
+    return DedupeParams(
+        **_set(
+            shingle_size=c.dedupe_shingle_size,
+            num_perm=c.dedupe_num_perm,
+            threshold=c.dedupe_threshold,
+        )  # type: ignore[arg-type]
+    )
+
+
+def chunk_budget(settings: Settings) -> Budget:
+    c = settings.corpus
+    return Budget(**_set(max_tokens=c.chunk_max_tokens, min_tokens=c.chunk_min_tokens))  # type: ignore[arg-type]
+
+
+def sandbox_image(sandbox: SandboxSettings) -> str:
+    return sandbox.image or DEFAULT_IMAGE
+
+
+def sandbox_limits(
+    sandbox: SandboxSettings, *, timeout_s: float | None = None, memory_mb: int | None = None
+) -> Limits:
+    """The limits of one execution: the sandbox's defaults, what the settings set, then the
+    caller's own (a CLI flag, the evaluation's per-test timeout)."""
+    return Limits(
+        **_set(
+            timeout_s=timeout_s if timeout_s is not None else sandbox.timeout_s,
+            memory_mb=memory_mb if memory_mb is not None else sandbox.memory_mb,
+            pids=sandbox.pids,
+            cpus=sandbox.cpus,
+            workdir_mb=sandbox.workdir_mb,
+            max_output_bytes=sandbox.max_output_bytes,
+        )  # type: ignore[arg-type]
+    )
 
 
 def store_config(settings: Settings) -> StoreConfig:

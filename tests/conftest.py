@@ -32,7 +32,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     home = tmp_path / "codegen_home"
     home.mkdir()
     monkeypatch.setenv("CODEGEN_HOME", str(home))
-    monkeypatch.setenv("CODEGEN_ENV", "test")
+    monkeypatch.setenv("CODEGEN_ENV", "local")
     monkeypatch.setenv("CODEGEN_CONFIG", str(home / "codegen.toml"))
     monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster_home"))
     (home / "dagster_home").mkdir()

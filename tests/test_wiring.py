@@ -11,7 +11,9 @@ import pytest
 
 import codegen
 from codegen.assets.resources import LLMResource, SandboxResource
-from codegen.settings import SandboxSettings, get_settings
+from codegen.composition import sandbox_image, sandbox_limits
+from codegen.sandbox import DEFAULT_IMAGE, Limits
+from codegen.settings import get_settings
 
 
 def imported_after(statement: str) -> set[str]:
@@ -81,7 +83,7 @@ def test_the_import_checks_see_a_violation(tmp_path: Path, monkeypatch: pytest.M
     (fake / "settings").mkdir(parents=True)
     (fake / "settings" / "__init__.py").write_text("def f():\n    from codegen.corpus import x\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
-    assert imports_of("settings") == {"codegen/settings/__init__.py": {"codegen.corpus"}}
+    assert imports_of("settings") == {"settings/__init__.py": {"codegen.corpus"}}
 
 
 def test_settings_import_nothing_of_the_platform() -> None:
@@ -113,8 +115,19 @@ def test_jobs_and_sensors_do_not_import_the_definitions() -> None:
     )
 
 
-def test_resources_take_their_defaults_from_the_settings() -> None:
-    assert SandboxResource().model_dump() == SandboxSettings().model_dump()
+def test_sandbox_limits_come_from_settings_over_the_sandboxs_own_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Unset, every limit is the sandbox's own default (defined once, in Limits).
+    assert SandboxResource.from_settings(get_settings()).limits() == Limits()
+    monkeypatch.setenv("CODEGEN_SANDBOX__TIMEOUT_S", "7")
+    monkeypatch.setenv("CODEGEN_SANDBOX__PIDS", "64")
+    get_settings.cache_clear()
+    limits = SandboxResource.from_settings(get_settings()).limits()
+    assert (limits.timeout_s, limits.pids, limits.memory_mb) == (7.0, 64, Limits().memory_mb)
+    # The evaluation's per-test timeout wins over the sandbox setting, as the CLI flag does.
+    assert sandbox_limits(get_settings().sandbox, timeout_s=2.5).timeout_s == 2.5
+    assert sandbox_image(get_settings().sandbox) == DEFAULT_IMAGE
 
 
 def test_retrieval_context_settings_reach_the_crew(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -142,7 +155,7 @@ def test_a_run_fills_the_sandbox_pool_before_its_first_test_run() -> None:
 
     from codegen.assets import resources
 
-    key = ("bwrap", SandboxSettings().image, 1, "pooled")
+    key = ("bwrap", DEFAULT_IMAGE, 1, "pooled")
     resources.close_shared_sandboxes()
     with build_resources({"sandbox": SandboxResource(backend="bwrap", pool_size=1)}):
         deadline = time.monotonic() + 30

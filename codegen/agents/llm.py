@@ -31,12 +31,11 @@ if TYPE_CHECKING:
 
 from codegen.agents.types import Meter
 
-ROLE_HEADER = "X-Codegen-Agent"
-# Wire contract (ARCHITECTURE.md, "LLM endpoint"): outside servers replay recorded replies by
-# role, task, draft and round, so every request says which it is.
-TASK_HEADER = "X-Codegen-Task"
-CANDIDATE_HEADER = "X-Codegen-Candidate"
-ROUND_HEADER = "X-Codegen-Round"
+# Wire contract (docs/architecture.md, "LLM endpoint"): outside servers replay recorded
+# replies by role, task, draft and round, so every request says which it is. The header names
+# are defined once, with the recordings keyed by them.
+from codegen.replay.recording import CANDIDATE_HEADER, ROLE_HEADER, ROUND_HEADER, TASK_HEADER
+
 # Called after every reply from the endpoint with (role, the SDK call's keyword arguments,
 # reply text): ``codegen.replay.recording.FileRecorder`` writes recordings with it.
 Recorder = Callable[[str, dict[str, Any], str], None]

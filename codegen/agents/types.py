@@ -296,10 +296,6 @@ class CrewOutcome:
     history: list[dict[str, Any]] = field(default_factory=list)
     structured_outputs: str = ""  # how the analyzer's server took the JSON request
 
-    @property
-    def ok(self) -> bool:
-        return self.status is Status.PASSED
-
     def to_dict(self) -> dict[str, Any]:
         report = self.test_report
         return {

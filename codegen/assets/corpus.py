@@ -17,9 +17,8 @@ from dagster import (
 )
 
 from codegen.assets.resources import SettingsResource
-from codegen.composition import dedupe_params, source_config
+from codegen.composition import chunk_budget, dedupe_params, source_config
 from codegen.corpus import pipeline
-from codegen.corpus.chunk import Budget
 from codegen.corpus.sources import SOURCES, load_reports, refresh_source
 from codegen.corpus.store import chunks_path, clean_path, deduped_path, raw_path
 
@@ -126,7 +125,7 @@ def deduped_documents(
 )
 def chunks(context: AssetExecutionContext, settings: SettingsResource) -> MaterializeResult:
     cfg = settings.load()
-    budget = Budget(cfg.corpus.chunk_max_tokens, cfg.corpus.chunk_min_tokens)
+    budget = chunk_budget(cfg)
     stats = pipeline.chunk_stage(cfg.corpus_dir, budget, context.log.info, dedupe_params(cfg))
     dist = pipeline.size_distribution(stats.token_sizes)
     return MaterializeResult(
@@ -181,7 +180,7 @@ def corpus_checks(
     report = pipeline.chunk_report(cfg.corpus_dir)
     selected = {key.name for key in context.selected_asset_check_keys}
     dist = report["sizes"]
-    budget = cfg.corpus.chunk_max_tokens
+    budget = chunk_budget(cfg).max_tokens
     # Enabled = listed in corpus.sources and configured (its last raw run was not "disabled").
     reports = load_reports(cfg.corpus_dir)
     enabled = [s for s in cfg.corpus.sources if reports.get(s, {}).get("status") != "disabled"]

@@ -17,6 +17,7 @@ from codegen.assets.resources import (
     SandboxResource,
     VectorIndexResource,
 )
+from codegen.composition import sandbox_limits
 from codegen.evaluation.harness import (
     CANONICAL,
     SAMPLES,
@@ -47,13 +48,8 @@ class EvalSession:
 
 
 def scoring_limits(settings: Settings) -> Limits:
-    return Limits(
-        timeout_s=settings.eval.timeout_s,
-        memory_mb=settings.eval.memory_mb,
-        pids=settings.sandbox.pids,
-        cpus=settings.sandbox.cpus,
-        workdir_mb=settings.sandbox.workdir_mb,
-        max_output_bytes=settings.sandbox.max_output_bytes,
+    return sandbox_limits(
+        settings.sandbox, timeout_s=settings.eval.timeout_s, memory_mb=settings.eval.memory_mb
     )
 
 

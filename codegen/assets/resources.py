@@ -125,18 +125,13 @@ class SandboxResource(SandboxSettings, ConfigurableResource):
         return cls(**settings.sandbox.model_dump())
 
     def limits(self) -> Limits:
-        return Limits(
-            timeout_s=self.timeout_s,
-            memory_mb=self.memory_mb,
-            pids=self.pids,
-            cpus=self.cpus,
-            workdir_mb=self.workdir_mb,
-            max_output_bytes=self.max_output_bytes,
-        )
+        return composition.sandbox_limits(self)
 
     @contextmanager
     def open(self) -> Iterator[Sandbox]:
-        yield _shared_sandbox(self.backend, self.image, self.pool_size, self.isolation)
+        yield _shared_sandbox(
+            self.backend, composition.sandbox_image(self), self.pool_size, self.isolation
+        )
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         # Open (and so fill) the pool in the background while the run's first model calls are
@@ -146,7 +141,9 @@ class SandboxResource(SandboxSettings, ConfigurableResource):
 
     def _open_quietly(self) -> None:
         with contextlib.suppress(Exception):
-            _shared_sandbox(self.backend, self.image, self.pool_size, self.isolation)
+            _shared_sandbox(
+                self.backend, composition.sandbox_image(self), self.pool_size, self.isolation
+            )
 
 
 _sandboxes: dict[tuple[str, str, int, str], Sandbox] = {}

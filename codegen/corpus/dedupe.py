@@ -39,7 +39,7 @@ import keyword
 import re
 import textwrap
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -376,9 +376,3 @@ def rank_of(metadata: dict[str, Any]) -> tuple[Any, ...]:
         float(metadata.get("stars") or 0),
         str(metadata.get("updated_at") or metadata.get("created_at") or ""),
     )
-
-
-def pairs_of(result: DedupeResult) -> Iterable[tuple[str, str]]:
-    """Every (removed, kept) pair, exact and near."""
-    yield from result.exact_removed.items()
-    yield from result.near_removed.items()

@@ -95,10 +95,6 @@ class EvalStore:
     def save_verdict(self, key: str, data: dict[str, Any]) -> None:
         write_json_atomic(self.verdict_path(key), data)
 
-    def scored_keys(self, config_id: str) -> list[str]:
-        folder = self.config_dir(config_id) / "scores"
-        return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
-
     def append_history(self, entry: dict[str, Any]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         with self.history_path.open("a+b") as fh:

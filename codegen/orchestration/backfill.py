@@ -19,9 +19,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from dagster import AssetKey, DagsterInstance, Definitions
-from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
-from dagster._core.utils import make_new_backfill_id
 
+from codegen.orchestration.dagster_private import (
+    BulkActionStatus,
+    PartitionBackfill,
+    make_new_backfill_id,
+)
 from codegen.orchestration.run_queue import KIND_EVALUATION, kind_tags
 from codegen.settings import PROJECT_ROOT, Settings
 
@@ -130,12 +133,13 @@ def drive_backfill(
     on_progress: Callable[[BackfillProgress], None] | None = None,
 ) -> BackfillProgress:
     """Execute a submitted backfill here, as the daemon would, until it finishes."""
-    from dagster._core.run_coordinator import QueuedRunCoordinator
-    from dagster._core.test_utils import create_test_daemon_workspace_context
-    from dagster._core.workspace.load_target import ModuleTarget
-    from dagster._daemon.backfill import execute_backfill_iteration
-    from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
+    from dagster import QueuedRunCoordinator
+
+    from codegen.orchestration.dagster_private import (
+        ModuleTarget,
         QueuedRunCoordinatorDaemon,
+        create_test_daemon_workspace_context,
+        execute_backfill_iteration,
     )
 
     logger = logging.getLogger("codegen.backfill")

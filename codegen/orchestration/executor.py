@@ -25,26 +25,32 @@ from contextlib import ExitStack
 from functools import partial
 from typing import Any
 
-from dagster import Field, Int, executor
-from dagster._core.events import DagsterEvent, EngineEventData
-from dagster._core.execution.api import ExecuteRunWithPlanIterable
-from dagster._core.execution.compute_logs import create_compute_log_file_key
-from dagster._core.execution.context.system import (
-    PlanExecutionContext,
-    PlanOrchestrationContext,
+from dagster import (
+    DagsterEvent,
+    Executor,
+    Field,
+    InitExecutorContext,
+    Int,
     StepExecutionContext,
+    executor,
 )
-from dagster._core.execution.context_creation_job import PlanExecutionContextManager
-from dagster._core.execution.plan.execute_plan import _trigger_hook, dagster_event_sequence_for_step
-from dagster._core.execution.plan.instance_concurrency_context import InstanceConcurrencyContext
-from dagster._core.execution.plan.plan import ExecutionPlan
-from dagster._core.execution.retries import RetryMode, get_retries_config
-from dagster._core.execution.step_dependency_config import (
+
+from codegen.orchestration.dagster_private import (
+    EngineEventData,
+    ExecuteRunWithPlanIterable,
+    ExecutionPlan,
+    InstanceConcurrencyContext,
+    PlanExecutionContext,
+    PlanExecutionContextManager,
+    PlanOrchestrationContext,
+    RetryMode,
     StepDependencyConfig,
+    _trigger_hook,
+    create_compute_log_file_key,
+    dagster_event_sequence_for_step,
+    get_retries_config,
     get_step_dependency_config_field,
 )
-from dagster._core.executor.base import Executor
-from dagster._core.executor.init import InitExecutorContext
 
 DEFAULT_MAX_CONCURRENT = 8
 _DONE = object()  # a worker's last message for its step

@@ -63,6 +63,32 @@ def _home_lock(home: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+# The storage line of dagster.yaml files installed before the code moved into the codegen
+# package; a home made then still loads once the line names the module where it lives now.
+_PRE_PACKAGE_STORAGE = "module: orchestration.storage"
+
+
+def install_instance_yaml(home: Path) -> None:
+    """Give ``home`` the project's dagster.yaml, or bring an older copy up to date.
+
+    A copy from before the move into the ``codegen`` package names the storage module by its
+    old path; that one line is rewritten in place (atomically), and nothing else in a user's
+    copy is touched.
+    """
+    target = home / "dagster.yaml"
+    if not target.exists():
+        if INSTANCE_TEMPLATE.exists():
+            home.mkdir(parents=True, exist_ok=True)
+            shutil.copy(INSTANCE_TEMPLATE, target)
+        return
+    text = target.read_text()
+    if _PRE_PACKAGE_STORAGE in text:
+        upgraded = text.replace(_PRE_PACKAGE_STORAGE, "module: codegen.orchestration.storage")
+        partial = target.with_suffix(".yaml.partial")
+        partial.write_text(upgraded)
+        os.replace(partial, target)
+
+
 def configured_instance(settings: Settings) -> Any:  # DagsterInstance; dagster imports slowly
     """The instance under ``DAGSTER_HOME`` (default ``$CODEGEN_HOME/dagster_home``).
 
@@ -73,8 +99,11 @@ def configured_instance(settings: Settings) -> Any:  # DagsterInstance; dagster 
 
     home = Path(os.environ.get("DAGSTER_HOME") or default_dagster_home(settings))
     with _home_lock(home):
-        if not (home / "dagster.yaml").exists() and INSTANCE_TEMPLATE.exists():
-            shutil.copy(INSTANCE_TEMPLATE, home / "dagster.yaml")
+        install_instance_yaml(home)
         os.environ["DAGSTER_HOME"] = str(home)
         # Loading the instance builds its storages, which create their tables.
         return DagsterInstance.get()
+
+
+if __name__ == "__main__":  # `make home`: install or upgrade $DAGSTER_HOME/dagster.yaml
+    install_instance_yaml(Path(os.environ["DAGSTER_HOME"]))

@@ -1,7 +1,6 @@
 """Resources per environment, chosen in this one place by ``CODEGEN_ENV``.
 
 local       embedded defaults: SQLite instance, filesystem IO manager, data under CODEGEN_HOME
-test        the same wiring, pointed at whatever CODEGEN_HOME the test set up
 production  GCS IO manager (dagster-gcp) when ``storage.gcs_bucket`` is set; Postgres and
             Weaviate are chosen through dagster.yaml and ``codegen.retrieval.vector_store``
 """
@@ -10,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagster import FilesystemIOManager
-
 from codegen.assets.resources import (
     LLMResource,
     SandboxResource,
     SettingsResource,
     VectorIndexResource,
 )
+from codegen.orchestration.io_managers import RefusingFilesystemIOManager
 from codegen.settings import Environment, Settings
 
 
@@ -36,11 +34,13 @@ def resources_for(settings: Settings) -> dict[str, Any]:
 def io_manager_for(settings: Settings) -> Any:
     if settings.env is Environment.PRODUCTION and settings.storage.gcs_bucket:
         # Imported here: google-cloud is slow to import and only production needs it.
-        from dagster_gcp import GCSPickleIOManager, GCSResource
+        from dagster_gcp import GCSResource
 
-        return GCSPickleIOManager(
+        from codegen.orchestration.gcs_io_manager import RefusingGCSPickleIOManager
+
+        return RefusingGCSPickleIOManager(
             gcs=GCSResource(project=settings.storage.gcs_project),
             gcs_bucket=settings.storage.gcs_bucket,
             gcs_prefix=settings.storage.gcs_prefix,
         )
-    return FilesystemIOManager(base_dir=str(settings.home / "storage"))
+    return RefusingFilesystemIOManager(base_dir=str(settings.home / "storage"))

@@ -24,12 +24,10 @@ from dagster import (
     define_asset_job,
     sensor,
 )
-from dagster._core.definitions.unresolved_asset_job_definition import (
-    UnresolvedAssetJobDefinition,  # what define_asset_job returns; not exported by name
-)
 
 from codegen.assets.codegen import REVIEW_JOB, documentation, human_review, requests_partitions
 from codegen.assets.resources import SettingsResource
+from codegen.orchestration.dagster_private import UnresolvedAssetJobDefinition
 from codegen.orchestration.executor import threaded_in_process_executor
 from codegen.orchestration.run_queue import KIND_REQUEST, kind_tags
 from codegen.requests.review import ReviewError, ReviewStore

@@ -20,12 +20,10 @@ from dagster import (
     SkipReason,
     sensor,
 )
-from dagster._core.definitions.unresolved_asset_job_definition import (
-    UnresolvedAssetJobDefinition,  # what define_asset_job returns; not exported by name
-)
 
 from codegen.assets.codegen import requests_partitions
 from codegen.assets.resources import SettingsResource
+from codegen.orchestration.dagster_private import UnresolvedAssetJobDefinition
 from codegen.requests.inbox import scan_inbox
 from codegen.requests.store import RequestStore, is_request_id
 

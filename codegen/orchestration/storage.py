@@ -24,19 +24,20 @@ from typing import Any
 
 import sqlalchemy as db
 from dagster import Field, StringSource
-from dagster._core.storage.base_storage import DagsterStorage
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
-from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
-from dagster._core.storage.schedules import SqliteScheduleStorage
-from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
-from dagster._core.storage.sqlite_storage import (
+
+from codegen.orchestration.dagster_private import (
+    SQLITE_BUSY_TIMEOUT_SECONDS,
+    ConfigurableClass,
+    ConfigurableClassData,
     DagsterSqliteStorage,
+    DagsterStorage,
+    SqliteEventLogStorage,
+    SqliteRunStorage,
+    SqliteScheduleStorage,
     _event_logs_directory,
     _runs_directory,
     _schedule_directory,
 )
-from dagster._serdes import ConfigurableClass, ConfigurableClassData
-
 from codegen.orchestration.instance import postgres_url, sqlalchemy_url
 from codegen.settings import default_dagster_home
 

@@ -1,7 +1,7 @@
-"""A scripted OpenAI-compatible HTTP server on 127.0.0.1 for tests and benchmarks.
+"""The scripted answer book, for tests, benchmarks and the README's offline mode.
 
-It speaks the real wire protocol (``POST /v1/chat/completions``, ``GET /v1/models``), so the
-real ``openai`` SDK talks to it over real sockets. Replies are chosen by the calling agent's
+The server is the project's one OpenAI-compatible server (``codegen.replay.openai_server``:
+the real wire protocol over real sockets). Replies are chosen by the calling agent's
 role, read from the ``X-Codegen-Agent`` header (see ARCHITECTURE.md, "LLM endpoint"):
 
 * per-role queues: ``script={"analyzer": [spec_dict], "programmer": ["```python ...```"]}``;
@@ -35,140 +35,60 @@ Run standalone (for manual acceptance runs of ``codegen generate``)::
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import threading
 import time
-import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Handler = Callable[[str, dict[str, Any]], Any]
+from codegen.replay.openai_server import (
+    REFUSALS,
+    STRUCTURED_PROFILES,
+    Headers,
+    JSONObject,
+    OpenAICompatibleServer,
+    RecordedRequest,
+    Reply,
+    as_reply,
+    estimate_tokens,
+)
+
+__all__ = [
+    "REFUSALS",
+    "STRUCTURED_PROFILES",
+    "Headers",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedBook",
+    "ScriptedOpenAIServer",
+    "as_reply",
+    "estimate_tokens",
+    "primes_handler",
+]
+
+Handler = Callable[[str, JSONObject], object]
 
 
-@dataclass
-class Reply:
-    """One scripted answer: assistant content, or an HTTP error, optionally after a delay."""
-
-    content: str | None = None
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
-    error_message: str = ""
-    # Overrides the estimated usage ({"prompt_tokens": .., "completion_tokens": ..}).
-    usage: dict[str, int] | None = None
-    finish_reason: str = "stop"
-
-    @classmethod
-    def text(cls, content: str, **kw: Any) -> Reply:
-        return cls(content=content, **kw)
-
-    @classmethod
-    def json(cls, obj: Any, **kw: Any) -> Reply:
-        return cls(content=json.dumps(obj), **kw)
-
-    @classmethod
-    def error(
-        cls, status: int, message: str = "scripted error", headers: dict[str, str] | None = None
-    ) -> Reply:
-        return cls(status=status, error_message=message, headers=dict(headers or {}))
-
-    @classmethod
-    def delay(cls, seconds: float, then: Any = "") -> Reply:
-        reply = as_reply(then)
-        reply.delay_s = seconds
-        return reply
-
-
-def as_reply(value: Any) -> Reply:
-    if isinstance(value, Reply):
-        # A copy, so a reply object reused in a script keeps its own settings.
-        return Reply(**{k: getattr(value, k) for k in value.__dataclass_fields__})
-    if isinstance(value, str):
-        return Reply.text(value)
-    if isinstance(value, dict | list):
-        return Reply.json(value)
-    raise TypeError(f"unsupported scripted reply: {type(value).__name__}")
-
-
-class Headers(dict[str, str]):
-    """Request headers with case-insensitive lookup (HTTP header names are)."""
-
-    def __init__(self, items: Iterable[tuple[str, str]] = ()) -> None:
-        super().__init__((k.lower(), v) for k, v in items)
-
-    def __getitem__(self, key: str) -> str:
-        return super().__getitem__(key.lower())
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and super().__contains__(key.lower())
-
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        return super().get(key.lower(), default)
-
-
-@dataclass
-class RecordedRequest:
-    method: str
-    path: str
-    headers: Headers
-    body: dict[str, Any] | None
-    role: str | None
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        return list((self.body or {}).get("messages") or [])
-
-    @property
-    def prompt_text(self) -> str:
-        """All message contents joined: what the model was shown."""
-        parts = []
-        for m in self.messages:
-            content = m.get("content")
-            if isinstance(content, list):  # content parts
-                parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
-            elif content is not None:
-                parts.append(str(content))
-        return "\n".join(parts)
-
-
-def estimate_tokens(text: str) -> int:
-    # Roughly four characters per token, the usual rule of thumb for English and code.
-    return max(1, (len(text) + 3) // 4)
-
-
-class ScriptedOpenAIServer:
-    """A threaded OpenAI chat-completions server on loopback, scripted per agent role."""
+class ScriptedBook:
+    """Replies per agent role: queued ones first, then the handler, else a loud HTTP 400."""
 
     def __init__(
         self,
-        script: dict[str, Iterable[Any]] | None = None,
+        script: dict[str, Iterable[object]] | None = None,
         handler: Handler | None = None,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 0,
         models: Iterable[str] = ("gpt-4o-mini",),
-        structured_outputs: str = "full",
     ) -> None:
-        if structured_outputs not in STRUCTURED_PROFILES:
-            raise ValueError(f"unknown structured_outputs profile {structured_outputs!r}")
-        self.structured_outputs = structured_outputs
-        self._queues: dict[str, deque[Any]] = defaultdict(deque)
+        self._queues: dict[str, deque[object]] = defaultdict(deque)
         for role, replies in (script or {}).items():
             self._queues[role].extend(replies)
         self.handler = handler
         self.models = list(models)
-        self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), self._make_handler())
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
 
-    # -- scripting -----------------------------------------------------------------------
-    def enqueue(self, role: str, *replies: Any) -> None:
+    def model_ids(self) -> list[str]:
+        return self.models
+
+    def enqueue(self, role: str, *replies: object) -> None:
         with self._lock:
             self._queues[role].extend(replies)
 
@@ -178,208 +98,57 @@ class ScriptedOpenAIServer:
                 return len(self._queues[role])
             return sum(len(q) for q in self._queues.values())
 
-    def requests_for(self, role: str) -> list[RecordedRequest]:
-        with self._lock:
-            return [r for r in self.requests if r.role == role]
-
-    def _next_reply(self, role: str, body: dict[str, Any]) -> Reply:
+    def answer(self, request: RecordedRequest) -> Reply:
+        role = request.role or "unknown"
         with self._lock:
             queue = self._queues.get(role)
             if queue:
                 return as_reply(queue.popleft())
         if self.handler is not None:
-            return as_reply(self.handler(role, body))
+            return as_reply(self.handler(role, request.body or {}))
         return Reply.error(400, f"no scripted reply for role {role!r}")
 
-    # -- lifecycle -----------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
 
-    @property
-    def base_url(self) -> str:
-        return f"http://{self._httpd.server_address[0]}:{self.port}/v1"
+class ScriptedOpenAIServer(OpenAICompatibleServer):
+    """The OpenAI-compatible server over a :class:`ScriptedBook`."""
 
-    def start(self) -> ScriptedOpenAIServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.05,), name="scripted-openai", daemon=True
+    book: ScriptedBook
+
+    def __init__(
+        self,
+        script: dict[str, Iterable[object]] | None = None,
+        handler: Handler | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        models: Iterable[str] = ("gpt-4o-mini",),
+        structured_outputs: str = "full",
+    ) -> None:
+        super().__init__(
+            ScriptedBook(script, handler, models),
+            host=host,
+            port=port,
+            structured_outputs=structured_outputs,
+            name="scripted",
         )
-        self._thread.start()
-        return self
 
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+    @property
+    def handler(self) -> Handler | None:
+        return self.book.handler
 
-    def __enter__(self) -> ScriptedOpenAIServer:
-        return self.start()
+    @handler.setter
+    def handler(self, value: Handler | None) -> None:
+        self.book.handler = value
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    @property
+    def models(self) -> list[str]:
+        return self.book.models
 
-    # -- HTTP ----------------------------------------------------------------------------
-    def _make_handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
+    def enqueue(self, role: str, *replies: object) -> None:
+        self.book.enqueue(role, *replies)
 
-        class _Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # quiet test output
-                pass
-
-            def _send_json(self, status: int, payload: Any, headers: dict[str, str]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                # The client may have given up already (timeout tests); nothing to do then.
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self.wfile.write(data)
-
-            def _record(self, body: dict[str, Any] | None) -> str:
-                role = self.headers.get("X-Codegen-Agent")
-                rec = RecordedRequest(
-                    method=self.command,
-                    path=self.path,
-                    headers=Headers(self.headers.items()),
-                    body=body,
-                    role=role,
-                )
-                with server._lock:
-                    server.requests.append(rec)
-                return role or "unknown"
-
-            def do_GET(self) -> None:
-                self._record(None)
-                if self.path.rstrip("/") in ("/v1/models", "/models"):
-                    data = [
-                        {"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
-                        for m in server.models
-                    ]
-                    self._send_json(200, {"object": "list", "data": data}, {})
-                    return
-                self._send_json(404, _error_body("not found", "not_found"), {})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    self._record(None)
-                    self._send_json(400, _error_body("invalid JSON body", "invalid_request"), {})
-                    return
-                role = self._record(body)
-                if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-                    self._send_json(404, _error_body("not found", "not_found"), {})
-                    return
-                refusal = _refusal(server.structured_outputs, body)
-                if refusal is not None:
-                    status, payload = refusal
-                    self._send_json(status, payload, {})
-                    return
-                reply = server._next_reply(role, body)
-                if _ignores_schema(server.structured_outputs, body):
-                    # The server drops the schema, so the model chats around its JSON.
-                    reply.content = f"Here is the JSON:\n```json\n{reply.content}\n```\nDone."
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
-                if reply.status != 200:
-                    self._send_json(
-                        reply.status,
-                        _error_body(reply.error_message or "error", "scripted"),
-                        reply.headers,
-                    )
-                    return
-                self._send_json(200, _completion(body, reply), reply.headers)
-
-        return _Handler
-
-
-# How servers without Structured Outputs answer ``response_format: json_schema``, from their
-# sources and bug reports:
-# - llama.cpp server before Sep 2024 (ggml-org/llama.cpp#9522, #9527): HTTP 500;
-# - vLLM before 0.5.5 (vllm-project/vllm#7654 added it): pydantic rejects the Literal type and
-#   the server answers 400 with its own ErrorResponse shape (no "error" wrapper);
-# - Ollama before 0.5 (ollama/ollama openai.go only mapped json_object): ignored, HTTP 200.
-REFUSALS: dict[str, tuple[int, dict[str, Any]]] = {
-    "llama.cpp": (
-        500,
-        {
-            "error": {
-                "code": 500,
-                "message": 'response_format type must be one of "text" or "json_object", '
-                "but got: json_schema",
-                "type": "server_error",
-            }
-        },
-    ),
-    "vllm-0.5": (
-        400,
-        {
-            "object": "error",
-            "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
-            "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
-            "'ctx': {'expected': \"'text' or 'json_object'\"}}]",
-            "type": "BadRequestError",
-            "param": None,
-            "code": 400,
-        },
-    ),
-}
-STRUCTURED_PROFILES = ("full", "llama.cpp", "vllm-0.5", "ollama-0.4", "none")
-
-
-def _format_type(body: dict[str, Any]) -> str | None:
-    fmt = body.get("response_format")
-    return str(fmt.get("type")) if isinstance(fmt, dict) else None
-
-
-def _refusal(profile: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
-    kind = _format_type(body)
-    if profile == "none" and kind not in (None, "text"):
-        return 400, _error_body(f"response_format {kind!r} is not supported", "invalid_request")
-    if kind == "json_schema" and profile in REFUSALS:
-        return REFUSALS[profile]
-    return None
-
-
-def _ignores_schema(profile: str, body: dict[str, Any]) -> bool:
-    return profile == "ollama-0.4" and _format_type(body) == "json_schema"
-
-
-def _error_body(message: str, kind: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-
-
-def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
-    content = reply.content or ""
-    prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
-    usage = reply.usage or {
-        "prompt_tokens": estimate_tokens(prompt),
-        "completion_tokens": estimate_tokens(content),
-    }
-    usage = {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", "unknown"),
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None},
-                "finish_reason": reply.finish_reason,
-                "logprobs": None,
-            }
-        ],
-        "usage": usage,
-    }
+    def pending(self, role: str | None = None) -> int:
+        return self.book.pending(role)
 
 
 # -- canned scripts ------------------------------------------------------------------------

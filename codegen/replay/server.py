@@ -24,16 +24,19 @@ the entry served, its source and a digest of its content.
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 import threading
-import time
-import uuid
 from collections import defaultdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
+from codegen.replay.openai_server import (
+    Headers,
+    JSONObject,
+    OpenAICompatibleServer,
+    RecordedRequest,
+    Reply,
+)
 from codegen.replay.recording import (
     CANDIDATE_HEADER,
     ROLE_HEADER,
@@ -44,8 +47,6 @@ from codegen.replay.recording import (
     Recording,
     request_digest,
 )
-
-MAX_BODY_BYTES = 20_000_000
 
 
 class ReplayMiss(Exception):
@@ -64,9 +65,30 @@ class ReplayBook:
         self._served: dict[Key, int] = defaultdict(int)
         self._lock = threading.Lock()
 
-    def answer(self, headers: dict[str, str], body: dict[str, Any]) -> Entry:
-        role = headers.get(ROLE_HEADER.lower())
-        task = headers.get(TASK_HEADER.lower())
+    def model_ids(self) -> list[str]:
+        return sorted({e.model for e in self.recording.entries if e.model}) or ["replay"]
+
+    def answer(self, request: RecordedRequest) -> Reply:
+        try:
+            entry = self.entry_for(request.headers, request.body or {})
+        except ReplayMiss as miss:
+            return Reply.error(404, f"replay: {miss}", error_type="not_found")
+        return Reply.text(
+            entry.content,
+            served={
+                "task": entry.task,
+                "role": entry.role,
+                "candidate": entry.candidate,
+                "round": entry.round,
+                "seq": entry.seq,
+                "source": entry.source,
+                "content_sha256": content_digest(entry.content),
+            },
+        )
+
+    def entry_for(self, headers: Headers, body: JSONObject) -> Entry:
+        role = headers.get(ROLE_HEADER)
+        task = headers.get(TASK_HEADER)
         if not role:
             raise ReplayMiss(f"no {ROLE_HEADER} header: the recording is keyed by agent role")
         if not task:
@@ -105,61 +127,10 @@ def _int(value: str | None) -> int | None:
         return None
 
 
-def _estimate_tokens(text: str) -> int:
-    return max(1, (len(text) + 3) // 4)
+class ReplayServer(OpenAICompatibleServer):
+    """The OpenAI-compatible server over a :class:`ReplayBook`; logs every request it answers."""
 
-
-def _completion(body: dict[str, Any], content: str) -> dict[str, Any]:
-    prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
-    usage = {
-        "prompt_tokens": _estimate_tokens(prompt),
-        "completion_tokens": _estimate_tokens(content),
-    }
-    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-    return {
-        "id": f"chatcmpl-replay-{uuid.uuid4().hex[:20]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", "replay"),
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None},
-                "finish_reason": "stop",
-                "logprobs": None,
-            }
-        ],
-        "usage": usage,
-    }
-
-
-def _chunks(body: dict[str, Any], content: str) -> list[dict[str, Any]]:
-    """The reply as streaming chunks: role, content in pieces, stop, then usage."""
-    ident = f"chatcmpl-replay-{uuid.uuid4().hex[:20]}"
-    base = {"id": ident, "object": "chat.completion.chunk", "created": int(time.time())}
-    base["model"] = body.get("model", "replay")
-    pieces = [content[i : i + 512] for i in range(0, len(content), 512)] or [""]
-    out = [
-        {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
-    ]
-    out += [
-        {**base, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]}
-        for p in pieces
-    ]
-    out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-    if include_usage:
-        usage = _completion(body, content)["usage"]
-        out.append({**base, "choices": [], "usage": usage})
-    return out
-
-
-def _error_body(message: str, kind: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
-
-
-class ReplayServer:
-    """A threaded HTTP server on ``host:port`` (port 0: a free one) answering from a recording."""
+    book: ReplayBook
 
     def __init__(
         self,
@@ -170,151 +141,15 @@ class ReplayServer:
         log: IO[str] | None = None,
         log_file: Path | None = None,
     ) -> None:
-        self.book = ReplayBook(recording)
-        self.models = sorted({e.model for e in recording.entries if e.model}) or ["replay"]
-        self.served: list[dict[str, Any]] = []  # the log, also kept in memory
-        self._log = log if log is not None else sys.stderr
-        self._log_file = log_file.open("a", encoding="utf-8") if log_file else None
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        host = self._httpd.server_address[0]
-        return f"http://{host}:{self.port}/v1"
-
-    def log(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, sort_keys=True)
-        with self._lock:
-            self.served.append(record)
-            print(line, file=self._log, flush=True)
-            if self._log_file:
-                self._log_file.write(line + "\n")
-                self._log_file.flush()
-
-    def start(self) -> ReplayServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.05,), name="replay", daemon=True
+        super().__init__(
+            ReplayBook(recording),
+            host=host,
+            port=port,
+            log=log if log is not None else sys.stderr,
+            log_file=log_file,
+            name="replay",
         )
-        self._thread.start()
-        return self
 
-    def serve_forever(self) -> None:
-        self._httpd.serve_forever(0.2)
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        if self._log_file:
-            self._log_file.close()
-
-    def __enter__(self) -> ReplayServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # our own log line says more
-
-            def _send(self, status: int, payload: Any) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _stream(self, events: list[dict[str, Any]]) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                for event in events:
-                    self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
-                self.close_connection = True
-
-            def do_GET(self) -> None:
-                if self.path.rstrip("/") in ("/v1/models", "/models"):
-                    data = [
-                        {"id": m, "object": "model", "created": 0, "owned_by": "replay"}
-                        for m in server.models
-                    ]
-                    self._send(200, {"object": "list", "data": data})
-                    return
-                self._send(404, _error_body(f"no such path {self.path}", "not_found"))
-
-            def do_POST(self) -> None:
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                record: dict[str, Any] = {
-                    "at": round(time.time(), 3),
-                    "path": self.path,
-                    "role": headers.get(ROLE_HEADER.lower()),
-                    "task": headers.get(TASK_HEADER.lower()),
-                    "candidate": _int(headers.get(CANDIDATE_HEADER.lower())),
-                    "round": _int(headers.get(ROUND_HEADER.lower())),
-                }
-                status, payload, stream = self._answer(headers, record)
-                record["status"] = status
-                server.log(record)
-                if stream is not None:
-                    self._stream(stream)
-                else:
-                    self._send(status, payload)
-
-            def _answer(
-                self, headers: dict[str, str], record: dict[str, Any]
-            ) -> tuple[int, Any, list[dict[str, Any]] | None]:
-                if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-                    return 404, _error_body(f"no such path {self.path}", "not_found"), None
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_BODY_BYTES:
-                    return 413, _error_body("request body too large", "invalid_request"), None
-                try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                except ValueError:
-                    return 400, _error_body("invalid JSON body", "invalid_request"), None
-                if not isinstance(body, dict):
-                    return (
-                        400,
-                        _error_body("the body must be a JSON object", "invalid_request"),
-                        None,
-                    )
-                try:
-                    entry = server.book.answer(headers, body)
-                except ReplayMiss as miss:
-                    record["error"] = str(miss)
-                    return 404, _error_body(f"replay: {miss}", "not_found"), None
-                record.update(
-                    served={
-                        "task": entry.task,
-                        "role": entry.role,
-                        "candidate": entry.candidate,
-                        "round": entry.round,
-                        "seq": entry.seq,
-                        "source": entry.source,
-                        "content_sha256": content_digest(entry.content),
-                    }
-                )
-                if body.get("stream"):
-                    return 200, None, _chunks(body, entry.content)
-                return 200, _completion(body, entry.content), None
-
-        return Handler
+    @property
+    def models(self) -> list[str]:
+        return self.book.model_ids()

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from codegen.corpus.model import Chunk
-from codegen.retrieval.embedders import Embedder, EmbedderConfig, make_embedder
+from codegen.retrieval.embedders import Embedder
 from codegen.retrieval.lancedb_store import LanceDBStore
 from codegen.retrieval.stores import SEARCH_MODES, Filters, IndexMissingError, VectorStore
 from codegen.retrieval.types import SearchHit
@@ -169,7 +169,3 @@ class LazyRetriever(IndexRetriever):
         if self._embedder is None:
             self._embedder = self._factory()
         return self._embedder
-
-
-def open_retriever(store: StoreConfig, embedder: EmbedderConfig) -> IndexRetriever:
-    return IndexRetriever(open_store(store), make_embedder(embedder))

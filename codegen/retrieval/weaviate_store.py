@@ -21,19 +21,6 @@ from codegen.corpus.model import Chunk
 from codegen.retrieval.stores import SEARCH_MODES, Filters, StoreError, hit_from_row, keyword_text
 from codegen.retrieval.types import SearchHit
 
-_PROPS = [
-    "chunk_id",
-    "uri",
-    "start_line",
-    "end_line",
-    "text",
-    "source",
-    "title",
-    "language",
-    "kind",
-    "meta_json",
-]
-
 
 def connect(url: str) -> Any:
     """A client for ``http(s)://host:port``; gRPC on port 50051 of the same host."""

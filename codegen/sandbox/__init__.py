@@ -3,21 +3,19 @@
     with open_sandbox() as sb:
         report = sb.run_pytest(solution_source, test_source, Limits(timeout_s=10))
 
-``run`` / ``run_pytest`` at module level use one lazily opened default sandbox, shared by the
-threads of this process and closed at exit.
+Callers choose the backend and limits (the platform's come from settings, through
+``codegen.composition``); there is no process-wide default sandbox that could read them
+another way.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
-import threading
-from collections.abc import Mapping
 
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable, UnsafePathError
-from codegen.sandbox.files import FileContent, Symlink
+from codegen.sandbox.files import Symlink
 from codegen.sandbox.types import ExecResult, Limits, TestCaseResult, TestReport
 
 DEFAULT_IMAGE = "multiagent-codegen-sandbox:1"
@@ -36,8 +34,6 @@ __all__ = [
     "TestReport",
     "UnsafePathError",
     "open_sandbox",
-    "run",
-    "run_pytest",
 ]
 
 
@@ -106,31 +102,3 @@ def open_sandbox(
         # Only rlimits, a timeout and a process-group kill: the caller asked for this by name.
         return BwrapSandbox(concurrency=pool_size, default_limits=default_limits, unsafe_host=True)
     raise SandboxUnavailable("no sandbox backend works here (" + "; ".join(reasons) + ")")
-
-
-_default: Sandbox | None = None
-_default_lock = threading.Lock()
-
-
-def default_sandbox() -> Sandbox:
-    """The process-wide sandbox, opened on first use from ``CODEGEN_SANDBOX__*`` variables."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = open_sandbox(
-                os.environ.get("CODEGEN_SANDBOX__BACKEND", "auto"),
-                image=os.environ.get("CODEGEN_SANDBOX__IMAGE", DEFAULT_IMAGE),
-                pool_size=int(os.environ.get("CODEGEN_SANDBOX__POOL_SIZE", "2")),
-                isolation=os.environ.get("CODEGEN_SANDBOX__ISOLATION", "pooled"),
-            )
-        return _default
-
-
-def run(
-    files: Mapping[str, FileContent], command: list[str], limits: Limits | None = None
-) -> ExecResult:
-    return default_sandbox().run(files, command, limits)
-
-
-def run_pytest(solution_source: str, test_source: str, limits: Limits | None = None) -> TestReport:
-    return default_sandbox().run_pytest(solution_source, test_source, limits)

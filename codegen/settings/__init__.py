@@ -31,12 +31,13 @@ from pydantic_settings import (
 _PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 PROJECT_ROOT = _PACKAGE_PARENT if (_PACKAGE_PARENT / "pyproject.toml").exists() else Path.cwd()
 
-AGENT_ROLES = ("analyzer", "test_designer", "programmer", "reviewer", "documenter")
+# The crew's roles, as they go over the wire in X-Codegen-Agent; a TOML override for any other
+# name is a typo, rejected when the settings load.
+AgentRole = Literal["analyzer", "test_designer", "programmer", "reviewer", "documenter"]
 
 
 class Environment(StrEnum):
     LOCAL = "local"
-    TEST = "test"
     PRODUCTION = "production"
 
 
@@ -62,8 +63,8 @@ class LLMSettings(BaseModel):
     request_timeout_s: float = 120.0
     max_retries: int = 4
     default: AgentModel = AgentModel()
-    # Per-role overrides, keyed by role name (see AGENT_ROLES).
-    agents: dict[str, AgentModel] = Field(default_factory=dict)
+    # Per-role overrides, keyed by role name.
+    agents: dict[AgentRole, AgentModel] = Field(default_factory=dict)
     # USD per million tokens: {model: {"input": x, "output": y}}. Unknown models cost "unknown".
     prices: dict[str, dict[str, float]] = Field(
         default_factory=lambda: {
@@ -81,21 +82,21 @@ class LLMSettings(BaseModel):
     budget_tokens: int | None = None
     budget_usd: float | None = None
 
-    def for_role(self, role: str) -> AgentModel:
-        return self.agents.get(role, self.default)
-
 
 class SandboxSettings(BaseModel):
-    backend: str = "auto"  # auto | docker | bwrap
-    image: str = "multiagent-codegen-sandbox:1"
-    pool_size: int = 2
-    isolation: str = "pooled"  # pooled | strict
-    timeout_s: float = 30.0
-    memory_mb: int = 512
-    pids: int = 128
-    cpus: float = 1.0
-    workdir_mb: int = 64
-    max_output_bytes: int = 1_000_000
+    backend: Literal["auto", "docker", "bwrap"] = "auto"
+    # None keeps the sandbox's own value, defined once there: the image tag is
+    # codegen.sandbox.DEFAULT_IMAGE, each limit a field of codegen.sandbox.Limits
+    # (composition.sandbox_limits fills in what is set here).
+    image: str | None = None
+    pool_size: int = Field(default=2, ge=1, le=64)
+    isolation: Literal["pooled", "strict"] = "pooled"
+    timeout_s: float | None = Field(default=None, gt=0)
+    memory_mb: int | None = Field(default=None, ge=16)
+    pids: int | None = Field(default=None, ge=8)
+    cpus: float | None = Field(default=None, gt=0)
+    workdir_mb: int | None = Field(default=None, ge=1)
+    max_output_bytes: int | None = Field(default=None, ge=1024)
 
 
 class ContextSettings(BaseModel):
@@ -169,13 +170,14 @@ class CorpusSettings(BaseModel):
     sources: list[str] = Field(default_factory=lambda: ["local"])
     reindex_cron: str = "0 3 * * *"
     max_document_bytes: int = 1_000_000
-    chunk_max_tokens: int = 400
-    chunk_min_tokens: int = 48
-    # Near-duplicate defaults: Lee et al. 2022 (5-gram shingles, Jaccard 0.8); see
-    # codegen/corpus/dedupe.py.
-    dedupe_shingle_size: int = 5
-    dedupe_num_perm: int = 128
-    dedupe_threshold: float = 0.8
+    # None keeps the corpus package's own measured default, defined once there: the chunk
+    # budget in codegen.corpus.chunk.Budget, near-duplicate detection in
+    # codegen.corpus.dedupe.DedupeParams (Lee et al. 2022: 5-gram shingles, Jaccard 0.8).
+    chunk_max_tokens: int | None = Field(default=None, ge=16)
+    chunk_min_tokens: int | None = Field(default=None, ge=1)
+    dedupe_shingle_size: int | None = Field(default=None, ge=1)
+    dedupe_num_perm: int | None = Field(default=None, ge=16)
+    dedupe_threshold: float | None = Field(default=None, gt=0, le=1)
     # Asset check bounds on the share of documents removed as duplicates.
     dedupe_ratio_max: float = 0.5
     http_timeout_s: float = 30.0

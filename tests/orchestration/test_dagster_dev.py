@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.dagster_instance  # CI runs these again on Postgres
 LOCATIONS_QUERY = """
 { workspaceOrError { __typename ... on Workspace { locationEntries {

@@ -133,3 +133,25 @@ def test_three_concurrent_requests_on_a_fresh_sqlite_home(
     runs = {r.run_id: r for r in instance.get_runs()}
     assert set(runs) == {r["run_id"] for r in reports}
     assert all(run.is_success for run in runs.values())
+
+
+def test_a_home_made_before_the_package_move_still_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The dagster.yaml such a home holds named the storage module by its pre-package path.
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    old = INSTANCE_TEMPLATE.read_text().replace(
+        "module: codegen.orchestration.storage", "module: orchestration.storage"
+    )
+    assert "module: orchestration.storage" in old
+    (home / "dagster.yaml").write_text(old + "# the user's own line\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.delenv(POSTGRES_URL_ENV, raising=False)
+    instance = configured_instance(get_settings())
+    try:
+        assert isinstance(instance.run_storage, SqliteRunStorage)
+    finally:
+        instance.dispose()
+    text = (home / "dagster.yaml").read_text()
+    assert "module: codegen.orchestration.storage" in text and "# the user's own line" in text

@@ -24,7 +24,7 @@ from codegen.orchestration.instance import INSTANCE_TEMPLATE, configured_instanc
 from codegen.replay.scripted import Reply, ScriptedOpenAIServer, primes_handler
 from codegen.settings import get_settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 ACTIVE = {DagsterRunStatus.STARTING, DagsterRunStatus.STARTED}
 

@@ -235,24 +235,6 @@ def _alive_bwrap(pid: int) -> bool:
         return False
 
 
-def test_module_level_functions_use_one_default_sandbox(
-    sb: Sandbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from codegen import sandbox
-
-    monkeypatch.setenv("CODEGEN_SANDBOX__BACKEND", sb.backend)
-    monkeypatch.setenv("CODEGEN_SANDBOX__POOL_SIZE", "1")
-    monkeypatch.setattr(sandbox, "_default", None)
-    try:
-        assert sandbox.run({"a.py": "print(6 * 7)"}, ["python3", "a.py"]).stdout == "42\n"
-        assert sandbox.run_pytest(SOLUTION, TESTS_10, ROOMY).passed == 10
-        assert sandbox.default_sandbox() is sandbox.default_sandbox()
-        assert sandbox.default_sandbox().backend == sb.backend
-    finally:
-        if sandbox._default is not None:
-            sandbox._default.close()
-
-
 def test_unsafe_host_only_by_name_and_still_limited() -> None:
     """The opt-in bare-host mode: named unsafe, fresh per execution, timeout and rlimits."""
     from codegen.sandbox import open_sandbox

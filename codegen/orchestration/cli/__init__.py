@@ -30,10 +30,6 @@ COMMAND_MODULES: list[tuple[str, str]] = [
 ]
 
 
-class CodegenError(click.ClickException):
-    """An expected failure with a message meant for the user."""
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="multiagent-codegen", prog_name="codegen")
 def cli() -> None:

@@ -78,7 +78,7 @@ LAUNCH_MODES = ("auto", "queue", "here")
 
 def daemon_running(instance: Any) -> bool:
     """Whether a dagster-daemon serves this instance: its sensors and its run queue beat."""
-    from dagster._daemon.controller import get_daemon_statuses
+    from codegen.orchestration.dagster_private import get_daemon_statuses
 
     statuses = get_daemon_statuses(
         instance,
@@ -119,7 +119,8 @@ def run_in_this_process(
 def _wait_for_queued_run(instance: Any, request_id: str, poll_s: float = 1.0) -> tuple[str, bool]:
     """Wait while the daemon's inbox sensor launches the request's run and the queue runs it."""
     from dagster import DagsterRunStatus, RunsFilter
-    from dagster._core.storage.tags import WILL_RETRY_TAG
+
+    from codegen.orchestration.dagster_private import WILL_RETRY_TAG
 
     finished = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
     shown: DagsterRunStatus | None = None

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import click
 
 from codegen.agents.llm import StructuredModes, structured_modes_file
+from codegen.composition import sandbox_image
 from codegen.orchestration.instance import postgres_url
 from codegen.settings import config_file, default_dagster_home, get_settings
 
@@ -43,7 +44,7 @@ def info(as_json: bool) -> None:
     click.echo(f"dagster home  {data['dagster_home']}")
     click.echo(f"instance      {data['instance_storage']} (DAGSTER_POSTGRES_URL selects Postgres)")
     click.echo(f"environment   {settings.env.value}")
-    click.echo(f"sandbox       {settings.sandbox.backend} ({settings.sandbox.image})")
+    click.echo(f"sandbox       {settings.sandbox.backend} ({sandbox_image(settings.sandbox)})")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
     modes = data["structured_outputs"] or {"(no endpoint used yet)": "json_schema first"}
     for endpoint_model, mode in sorted(modes.items()):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from codegen.composition import sandbox_image, sandbox_limits
 from codegen.settings import get_settings
 
 
@@ -32,7 +33,7 @@ def build(offline: bool, force: bool, tag: str | None) -> None:
     from codegen.sandbox import SandboxError
     from codegen.sandbox.image import build_image
 
-    tag = tag or get_settings().sandbox.image
+    tag = tag or sandbox_image(get_settings().sandbox)
     try:
         built = build_image(tag, offline=offline, force=force, progress=_progress)
     except SandboxError as exc:
@@ -65,22 +66,18 @@ def exec_command(
 
     Example: codegen sandbox exec --dir . --timeout 10 -- python3 -m pytest -q
     """
-    from codegen.sandbox import Limits, SandboxError, open_sandbox
+    from codegen.sandbox import SandboxError, open_sandbox
     from codegen.sandbox.files import read_dir
 
     settings = get_settings().sandbox
-    limits = Limits(
-        timeout_s=timeout if timeout is not None else settings.timeout_s,
-        memory_mb=memory if memory is not None else settings.memory_mb,
-        pids=settings.pids,
-        cpus=settings.cpus,
-        workdir_mb=settings.workdir_mb,
-        max_output_bytes=settings.max_output_bytes,
-    )
+    limits = sandbox_limits(settings, timeout_s=timeout, memory_mb=memory)
     try:
         files = read_dir(directory, limits.workdir_mb * 1024 * 1024)
         with open_sandbox(
-            backend or settings.backend, image=settings.image, pool_size=1, isolation="strict"
+            backend or settings.backend,
+            image=sandbox_image(settings),
+            pool_size=1,
+            isolation="strict",
         ) as sb:
             result = sb.run(files, list(command), limits)
     except (SandboxError, OSError, ValueError) as exc:

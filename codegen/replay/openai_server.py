@@ -1,0 +1,471 @@
+"""One OpenAI-compatible HTTP server for every endpoint the project fakes; answer books plug in.
+
+It speaks the real wire protocol (``POST /v1/chat/completions``, plain JSON or Server-Sent
+Events with ``"stream": true``; ``GET /v1/models``), so the real ``openai`` SDK and the crew talk
+to it over real sockets as to any endpoint. What it answers comes from an :class:`AnswerBook`:
+
+* ``codegen.replay.scripted.ScriptedBook``: per-role queues and a handler, for tests, the
+  README's offline mode and benchmarks;
+* ``codegen.replay.server.ReplayBook``: a recording of real replies, for ``codegen replay
+  serve`` and evaluations on recorded data.
+
+The server owns everything that is the same for both: request parsing and size limits, the
+record of every request (``server.requests``), how servers without Structured Outputs refuse
+``json_schema`` (``structured_outputs`` profiles, below), delays and scripted HTTP errors,
+usage accounting, streaming, and an optional JSON-lines log of what was served.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from codegen.replay.recording import CANDIDATE_HEADER, ROLE_HEADER, ROUND_HEADER, TASK_HEADER
+
+MAX_BODY_BYTES = 20_000_000
+
+# A chat-completions request body and the error bodies are JSON objects from the wire.
+JSONObject = dict[str, Any]
+
+
+@dataclass
+class Reply:
+    """One answer: assistant content, or an HTTP error, optionally after a delay."""
+
+    content: str | None = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    error_message: str = ""
+    error_type: str = "scripted"
+    error_code: str | None = None
+    # Overrides the estimated usage ({"prompt_tokens": .., "completion_tokens": ..}).
+    usage: dict[str, int] | None = None
+    finish_reason: str = "stop"
+    # What the book served, for the log line (a recording's key, seq and source).
+    served: dict[str, object] | None = None
+
+    @classmethod
+    def text(cls, content: str, **kw: Any) -> Reply:
+        return cls(content=content, **kw)
+
+    @classmethod
+    def json(cls, obj: object, **kw: Any) -> Reply:
+        return cls(content=json.dumps(obj), **kw)
+
+    @classmethod
+    def error(
+        cls,
+        status: int,
+        message: str = "scripted error",
+        headers: dict[str, str] | None = None,
+        *,
+        error_type: str = "scripted",
+        error_code: str | None = None,
+    ) -> Reply:
+        return cls(
+            status=status,
+            error_message=message,
+            headers=dict(headers or {}),
+            error_type=error_type,
+            error_code=error_code,
+        )
+
+    @classmethod
+    def delay(cls, seconds: float, then: object = "") -> Reply:
+        reply = as_reply(then)
+        reply.delay_s = seconds
+        return reply
+
+
+def as_reply(value: object) -> Reply:
+    if isinstance(value, Reply):
+        # A copy, so a reply object reused in a script keeps its own settings.
+        return Reply(**{k: getattr(value, k) for k in value.__dataclass_fields__})
+    if isinstance(value, str):
+        return Reply.text(value)
+    if isinstance(value, dict | list):
+        return Reply.json(value)
+    raise TypeError(f"unsupported scripted reply: {type(value).__name__}")
+
+
+class Headers(dict[str, str]):
+    """Request headers with case-insensitive lookup (HTTP header names are)."""
+
+    def __init__(self, items: Iterable[tuple[str, str]] = ()) -> None:
+        super().__init__((k.lower(), v) for k, v in items)
+
+    def __getitem__(self, key: str) -> str:
+        return super().__getitem__(key.lower())
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and super().__contains__(key.lower())
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(key.lower(), default)
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: Headers
+    body: JSONObject | None
+    role: str | None
+
+    @property
+    def messages(self) -> list[JSONObject]:
+        return list((self.body or {}).get("messages") or [])
+
+    @property
+    def prompt_text(self) -> str:
+        """All message contents joined: what the model was shown."""
+        parts = []
+        for m in self.messages:
+            content = m.get("content")
+            if isinstance(content, list):  # content parts
+                parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            elif content is not None:
+                parts.append(str(content))
+        return "\n".join(parts)
+
+
+class AnswerBook(Protocol):
+    """Where a server's answers come from."""
+
+    def answer(self, request: RecordedRequest) -> Reply: ...
+
+    def model_ids(self) -> list[str]: ...
+
+
+def estimate_tokens(text: str) -> int:
+    # Roughly four characters per token, the usual rule of thumb for English and code.
+    return max(1, (len(text) + 3) // 4)
+
+
+# How servers without Structured Outputs answer ``response_format: json_schema``, from their
+# sources and bug reports:
+# - llama.cpp server before Sep 2024 (ggml-org/llama.cpp#9522, #9527): HTTP 500;
+# - vLLM before 0.5.5 (vllm-project/vllm#7654 added it): pydantic rejects the Literal type and
+#   the server answers 400 with its own ErrorResponse shape (no "error" wrapper);
+# - Ollama before 0.5 (ollama/ollama openai.go only mapped json_object): ignored, HTTP 200.
+REFUSALS: dict[str, tuple[int, JSONObject]] = {
+    "llama.cpp": (
+        500,
+        {
+            "error": {
+                "code": 500,
+                "message": 'response_format type must be one of "text" or "json_object", '
+                "but got: json_schema",
+                "type": "server_error",
+            }
+        },
+    ),
+    "vllm-0.5": (
+        400,
+        {
+            "object": "error",
+            "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+            "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+            "'ctx': {'expected': \"'text' or 'json_object'\"}}]",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+    ),
+}
+STRUCTURED_PROFILES = ("full", "llama.cpp", "vllm-0.5", "ollama-0.4", "none")
+
+
+def _format_type(body: JSONObject) -> str | None:
+    fmt = body.get("response_format")
+    return str(fmt.get("type")) if isinstance(fmt, dict) else None
+
+
+def _refusal(profile: str, body: JSONObject) -> tuple[int, JSONObject] | None:
+    kind = _format_type(body)
+    if profile == "none" and kind not in (None, "text"):
+        return 400, error_body(f"response_format {kind!r} is not supported", "invalid_request")
+    if kind == "json_schema" and profile in REFUSALS:
+        return REFUSALS[profile]
+    return None
+
+
+def _ignores_schema(profile: str, body: JSONObject) -> bool:
+    return profile == "ollama-0.4" and _format_type(body) == "json_schema"
+
+
+def error_body(message: str, kind: str, code: str | None = None) -> JSONObject:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _usage(body: JSONObject, reply: Reply) -> dict[str, int]:
+    prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
+    usage = reply.usage or {
+        "prompt_tokens": estimate_tokens(prompt),
+        "completion_tokens": estimate_tokens(reply.content or ""),
+    }
+    return {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
+
+
+def completion(body: JSONObject, reply: Reply) -> JSONObject:
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "unknown"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.content or "", "refusal": None},
+                "finish_reason": reply.finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": _usage(body, reply),
+    }
+
+
+def chunks(body: JSONObject, reply: Reply) -> list[JSONObject]:
+    """The reply as streaming chunks: role, content in pieces, stop, then usage if asked."""
+    content = reply.content or ""
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model", "unknown"),
+    }
+    pieces = [content[i : i + 512] for i in range(0, len(content), 512)] or [""]
+    out = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+    ]
+    out += [
+        {**base, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]}
+        for p in pieces
+    ]
+    out.append(
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]}
+    )
+    if (body.get("stream_options") or {}).get("include_usage"):
+        out.append({**base, "choices": [], "usage": _usage(body, reply)})
+    return out
+
+
+class OpenAICompatibleServer:
+    """A threaded chat-completions server on ``host:port`` (port 0: a free one)."""
+
+    def __init__(
+        self,
+        book: AnswerBook,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        structured_outputs: str = "full",
+        log: IO[str] | None = None,
+        log_file: Path | None = None,
+        name: str = "openai-compatible",
+    ) -> None:
+        if structured_outputs not in STRUCTURED_PROFILES:
+            raise ValueError(f"unknown structured_outputs profile {structured_outputs!r}")
+        self.book = book
+        self.structured_outputs = structured_outputs
+        self.requests: list[RecordedRequest] = []
+        self.served: list[JSONObject] = []  # the log's records, when logging
+        self._log = log
+        self._log_file = log_file.open("a", encoding="utf-8") if log_file else None
+        self._name = name
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer((host, port), self._make_handler())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def logging(self) -> bool:
+        return self._log is not None or self._log_file is not None
+
+    def requests_for(self, role: str) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.role == role]
+
+    def log(self, record: JSONObject) -> None:
+        line = json.dumps(record, sort_keys=True)
+        with self._lock:
+            self.served.append(record)
+            if self._log is not None:
+                print(line, file=self._log, flush=True)
+            if self._log_file:
+                self._log_file.write(line + "\n")
+                self._log_file.flush()
+
+    # -- lifecycle -----------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._httpd.server_address[0]}:{self.port}/v1"
+
+    def start(self) -> OpenAICompatibleServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name=self._name, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self._httpd.serve_forever(0.2)
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._log_file:
+            self._log_file.close()
+
+    def __enter__(self) -> OpenAICompatibleServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- HTTP ----------------------------------------------------------------------------
+    def _make_handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # the server's own log line, when asked for, says more
+
+            def _send_json(self, status: int, payload: object, headers: dict[str, str]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                # The client may have given up already (timeout tests); nothing to do then.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(data)
+
+            def _stream(self, events: list[JSONObject], headers: dict[str, str]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    for event in events:
+                        self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                self.close_connection = True
+
+            def _record(self, body: JSONObject | None) -> RecordedRequest:
+                rec = RecordedRequest(
+                    method=self.command,
+                    path=self.path,
+                    headers=Headers(self.headers.items()),
+                    body=body,
+                    role=self.headers.get(ROLE_HEADER),
+                )
+                with server._lock:
+                    server.requests.append(rec)
+                return rec
+
+            def do_GET(self) -> None:
+                self._record(None)
+                if self.path.rstrip("/") in ("/v1/models", "/models"):
+                    data = [
+                        {"id": m, "object": "model", "created": 0, "owned_by": server._name}
+                        for m in server.book.model_ids()
+                    ]
+                    self._send_json(200, {"object": "list", "data": data}, {})
+                    return
+                self._send_json(404, error_body(f"no such path {self.path}", "not_found"), {})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_BODY_BYTES:
+                    self._record(None)
+                    self._send_json(
+                        413, error_body("request body too large", "invalid_request"), {}
+                    )
+                    return
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = None
+                if not isinstance(body, dict):
+                    self._record(None)
+                    message = "the body must be a JSON object" if raw else "invalid JSON body"
+                    self._send_json(400, error_body(message, "invalid_request"), {})
+                    return
+                request = self._record(body)
+                if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+                    self._send_json(404, error_body(f"no such path {self.path}", "not_found"), {})
+                    return
+                refusal = _refusal(server.structured_outputs, body)
+                if refusal is not None:
+                    self._send_json(*refusal, {})
+                    return
+                reply = server.book.answer(request)
+                if server.logging:
+                    server.log(_log_record(request, reply))
+                if _ignores_schema(server.structured_outputs, body):
+                    # The server drops the schema, so the model chats around its JSON.
+                    reply.content = f"Here is the JSON:\n```json\n{reply.content}\n```\nDone."
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                if reply.status != 200:
+                    payload = error_body(
+                        reply.error_message or "error", reply.error_type, reply.error_code
+                    )
+                    self._send_json(reply.status, payload, reply.headers)
+                elif body.get("stream"):
+                    self._stream(chunks(body, reply), reply.headers)
+                else:
+                    self._send_json(200, completion(body, reply), reply.headers)
+
+        return _Handler
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _log_record(request: RecordedRequest, reply: Reply) -> JSONObject:
+    """One log line: when, who asked (role, task, candidate, round), the status, what served."""
+    h = request.headers
+    record: JSONObject = {
+        "at": round(time.time(), 3),
+        "path": request.path,
+        "role": request.role,
+        "task": h.get(TASK_HEADER),
+        "candidate": _int(h.get(CANDIDATE_HEADER)),
+        "round": _int(h.get(ROUND_HEADER)),
+        "status": reply.status,
+    }
+    if reply.status != 200:
+        record["error"] = reply.error_message
+    if reply.served is not None:
+        record["served"] = reply.served
+    return record

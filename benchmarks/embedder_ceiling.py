@@ -293,11 +293,20 @@ def main() -> None:
     per_token = shape["layers"] * dense_macs_per_token_layer(shape)
     report["model"] = shape | {"dense_macs_per_token": per_token}
 
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        rates = gemm_rates(shape, Path(tmp), args.gemm_repeats)
-    report["gemm_gmacs_per_s"] = {k: round(v / 1e9, 2) for k, v in rates.items()}
-    log(f"GEMM rates (GMAC/s): {report['gemm_gmacs_per_s']}")
+    # On a shared machine the rate moves with the load: it is measured before and after each
+    # set of texts, and the ceiling takes the fastest measurement (the highest ceiling).
+    gemm_runs: list[dict[str, float]] = []
 
+    def measure_gemm(when: str) -> None:
+        with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+            gemm_runs.append(gemm_rates(shape, Path(tmp), args.gemm_repeats))
+        rounded = {k: round(v / 1e9, 2) for k, v in gemm_runs[-1].items()}
+        report.setdefault("gemm_gmacs_per_s_by_measurement", []).append(
+            {"when": when, "load_average_1m": round(os.getloadavg()[0], 2)} | rounded
+        )
+        log(f"GEMM rates (GMAC/s) {when}: {rounded}")
+
+    measure_gemm("start")
     embedders = {
         "minilm-torch": MiniLMEmbedder(),
         "minilm": OnnxMiniLMEmbedder(cache_dir=args.model_cache),
@@ -310,14 +319,20 @@ def main() -> None:
     rng = np.random.default_rng(0)
     picked = rng.choice(len(corpus), size=min(args.corpus_sample, len(corpus)), replace=False)
     corpus_sample = [corpus[i] for i in sorted(picked)]
-    report["texts"] = {}
-    for label, texts in (("stdlib_functions", functions), ("default_corpus_chunks", corpus_sample)):
+    sets = (("stdlib_functions", functions), ("default_corpus_chunks", corpus_sample))
+    measured: dict[str, dict[str, float]] = {}
+    for label, texts in sets:
         log(f"{label}: timing {len(texts)} texts")
-        measured = {
+        measured[label] = {
             name: statistics.median(v)
             for name, v in measured_throughput(embedders, texts, args.rounds).items()
         }
-        report["texts"][label] = ceiling_for(label, texts, shape, rates, measured)
+        measure_gemm(f"after {label}")
+    rates = {k: max(run[k] for run in gemm_runs) for k in gemm_runs[0]}
+    report["gemm_gmacs_per_s"] = {k: round(v / 1e9, 2) for k, v in rates.items()}
+    report["texts"] = {
+        label: ceiling_for(label, texts, shape, rates, measured[label]) for label, texts in sets
+    }
     report["default_corpus_chunks_total"] = len(corpus)
     report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report["total_seconds"] = round(time.perf_counter() - started, 1)

@@ -9,9 +9,10 @@ Everything is measured in one run on this machine:
     projections (Q, K, V, output: 4 d^2; feed-forward: 2 d f multiply-adds), plus attention's
     2 n d, which grows with the text's length n;
   - the machine's sustained rate for exactly those dense projections: one transformer
-    layer's six Linear layers (d=384, f=1536) exported to ONNX and int8-quantized with the
-    default embedder's own recipe, run by ONNX Runtime on every CPU over 8,192 token rows;
-    the same graph in fp32, and torch's fp32;
+    layer's six Linear layers (d=384, f=1536) exported to ONNX and int8-quantized (weights
+    per channel; activation scales per call, and constant as in the default's recipe 3: the
+    faster of the two is the ceiling's rate), run by ONNX Runtime on every CPU over 8,192
+    token rows; the same graph in fp32, and torch's fp32;
   - torch MiniLM (the baseline) and the ONNX int8 default on the same texts, interleaved.
 
 The ceiling is the throughput MiniLM would reach if all of its dense arithmetic ran at that
@@ -50,6 +51,7 @@ from codegen.retrieval.embedders import (
 from codegen.retrieval.evaluation import stdlib_eval_set
 
 TARGET_SPEEDUP = 8.0
+PROBES: list[Any] = []  # gemm_rates leaves here a callable giving the int8 rate right now
 ROWS = 8192  # token rows per timed GEMM call: the embedder's own batch_tokens
 
 
@@ -126,12 +128,14 @@ def _time(fn: Any, repeats: int) -> float:
 
 def gemm_rates(shape: dict[str, int], workdir: Path, repeats: int) -> dict[str, float]:
     """Sustained multiply-adds per second of one layer's dense projections: ONNX Runtime int8
-    (the default embedder's quantization recipe), ONNX Runtime fp32, torch fp32."""
+    with per-channel weights and activation scales computed per call (dynamic, recipe 2) or
+    constant (calibrated, the default's recipe 3), ONNX Runtime fp32, torch fp32. The ceiling
+    takes the faster int8 rate."""
     import onnx
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from codegen.retrieval.embedders import _onnx_session
+    from codegen.retrieval.embedders import _onnx_session, constant_activation_scales
 
     module = _layer_module(shape)
     x = np.random.default_rng(0).standard_normal((ROWS, shape["hidden"])).astype(np.float32)
@@ -156,13 +160,28 @@ def gemm_rates(shape: dict[str, int], workdir: Path, repeats: int) -> dict[str, 
         per_channel=True,
         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
     )
+    static_path = workdir / "layer-int8-static.onnx"
+    constant_activation_scales(int8_path, static_path, [({"x": x}, None)])
     work = ROWS * dense_macs_per_token_layer(shape)
     threads = available_cpus()
     rates = {}
-    for name, path in (("onnx_int8", int8_path), ("onnx_fp32", fp32_path)):
+    timed = (
+        ("onnx_int8_dynamic", int8_path),
+        ("onnx_int8_static", static_path),
+        ("onnx_fp32", fp32_path),
+    )
+    for name, path in timed:
         session = _onnx_session(str(path), threads)
         seconds = _time(lambda s=session: s.run(["y"], {"x": x}), repeats)
         rates[name] = work / seconds
+    rates["onnx_int8"] = max(rates["onnx_int8_dynamic"], rates["onnx_int8_static"])
+    int8_sessions = [_onnx_session(str(p), threads) for p in (int8_path, static_path)]
+
+    def probe() -> float:
+        """The int8 rate now (best of the two recipes, best of two calls each)."""
+        return max(work / _time(lambda s=s: s.run(["y"], {"x": x}), 2) for s in int8_sessions)
+
+    PROBES.append(probe)
     torch.set_num_threads(threads)
     tx = torch.from_numpy(x)
     with torch.no_grad():
@@ -200,17 +219,24 @@ def read_chunk_texts(path: Path) -> list[str]:
 
 def measured_throughput(
     embedders: dict[str, Any], texts: list[str], rounds: int
-) -> dict[str, list[float]]:
+) -> tuple[dict[str, list[float]], list[float]]:
+    """chunks/s per embedder per round, and per round the int8 GEMM rate measured right
+    before and after the default's timing (the higher of the two), so that the default's
+    share of the ceiling can be taken at one moment's load."""
     rates: dict[str, list[float]] = {name: [] for name in embedders}
+    int8_by_round: list[float] = []
     for embedder in embedders.values():
         embedder.embed_documents(texts[:8])  # model load / first-time export
     for r in range(rounds):
         for name, embedder in embedders.items():
+            before = PROBES[-1]() if name == "minilm" else 0.0
             t0 = time.perf_counter()
             embedder.embed_documents(texts)
             rates[name].append(len(texts) / (time.perf_counter() - t0))
+            if name == "minilm":
+                int8_by_round.append(max(before, PROBES[-1]()))
         log(f"round {r + 1}: " + ", ".join(f"{n} {v[-1]:.1f}/s" for n, v in rates.items()))
-    return rates
+    return rates, int8_by_round
 
 
 def ceiling_for(
@@ -282,11 +308,20 @@ def main() -> None:
     per_token = shape["layers"] * dense_macs_per_token_layer(shape)
     report["model"] = shape | {"dense_macs_per_token": per_token}
 
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        rates = gemm_rates(shape, Path(tmp), args.gemm_repeats)
-    report["gemm_gmacs_per_s"] = {k: round(v / 1e9, 2) for k, v in rates.items()}
-    log(f"GEMM rates (GMAC/s): {report['gemm_gmacs_per_s']}")
+    # On a shared machine the rate moves with the load: it is measured before and after each
+    # set of texts, and the ceiling takes the fastest measurement (the highest ceiling).
+    gemm_runs: list[dict[str, float]] = []
 
+    def measure_gemm(when: str) -> None:
+        with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+            gemm_runs.append(gemm_rates(shape, Path(tmp), args.gemm_repeats))
+        rounded = {k: round(v / 1e9, 2) for k, v in gemm_runs[-1].items()}
+        report.setdefault("gemm_gmacs_per_s_by_measurement", []).append(
+            {"when": when, "load_average_1m": round(os.getloadavg()[0], 2)} | rounded
+        )
+        log(f"GEMM rates (GMAC/s) {when}: {rounded}")
+
+    measure_gemm("start")
     embedders = {
         "minilm-torch": MiniLMEmbedder(),
         "minilm": OnnxMiniLMEmbedder(cache_dir=args.model_cache),
@@ -299,14 +334,30 @@ def main() -> None:
     rng = np.random.default_rng(0)
     picked = rng.choice(len(corpus), size=min(args.corpus_sample, len(corpus)), replace=False)
     corpus_sample = [corpus[i] for i in sorted(picked)]
-    report["texts"] = {}
-    for label, texts in (("stdlib_functions", functions), ("default_corpus_chunks", corpus_sample)):
+    sets = (("stdlib_functions", functions), ("default_corpus_chunks", corpus_sample))
+    measured: dict[str, dict[str, float]] = {}
+    paired: dict[str, dict[str, Any]] = {}
+    for label, texts in sets:
         log(f"{label}: timing {len(texts)} texts")
-        measured = {
-            name: statistics.median(v)
-            for name, v in measured_throughput(embedders, texts, args.rounds).items()
+        by_round, int8_by_round = measured_throughput(embedders, texts, args.rounds)
+        measured[label] = {name: statistics.median(v) for name, v in by_round.items()}
+        dense, _ = macs(token_counts(texts, 256), shape)
+        shares = [
+            rate / (len(texts) / (dense / int8))
+            for rate, int8 in zip(by_round["minilm"], int8_by_round, strict=True)
+        ]
+        paired[label] = {
+            "int8_gmacs_per_s_by_round": [round(v / 1e9, 2) for v in int8_by_round],
+            "onnx_int8_share_of_ceiling_by_round": [round(v, 3) for v in shares],
+            "onnx_int8_share_of_ceiling_paired": round(statistics.median(shares), 3),
         }
-        report["texts"][label] = ceiling_for(label, texts, shape, rates, measured)
+        measure_gemm(f"after {label}")
+    rates = {k: max(run[k] for run in gemm_runs) for k in gemm_runs[0]}
+    report["gemm_gmacs_per_s"] = {k: round(v / 1e9, 2) for k, v in rates.items()}
+    report["texts"] = {
+        label: ceiling_for(label, texts, shape, rates, measured[label]) | paired[label]
+        for label, texts in sets
+    }
     report["default_corpus_chunks_total"] = len(corpus)
     report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report["total_seconds"] = round(time.perf_counter() - started, 1)

@@ -104,7 +104,7 @@ def embedder_config(settings: Settings, name: str | None = None) -> EmbedderConf
     r = settings.retrieval
     return EmbedderConfig(
         name=name or r.embedder,
-        cache_dir=str(settings.cache_dir),
+        cache_dir=str(settings.model_cache_dir),
         openai_model=r.openai_embedding_model,
         openai_dimensions=r.openai_embedding_dimensions,
         openai_base_url=settings.llm.base_url,

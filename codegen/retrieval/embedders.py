@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -150,7 +150,37 @@ class MiniLMEmbedder:
 
 # What the cached ONNX file is derived from besides the weights: bump when the export or
 # quantization recipe changes (a new identity, so indexes built with the old one re-embed).
-ONNX_RECIPE_VERSION = 2  # 2: eager attention, fused to QAttention; embeddings kept fp32
+# 2: eager attention, fused to QAttention; embeddings kept fp32.
+# 3: activations quantized with static scales calibrated on stdlib code (CALIBRATION_MODULES),
+#    so a text's vector no longer depends on its batch companions or its batch's padding.
+ONNX_RECIPE_VERSION = 3
+
+# Real code for the activation ranges: top-level functions and classes of these standard
+# library modules, none of them in the retrieval benchmark's seeded sample of 120 files.
+CALIBRATION_MODULES = (
+    "argparse.py",
+    "difflib.py",
+    "tarfile.py",
+    "logging/__init__.py",
+    "http/client.py",
+    "pathlib.py",
+    "subprocess.py",
+    "pickle.py",
+    "inspect.py",
+    "typing.py",
+    "functools.py",
+    "collections/__init__.py",
+    "statistics.py",
+    "csv.py",
+    "urllib/request.py",
+    "shutil.py",
+    "tempfile.py",
+    "enum.py",
+    "ipaddress.py",
+    "fractions.py",
+    "random.py",
+)
+CALIBRATION_TEXTS = 256
 
 
 def _package_version(name: str) -> str:
@@ -162,11 +192,45 @@ def _package_version(name: str) -> str:
         return "none"
 
 
+@lru_cache(maxsize=1)
+def calibration_texts() -> tuple[str, ...]:
+    """A seeded sample of the functions and classes (source as written, docstrings kept) of
+    CALIBRATION_MODULES in this interpreter's standard library."""
+    import ast
+    import random
+    import sysconfig
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    texts: list[str] = []
+    for name in CALIBRATION_MODULES:
+        path = root / name
+        if not path.is_file():  # another Python may lack a module; the digest says so
+            continue
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                texts.append("\n".join(lines[node.lineno - 1 : node.end_lineno]))
+    if not texts:
+        raise EmbedderError(f"no calibration code found under {root}")
+    picked = random.Random(0).sample(range(len(texts)), min(CALIBRATION_TEXTS, len(texts)))
+    return tuple(texts[i] for i in sorted(picked))
+
+
+@lru_cache(maxsize=1)
+def calibration_digest() -> str:
+    """Names the calibration texts: another interpreter's stdlib makes other scales."""
+    digest = hashlib.sha256()
+    for text in calibration_texts():
+        digest.update(hashlib.sha256(text.encode()).digest())
+    return digest.hexdigest()[:12]
+
+
 def _export_minilm_onnx(model_dir: Path, target: Path, quantize: bool) -> None:
     """MiniLM with sentence-transformers' mean pooling and L2 normalisation, as one ONNX graph
-    (inputs: input_ids, attention_mask, token_type_ids; output: unit vectors), optionally with
-    int8 dynamic quantization of the weights. Written to a temp name, then renamed: a
-    concurrent exporter never sees half a file."""
+    (inputs: input_ids, attention_mask, token_type_ids; output: unit vectors), optionally
+    int8: weights per channel, activations with static scales calibrated on real code.
+    Written to a temp name, then renamed: a reader never sees half a file."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
@@ -196,6 +260,8 @@ def _export_minilm_onnx(model_dir: Path, target: Path, quantize: bool) -> None:
     ).eval()
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     fp32 = tmp.with_suffix(".fp32.onnx")
+    fused = tmp.with_suffix(".fused.onnx")
+    dynamic = tmp.with_suffix(".dynamic.onnx")
     example = torch.ones((2, 16), dtype=torch.int64)
     try:
         # The tracer's and the quantizer's advice goes to stderr of whatever embeds first
@@ -216,30 +282,132 @@ def _export_minilm_onnx(model_dir: Path, target: Path, quantize: bool) -> None:
                 opset_version=17,
                 dynamo=False,
             )
-            fused = tmp.with_suffix(".fused.onnx")
             _fuse_transformer_ops(fp32, fused, model_dir)
             if quantize:
                 import onnx
                 from onnxruntime.quantization import QuantType, quantize_dynamic
 
                 # Per-channel int8 weights: mean cosine to the torch vectors 0.992, against
-                # 0.954 per-tensor (measured on 256 stdlib chunks); activations are quantized
-                # per batch at run time. Only the matrix products: the embedding table
-                # stays fp32 (no slower, and closer to torch's vectors).
+                # 0.954 per-tensor (measured on 256 stdlib chunks). Only the matrix products:
+                # the embedding table stays fp32 (no slower, and closer to torch's vectors).
                 quantize_dynamic(
                     str(fused),
-                    str(tmp),
+                    str(dynamic),
                     weight_type=QuantType.QInt8,
                     per_channel=True,
                     op_types_to_quantize=["MatMul", "Attention"],
                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
                 )
+                constant_activation_scales(dynamic, tmp, _calibration_feeds(model_dir))
             else:
                 fused.replace(tmp)
         tmp.replace(target)
     finally:
-        for leftover in (fp32, tmp.with_suffix(".fused.onnx"), tmp):
+        for leftover in (fp32, fused, dynamic, tmp):
             leftover.unlink(missing_ok=True)
+
+
+def _calibration_feeds(model_dir: Path) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray]]:
+    """(feeds, real-token mask) per length-sorted batch of ``calibration_texts()``."""
+    encodings = _fast_tokenizer(str(model_dir), 256).encode_batch(list(calibration_texts()))
+    for _, ids, mask in _token_batches(
+        encodings, batch_tokens=4096, max_batch=64, padding_slack=0.1, min_batch=8
+    ):
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        yield feeds, mask.astype(bool)
+
+
+def constant_activation_scales(
+    dynamic: Path,
+    target: Path,
+    batches: Iterable[tuple[dict[str, np.ndarray], np.ndarray | None]],
+) -> None:
+    """The dynamically quantized graph with each DynamicQuantizeLinear (scale and zero point
+    from every batch's own min and max) replaced by a QuantizeLinear with constant ones,
+    calibrated on ``batches`` (feeds, and which rows are real tokens; None: all): per tensor,
+    the mean over the batches of each batch's min and max over real (unpadded) tokens. For
+    MiniLM the batches are ``calibration_texts()``, length-sorted. The int8 kernels (QAttention, the
+    matrix products) stay as they were; each MatMulInteger -> Cast -> Mul becomes one
+    MatMulIntegerToFloat, which ONNX Runtime no longer fuses by itself once the scales are
+    constants.
+
+    onnxruntime.quantization.quantize_static is not used: its operator format has no int8
+    Attention, so the fused attention's QKV projection (a quarter of the products) would stay
+    fp32; the ranges are collected the way its MinMax calibrator collects them."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(dynamic))
+    graph = model.graph
+    observed = [n.input[0] for n in graph.node if n.op_type == "DynamicQuantizeLinear"]
+    probe = onnx.load(str(dynamic))
+    for name in observed:
+        probe.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.intra_op_num_threads = available_cpus()
+    session = ort.InferenceSession(
+        probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    lows: dict[str, list[float]] = {name: [] for name in observed}
+    highs: dict[str, list[float]] = {name: [] for name in observed}
+    for feeds, real in batches:
+        for name, value in zip(observed, session.run(observed, feeds), strict=True):
+            tokens = value if real is None else value.reshape(*real.shape, -1)[real]
+            lows[name].append(float(tokens.min()))
+            highs[name].append(float(tokens.max()))
+
+    nodes = []
+    for node in graph.node:
+        if node.op_type != "DynamicQuantizeLinear":
+            nodes.append(node)
+            continue
+        name = node.input[0]
+        low = min(float(np.mean(lows[name])), 0.0)  # the range holds 0, as the dynamic op's
+        high = max(float(np.mean(highs[name])), 0.0)
+        scale = (high - low) / 255.0
+        zero_point = int(np.clip(round(-low / scale), 0, 255))
+        quantized, scale_name, zero_name = node.output
+        graph.initializer.extend(
+            [
+                numpy_helper.from_array(np.array(scale, dtype=np.float32), scale_name),
+                numpy_helper.from_array(np.array(zero_point, dtype=np.uint8), zero_name),
+            ]
+        )
+        nodes.append(
+            helper.make_node(
+                "QuantizeLinear", [name, scale_name, zero_name], [quantized], name=node.name
+            )
+        )
+    producer = {out: n for n in nodes for out in n.output}
+    consumers: dict[str, list[Any]] = {}
+    for n in nodes:
+        for inp in n.input:
+            consumers.setdefault(inp, []).append(n)
+    replaced: dict[int, Any] = {}
+    dropped: set[int] = set()
+    for n in nodes:
+        if n.op_type != "MatMulInteger":
+            continue
+        (cast,) = consumers[n.output[0]]
+        (rescale,) = consumers[cast.output[0]]
+        scales = producer[next(i for i in rescale.input if i != cast.output[0])]
+        if cast.op_type != "Cast" or rescale.op_type != "Mul" or scales.op_type != "Mul":
+            raise EmbedderError(f"unexpected quantized MatMul pattern at {n.name}")
+        a, b, a_zero, b_zero = n.input
+        a_scale, b_scale = scales.input
+        replaced[id(n)] = helper.make_node(
+            "MatMulIntegerToFloat",
+            [a, b, a_scale, b_scale, a_zero, b_zero],
+            [rescale.output[0]],
+            name=f"{n.name}_to_float",
+            domain="com.microsoft",
+        )
+        dropped.update({id(cast), id(rescale), id(scales)})
+    del graph.node[:]
+    graph.node.extend(replaced.get(id(n), n) for n in nodes if id(n) not in dropped)
+    onnx.save(model, str(target))
 
 
 @contextmanager
@@ -291,11 +459,66 @@ def _fast_tokenizer(model_dir: str, max_seq_length: int) -> Any:
     return tokenizer
 
 
+def _token_batches(
+    encodings: Sequence[Any],
+    *,
+    batch_tokens: int,
+    max_batch: int,
+    padding_slack: float,
+    min_batch: int,
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(text indices, input_ids, attention_mask) per batch: texts sorted by token count, a
+    batch padded to its own longest text, closed before it passes batch_tokens padded tokens
+    or max_batch texts, or, past min_batch texts, before its padding passes padding_slack of
+    its real tokens (so a run of short texts is not padded to one long one)."""
+    lengths = [len(e.ids) for e in encodings]
+    order = np.argsort(lengths, kind="stable")
+    start = 0
+    while start < len(order):
+        end, real = start + 1, lengths[order[start]]
+        while end < len(order) and end - start < max_batch:
+            # Sorted, the text being added is the longest: it sets the padded width.
+            width, rows = lengths[order[end]], end - start + 1
+            if width * rows > batch_tokens:
+                break
+            if rows > min_batch and width * rows > (1 + padding_slack) * (real + width):
+                break
+            real += width
+            end += 1
+        batch = order[start:end]
+        width = lengths[batch[-1]]
+        ids = np.zeros((len(batch), width), dtype=np.int64)
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, i in enumerate(batch):
+            ids[row, : lengths[i]] = encodings[i].ids
+            mask[row, : lengths[i]] = 1
+        yield batch, ids, mask
+        start = end
+
+
 def available_cpus() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Across processes: one exporter at a time per cache entry; the others wait, then find
+    its finished file."""
+    import fcntl
+
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# (path, mtime, size, sha256) of export files this process has hashed and found complete.
+_VERIFIED_EXPORTS: set[tuple[str, int, int, str]] = set()
 
 
 @dataclass
@@ -304,10 +527,16 @@ class OnnxMiniLMEmbedder:
 
     The ONNX graph is exported here from those weights (nothing is downloaded), int8
     quantized, and cached under ``cache_dir/models`` keyed by the weights hash, the recipe
-    and the exporter's versions. Texts are tokenized up front and embedded in batches of
-    similar token length, so short chunks are not padded to the longest one in the corpus.
-    Same model, same pooling as ``MiniLMEmbedder``; int8 moves vectors by a little, which
-    the retrieval benchmark measures (docs/benchmarks.md#retrieval).
+    (its version, the calibration texts' digest) and the exporter's versions. ``cache_dir``
+    is the user's cache by default (``Settings.model_cache_dir``), so every CODEGEN_HOME of a
+    machine user shares one export. An entry counts only with its manifest, written last,
+    naming the model file's sha256: a partial or damaged file is exported again.
+
+    Texts are tokenized up front and embedded in batches of similar token length with
+    little padding (``_token_batches``). Activation scales are constants (recipe 3), so a
+    text's vector does not depend on its batch. Same model, same pooling as
+    ``MiniLMEmbedder``; int8 moves vectors by a little, which the retrieval benchmark
+    measures (docs/benchmarks.md#retrieval).
     """
 
     cache_dir: str
@@ -315,43 +544,79 @@ class OnnxMiniLMEmbedder:
     max_seq_length: int = 256
     batch_tokens: int = 8192  # padded tokens per batch: bounds memory, keeps kernels busy
     max_batch: int = 128
+    # A batch past min_batch texts closes before its padding passes this share of its real
+    # tokens: short stdlib functions padded to the longest of 128 were 57 % padding.
+    padding_slack: float = 0.1
+    min_batch: int = 8
     threads: int = 0  # 0: every CPU this process may run on
     model_dir: str | None = None
 
     def __post_init__(self) -> None:
         path, digest = verified_minilm_dir(self.model_dir)
         self._path, self._digest = str(path), digest
-        kind = "int8" if self.quantize else "fp32"
+
+    @property
+    def _kind(self) -> str:
+        return f"int8-cal{calibration_digest()}" if self.quantize else "fp32"
+
+    @property
+    def export_dir(self) -> Path:
         exporter = f"torch{_package_version('torch')}-onnx{_package_version('onnx')}"
-        name = f"minilm-onnx-{digest[:16]}-r{ONNX_RECIPE_VERSION}-{kind}-{exporter}"
-        self._onnx = Path(self.cache_dir) / "models" / name / "model.onnx"
+        name = f"minilm-onnx-{self._digest[:16]}-r{ONNX_RECIPE_VERSION}-{self._kind}-{exporter}"
+        return Path(self.cache_dir) / "models" / name
 
     @property
     def identity(self) -> str:
-        kind = "int8" if self.quantize else "fp32"
         return (
             f"minilm-onnx:all-MiniLM-L6-v2@{self._digest[:16]}:seq{self.max_seq_length}"
-            f":{kind}:r{ONNX_RECIPE_VERSION}"
+            f":{self._kind}:r{ONNX_RECIPE_VERSION}"
         )
 
     @property
     def dim(self) -> int:
         return MINILM_DIM
 
+    def _complete(self, model: Path, manifest: Path) -> bool:
+        try:
+            recorded = str(json.loads(manifest.read_text())["sha256"])
+            stat = model.stat()
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        key = (str(model), stat.st_mtime_ns, stat.st_size, recorded)
+        if key not in _VERIFIED_EXPORTS and _sha256(model) == recorded:
+            _VERIFIED_EXPORTS.add(key)  # hashed once per process, not on every query
+        return key in _VERIFIED_EXPORTS
+
+    def ensure_export(self) -> Path:
+        """The cached model file, exported first if no complete one is there."""
+        folder = self.export_dir
+        model, manifest = folder / "model.onnx", folder / "manifest.json"
+        if self._complete(model, manifest):
+            return model
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with _exclusive(folder / ".lock"):
+                if self._complete(model, manifest):  # another process exported meanwhile
+                    return model
+                manifest.unlink(missing_ok=True)
+                _export_minilm_onnx(Path(self._path), model, self.quantize)
+                record = {"sha256": _sha256(model), "identity": self.identity}
+                tmp = manifest.with_name(f".{manifest.name}.{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(record) + "\n")
+                tmp.replace(manifest)
+        except Exception as exc:
+            raise EmbedderError(f"exporting MiniLM to ONNX failed: {exc}") from exc
+        return model
+
     def _session(self) -> Any:
         with _MODEL_LOCK:
+            model = self.ensure_export()
             try:
-                if not self._onnx.exists():
-                    self._onnx.parent.mkdir(parents=True, exist_ok=True)
-                    _export_minilm_onnx(Path(self._path), self._onnx, self.quantize)
-            except Exception as exc:
-                raise EmbedderError(f"exporting MiniLM to ONNX failed: {exc}") from exc
-            try:
-                return _onnx_session(str(self._onnx), self.threads or available_cpus())
-            except Exception as exc:  # a damaged cache file; the export is redone if removed
+                return _onnx_session(str(model), self.threads or available_cpus())
+            except Exception as exc:  # the file matches its manifest yet does not load
                 raise EmbedderError(
-                    f"cannot load the ONNX model at {self._onnx} ({exc}); delete "
-                    f"{self._onnx.parent} to export it again"
+                    f"cannot load the ONNX model at {model} ({exc}); delete "
+                    f"{model.parent} to export it again"
                 ) from exc
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -360,27 +625,15 @@ class OnnxMiniLMEmbedder:
             return out
         session = self._session()
         encodings = _fast_tokenizer(self._path, self.max_seq_length).encode_batch(list(texts))
-        order = np.argsort([len(e.ids) for e in encodings], kind="stable")
-        start = 0
-        while start < len(order):
-            # Longest text of the batch sets the padded width; sorted, that is the last one.
-            end = start + 1
-            while end < len(order) and end - start < self.max_batch:
-                width = len(encodings[order[end]].ids)
-                if width * (end - start + 1) > self.batch_tokens:
-                    break
-                end += 1
-            batch = order[start:end]
-            width = len(encodings[batch[-1]].ids)
-            ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, i in enumerate(batch):
-                n = len(encodings[i].ids)
-                ids[row, :n] = encodings[i].ids
-                mask[row, :n] = 1
+        for batch, ids, mask in _token_batches(
+            encodings,
+            batch_tokens=self.batch_tokens,
+            max_batch=self.max_batch,
+            padding_slack=self.padding_slack,
+            min_batch=self.min_batch,
+        ):
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             out[batch] = session.run(["embedding"], feeds)[0]
-            start = end
         return out  # the graph ends in sentence-transformers' L2 normalisation
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -45,6 +45,13 @@ def default_home() -> Path:
     return Path(os.environ.get("CODEGEN_HOME") or PROJECT_ROOT / ".codegen").resolve()
 
 
+def user_cache_dir() -> Path:
+    """This machine user's cache, shared by every CODEGEN_HOME: $XDG_CACHE_HOME/multiagent-codegen
+    (``~/.cache/multiagent-codegen``)."""
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "multiagent-codegen"
+
+
 class AgentModel(BaseModel):
     model: str = "gpt-4o-mini"
     temperature: float = 0.0
@@ -104,6 +111,9 @@ class RetrievalSettings(ContextSettings):
     lancedb_uri: str | None = None  # default: $CODEGEN_HOME/index
     weaviate_url: str | None = None
     embedder: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | openai
+    # Where the ONNX export of MiniLM is cached, keyed by weights and recipe; default: the
+    # user's cache (user_cache_dir()), so a fresh CODEGEN_HOME does not export it again.
+    model_cache_dir: str | None = None
     weaviate_collection: str = "CodeChunk"
     openai_embedding_model: str = "text-embedding-3-small"
     openai_embedding_dimensions: int | None = None
@@ -263,6 +273,10 @@ class Settings(BaseSettings):
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
+
+    @property
+    def model_cache_dir(self) -> Path:
+        return Path(self.retrieval.model_cache_dir or user_cache_dir())
 
     @property
     def eval_dir(self) -> Path:

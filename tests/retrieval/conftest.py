@@ -4,7 +4,6 @@ export of it per session."""
 from __future__ import annotations
 
 import ast
-import shutil
 import sysconfig
 import textwrap
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from codegen.corpus.model import Chunk
 from codegen.retrieval.embedders import MiniLMEmbedder, OnnxMiniLMEmbedder
 from codegen.retrieval.evaluation import chunk_id
+from codegen.settings import get_settings
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 MODULES = ["textwrap.py", "shlex.py", "fnmatch.py", "base64.py", "heapq.py", "calendar.py"]
@@ -70,8 +70,12 @@ def onnx_minilm(onnx_model_cache: Path) -> OnnxMiniLMEmbedder:
 
 
 @pytest.fixture
-def home_with_exported_model(isolated_home: Path, onnx_model_cache: Path) -> Path:
-    """The test's CODEGEN_HOME with the session's export already in its model cache, so
-    that every Dagster-level test does not pay for its own export."""
-    shutil.copytree(onnx_model_cache / "models", isolated_home / "cache" / "models")
+def home_with_exported_model(
+    isolated_home: Path, onnx_model_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """The test's CODEGEN_HOME with the session's export as its model cache (as the user's
+    cache would be after a first export), so that every Dagster-level test does not pay for
+    its own export."""
+    monkeypatch.setenv("CODEGEN_RETRIEVAL__MODEL_CACHE_DIR", str(onnx_model_cache))
+    get_settings.cache_clear()
     return isolated_home

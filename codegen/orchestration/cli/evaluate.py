@@ -391,19 +391,19 @@ def _report(
             ended = ", ".join(f"{k} {v}" for k, v in sorted(summary.model_failures.items()))
             click.echo(f"model failures (scored 0): {ended}")
         if summary.plus is not None:
-            plus_pk = ", ".join(f"{k} = {v:.4f}" for k, v in summary.plus["pass_at_k"].items())
+            plus_pk = ", ".join(f"{k} = {v:.4f}" for k, v in summary.plus.pass_at_k.items())
             click.echo(
-                f"plus: {plus_pk or 'n/a'}; passed {summary.plus['passed_samples']}/"
-                f"{summary.samples} samples, solved {summary.plus['solved_tasks']}/"
+                f"plus: {plus_pk or 'n/a'}; passed {summary.plus.passed_samples}/"
+                f"{summary.samples} samples, solved {summary.plus.solved_tasks}/"
                 f"{summary.tasks_scored} tasks"
             )
         if summary.precision is not None:
             click.echo(summary.precision.describe())
-            if summary.plus is not None and summary.plus["precision"]:
-                p = summary.plus["precision"]
+            if summary.plus is not None and summary.plus.precision is not None:
+                p = summary.plus.precision
                 click.echo(
-                    f"plus: precision of passed {p['precision']}, recall {p['recall']} "
-                    f"({p['correct']} of {p['passed']} passed pass the plus tests)"
+                    f"plus: precision of passed {p.precision}, recall {p.recall} "
+                    f"({p.correct} of {p.passed} passed pass the plus tests)"
                 )
         cost = "unknown" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
         click.echo(

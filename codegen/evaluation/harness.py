@@ -16,7 +16,7 @@ from typing import TypedDict, TypeVar, cast
 from codegen.evaluation import scoring
 from codegen.evaluation.humaneval import Problem, public_request
 from codegen.evaluation.scoring import MAX_BATCH, SampleScore, ScoreDict, score_candidates
-from codegen.evaluation.store import EvalStore, digest
+from codegen.evaluation.store import ConfigDoc, EvalStore, digest
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
@@ -140,7 +140,7 @@ class EvalConfig:
         ident = {"mode": self.mode, "samples": self.samples, "identity": self.identity}
         return f"{self.mode}-{digest(ident)}"
 
-    def describe(self) -> JSONObject:
+    def describe(self) -> ConfigDoc:
         return {
             "mode": self.mode,
             "samples": self.samples,

@@ -31,6 +31,16 @@ if TYPE_CHECKING:
     from codegen.evaluation.scoring import ScoreDict
 
 
+class ConfigDoc(TypedDict):
+    """``<config_id>/config.json``: what the configuration is (``EvalConfig.describe``)."""
+
+    mode: str
+    samples: int
+    identity: JSONObject  # the generator's identity: nested, free-form, never a secret
+    harness_version: str
+    limits: JSONObject
+
+
 class SamplesDoc(TypedDict):
     """``samples/<task>.json``: a task's generated candidates (``Candidate.to_dict`` each)."""
 
@@ -103,10 +113,10 @@ class EvalStore:
     def plot_path(self) -> Path:
         return self.root / "history.png"
 
-    def save_config(self, config_id: str, config: JSONObject) -> None:
+    def save_config(self, config_id: str, config: ConfigDoc) -> None:
         path = self.config_dir(config_id) / "config.json"
         if read_json(path) != config:
-            write_json_atomic(path, config)
+            write_json_atomic(path, cast(JSONObject, config))
 
     def load_samples(self, config_id: str, key: str) -> SamplesDoc | None:
         found = read_object(self.samples_path(config_id, key))

@@ -17,7 +17,7 @@ import base64
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TypeAlias, TypeVar
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -77,16 +77,21 @@ PARTITIONS_PER_RUN = 41
 _policy = BackfillPolicy.multi_run(max_partitions_per_run=PARTITIONS_PER_RUN)
 
 
+_T = TypeVar("_T")
+# What these assets put in their materialization metadata.
+Metadata: TypeAlias = dict[str, MetadataValue | str | int | float]
+
+
 def _each(
-    context: AssetExecutionContext, workers: int, fn: Callable[[str], tuple[Any, str]]
-) -> list[Any]:
+    context: AssetExecutionContext, workers: int, fn: Callable[[str], tuple[_T, str]]
+) -> list[_T]:
     """``fn`` over the run's partitions, ``workers`` at a time, logging "k/N key: note" as each
     finishes: a run holds up to 41 tasks, and its log is where the UI shows progress."""
     keys: Sequence[str] = context.partition_keys
     lock = threading.Lock()
     finished = [0]
 
-    def step(key: str) -> Any:
+    def step(key: str) -> _T:
         value, note = fn(key)
         with lock:
             finished[0] += 1
@@ -269,7 +274,7 @@ def humaneval_summary(
     canon_cfg = eval_config(cfg, CANONICAL, None)
     crew = summarize(store, crew_cfg.config_id, CREW, keys)
     canon = summarize(store, canon_cfg.config_id, CANONICAL, keys)
-    metadata: dict[str, Any] = {
+    metadata: Metadata = {
         "canonical_passed": canon.passed_samples,
         "canonical_scored": canon.tasks_scored,
         "crew_config_id": crew_cfg.config_id,
@@ -389,7 +394,7 @@ def humaneval_file_summary(
     samples = _samples_file(cfg)
     config = samples_config(cfg, samples)
     summary = summarize(EvalStore(cfg.eval_dir), config.config_id, SAMPLES, list(samples.modules))
-    metadata: dict[str, Any] = {
+    metadata: Metadata = {
         "config_id": config.config_id,
         "samples_file": str(samples.path),
         "tasks_in_file": len(samples.modules),
@@ -418,7 +423,7 @@ def evaluation_runs(settings: SettingsResource) -> MaterializeResult:
     store = EvalStore(settings.load().eval_dir)
     rows = run_rows(store)
     text = runs_markdown(rows)
-    metadata: dict[str, Any] = {"runs": len(rows)}
+    metadata: Metadata = {"runs": len(rows)}
     if rows:
         plot = plot_runs(rows, store.root / "runs.png")
         encoded = base64.b64encode(plot.read_bytes()).decode()

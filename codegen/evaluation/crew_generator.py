@@ -11,12 +11,13 @@ import hashlib
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from codegen.agents.crew import run_crew
 from codegen.agents.llm import LLMClient
 from codegen.agents.options import CrewOptions
 from codegen.evaluation.harness import Candidate, Generator, PublicTask
+from codegen.json_types import JSONObject
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox
 
@@ -44,8 +45,8 @@ def crew_code_version() -> str:
 
 
 def crew_identity(
-    llm: LLMClient, options: CrewOptions, retriever: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    llm: LLMClient, options: CrewOptions, retriever: JSONObject | None = None
+) -> JSONObject:
     """What makes two crew runs comparable: endpoint, models, rounds, budget, code version,
     and the index the programmer's context comes from (``retriever``).
 
@@ -54,8 +55,8 @@ def crew_identity(
     return {
         "retriever": retriever or {"kind": "empty"},
         "endpoint": llm.endpoint,
-        "default": asdict(llm.default),
-        "roles": {k: asdict(v) for k, v in sorted(llm.roles.items())},
+        "default": cast(JSONObject, asdict(llm.default)),
+        "roles": {k: cast(JSONObject, asdict(v)) for k, v in sorted(llm.roles.items())},
         "max_rounds": options.max_rounds,
         "candidates": options.candidates,
         "budget_tokens": options.budget_tokens,

@@ -11,13 +11,14 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TypedDict, TypeVar, cast
 
 from codegen.evaluation import scoring
 from codegen.evaluation.humaneval import Problem, public_request
-from codegen.evaluation.scoring import MAX_BATCH, SampleScore, score_candidates
-from codegen.evaluation.store import EvalStore, digest
+from codegen.evaluation.scoring import MAX_BATCH, SampleScore, ScoreDict, score_candidates
+from codegen.evaluation.store import ConfigDoc, EvalStore, digest
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks
+from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits
 
@@ -44,6 +45,24 @@ def public_task(problem: Problem) -> PublicTask:
     )
 
 
+class CandidateDict(TypedDict, total=False):
+    """A :class:`Candidate` as stored in ``samples/<task>.json`` (older files may lack the
+    newer fields: their defaults apply)."""
+
+    code: str | None
+    status: str
+    reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    latency_s: float
+    llm_calls: int
+    cache_hits: int
+    rounds: int
+    own_tests_passed: int | None
+    own_tests_total: int | None
+
+
 @dataclass
 class Candidate:
     """One generated sample with what it cost to produce."""
@@ -61,11 +80,11 @@ class Candidate:
     own_tests_passed: int | None = None  # the crew's own generated suite, for contrast
     own_tests_total: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> CandidateDict:
+        return cast(CandidateDict, asdict(self))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Candidate:
+    def from_dict(cls, data: CandidateDict) -> Candidate:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
@@ -104,7 +123,7 @@ class EvalConfig:
     limits: Limits = field(default_factory=lambda: Limits(timeout_s=10.0))
     # What identifies the generator (models, temperatures, rounds, prompt versions); part of
     # the cache key. Must never hold a secret: it is stored in config.json.
-    identity: dict[str, Any] = field(default_factory=dict)
+    identity: JSONObject = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -121,13 +140,13 @@ class EvalConfig:
         ident = {"mode": self.mode, "samples": self.samples, "identity": self.identity}
         return f"{self.mode}-{digest(ident)}"
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> ConfigDoc:
         return {
             "mode": self.mode,
             "samples": self.samples,
             "identity": self.identity,
             "harness_version": scoring.HARNESS_VERSION,
-            "limits": asdict(self.limits),
+            "limits": cast(JSONObject, asdict(self.limits)),
         }
 
 
@@ -147,7 +166,10 @@ class TaskOutcome:
         return [s.category for s in self.scores]
 
 
-def _map(fn: Callable[[int], Any], count: int, workers: int) -> list[Any]:
+_T = TypeVar("_T")
+
+
+def _map(fn: Callable[[int], _T], count: int, workers: int) -> list[_T]:
     """``[fn(0), .., fn(count - 1)]``, ``workers`` at a time, in order."""
     if workers <= 1 or count <= 1:
         return [fn(i) for i in range(count)]
@@ -222,7 +244,7 @@ def score_samples(
     for key in set(keys):
         stored = store.load_verdict(key)
         if stored is not None:
-            known[key] = SampleScore.from_dict(stored)
+            known[key] = SampleScore.from_dict(cast(ScoreDict, stored))
     todo: dict[str, str | None] = {}  # identical samples run once
     for key, code in zip(keys, codes, strict=True):
         if key not in known:

@@ -25,11 +25,12 @@ import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TypeAlias
 
 from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.scoring import HARNESS_VERSION, Category, SampleScore
 from codegen.evaluation.store import EvalStore, digest
+from codegen.json_types import JSONValue
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.calls import CallOutcome, Digest, Opaque, call_function, is_close
 from codegen.sandbox.types import Limits
@@ -44,12 +45,20 @@ EXPECTED_VERSION = "2"  # bump when the expected-output computation changes
 SCORING_VERSION = "3"  # bump when a candidate's run or comparison changes (verdict keys)
 
 
+# One input's arguments, as the task file gives them (JSON).
+Args: TypeAlias = list[JSONValue]
+# (args, the canonical solution's output, its seconds). The output is whatever the function
+# returned, decoded from the sandbox (tuples, sets, dicts with any keys, opaque values):
+# any Python value, hence ``object``.
+ExpectedRow: TypeAlias = tuple[Args, object, float]
+
+
 @dataclass(frozen=True)
 class Expected:
     """The canonical solution's outputs and times on a task's valid inputs."""
 
-    base: list[tuple[list[Any], Any, float]]  # (args, output, seconds)
-    plus: list[tuple[list[Any], Any, float]]
+    base: list[ExpectedRow]
+    plus: list[ExpectedRow]
     invalid_inputs: int
 
 
@@ -60,11 +69,12 @@ def canonical_with_contract(problem: Problem) -> str:
 
 
 @lru_cache(maxsize=512)
-def _inputs(text: str) -> list[list[Any]]:
-    return json.loads(text)
+def _inputs(text: str) -> list[Args]:
+    inputs: list[Args] = json.loads(text)
+    return inputs
 
 
-def encode(value: Any) -> Any:
+def encode(value: object) -> JSONValue:
     """The inverse of ``codegen.sandbox.calls.decode``, for storing expected outputs."""
     if value is None or isinstance(value, bool | int | str):
         return value
@@ -85,7 +95,7 @@ def encode(value: Any) -> Any:
     raise TypeError(f"cannot store a {type(value).__name__}")
 
 
-def _decode(data: Any) -> Any:
+def _decode(data: JSONValue) -> object:
     from codegen.sandbox.calls import decode
 
     if isinstance(data, dict) and "digest" in data:
@@ -117,7 +127,7 @@ def expected_outputs(
             ]
         store.save_verdict(key, stored)
     invalid = 0
-    parts: dict[str, list[tuple[list[Any], Any, float]]] = {}
+    parts: dict[str, list[ExpectedRow]] = {}
     for part, text in (("base", problem.plus.base_json), ("plus", problem.plus.plus_json)):
         inputs = _inputs(text)
         rows = []
@@ -130,7 +140,7 @@ def expected_outputs(
     return Expected(base=parts["base"], plus=parts["plus"], invalid_inputs=invalid)
 
 
-def _is_floats(value: Any) -> bool:
+def _is_floats(value: object) -> bool:
     if isinstance(value, float):
         return True
     if isinstance(value, list | tuple) and value:
@@ -143,7 +153,7 @@ def _poly(xs: list[float], x: float) -> float:
 
 
 def output_matches(
-    problem: Problem, args: list[Any], outcome: CallOutcome, expected: Any, atol: float
+    problem: Problem, args: Args, outcome: CallOutcome, expected: object, atol: float
 ) -> bool:
     """EvalPlus's comparison of one output with the canonical one."""
     if not outcome.ok:
@@ -167,7 +177,7 @@ def output_matches(
     return exact
 
 
-def _failure(outcome: CallOutcome, args: list[Any]) -> tuple[str, str]:
+def _failure(outcome: CallOutcome, args: Args) -> tuple[str, str]:
     shown = json.dumps(args, default=str)[:120]
     if outcome.status == "timeout":
         return Category.TIMEOUT, f"time limit on input {shown}"

@@ -11,13 +11,38 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 from codegen.agents.types import MODEL_ENDED, Status
 from codegen.evaluation.harness import CREW, Candidate
 from codegen.evaluation.passk import mean_pass_at_k, reportable_ks
 from codegen.evaluation.scoring import FAILURE_CATEGORIES, SampleScore
 from codegen.evaluation.store import EvalStore
+from codegen.json_types import JSONObject
+
+# One line of ``history.jsonl``. Besides these it holds every reported ``pass@k`` of the run
+# (and ``plus pass@k``); ``task_set`` is added by the CLI. Old lines may lack newer keys.
+HistoryEntry = TypedDict(
+    "HistoryEntry",
+    {
+        "at": str,
+        "label": str,
+        "config_id": str,
+        "mode": str,
+        "task_set": str,
+        "tasks": int,
+        "samples": int,
+        "solved": int,
+        "pass@1": float,
+        "plus pass@1": float,
+        "precision": float | None,
+        "tokens": int,
+        "cost_usd": float | None,
+        "cost_per_solved_usd": float | None,
+        "wall_s": float | None,
+    },
+    total=False,
+)
 
 
 @dataclass
@@ -72,6 +97,17 @@ class Precision:
 
 
 @dataclass
+class PlusSummary:
+    """HumanEval+ results: pass@k, samples and tasks on the plus tests, and (crew mode) the
+    precision of the crew's passed against them."""
+
+    pass_at_k: dict[str, float]
+    passed_samples: int
+    solved_tasks: int
+    precision: Precision | None = None
+
+
+@dataclass
 class Summary:
     config_id: str
     mode: str
@@ -97,7 +133,7 @@ class Summary:
     precision: Precision | None = None
     # HumanEval+ (``--plus``): pass@k, samples and tasks on the plus tests, and the precision
     # of the crew's passed against them; None for sets without plus inputs.
-    plus: dict[str, Any] | None = None
+    plus: PlusSummary | None = None
     missing: list[str] = field(default_factory=list)
     rows: list[TaskRow] = field(default_factory=list)
 
@@ -109,8 +145,8 @@ class Summary:
     def complete(self) -> bool:
         return not self.missing and self.tasks_scored == self.tasks_expected
 
-    def to_dict(self, with_rows: bool = True) -> dict[str, Any]:
-        data = asdict(self)
+    def to_dict(self, with_rows: bool = True) -> JSONObject:
+        data = cast(JSONObject, asdict(self))
         if not with_rows:
             data.pop("rows")
         return data
@@ -186,15 +222,15 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
     # Unrounded: an exact fraction (3/8, 1/3) must compare equal; displays round it.
     pass_at = {f"pass@{k}": mean_pass_at_k(counts, k) for k in ks} if rows else {}
     solved = sum(r.c > 0 for r in rows)
-    plus: dict[str, Any] | None = None
+    plus: PlusSummary | None = None
     if plus_counts:
         plus_ks = reportable_ks([n for n, _ in plus_counts])
-        plus = {
-            "pass_at_k": {f"pass@{k}": mean_pass_at_k(plus_counts, k) for k in plus_ks},
-            "passed_samples": sum(c for _, c in plus_counts),
-            "solved_tasks": sum(c > 0 for _, c in plus_counts),
-            "precision": asdict(Precision.of(plus_pairs)) if mode == CREW else None,
-        }
+        plus = PlusSummary(
+            pass_at_k={f"pass@{k}": mean_pass_at_k(plus_counts, k) for k in plus_ks},
+            passed_samples=sum(c for _, c in plus_counts),
+            solved_tasks=sum(c > 0 for _, c in plus_counts),
+            precision=Precision.of(plus_pairs) if mode == CREW else None,
+        )
     per_solved = None if cost is None or solved == 0 else cost / solved
     return Summary(
         config_id=config_id,
@@ -271,8 +307,8 @@ def summary_markdown(summary: Summary) -> str:
     return "\n".join(head) + "\n" + failures_markdown(summary)
 
 
-def history_entry(summary: Summary, label: str, wall_s: float | None = None) -> dict[str, Any]:
-    return {
+def history_entry(summary: Summary, label: str, wall_s: float | None = None) -> HistoryEntry:
+    entry = {
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "label": label,
         "config_id": summary.config_id,
@@ -281,16 +317,17 @@ def history_entry(summary: Summary, label: str, wall_s: float | None = None) -> 
         "samples": summary.samples,
         "solved": summary.solved_tasks,
         **summary.pass_at_k,
-        **({f"plus {k}": v for k, v in summary.plus["pass_at_k"].items()} if summary.plus else {}),
+        **({f"plus {k}": v for k, v in summary.plus.pass_at_k.items()} if summary.plus else {}),
         "precision": summary.precision.precision if summary.precision else None,
         "tokens": summary.prompt_tokens + summary.completion_tokens,
         "cost_usd": summary.cost_usd,
         "cost_per_solved_usd": summary.cost_per_solved_usd,
         "wall_s": None if wall_s is None else round(wall_s, 2),
     }
+    return cast(HistoryEntry, entry)
 
 
-def plot_history(entries: Sequence[dict[str, Any]], path: Path) -> Path:
+def plot_history(entries: Sequence[HistoryEntry], path: Path) -> Path:
     """PNG of pass@1 and cost per solved task across runs (oldest left)."""
     import matplotlib
 

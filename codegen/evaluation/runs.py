@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
-from codegen.evaluation.store import EvalStore, read_json
+from codegen.evaluation.store import EvalStore, read_object
+from codegen.json_types import JSONObject, JSONValue
 
 COLUMNS = (
     "date",
@@ -28,24 +29,49 @@ COLUMNS = (
     "config_id",
 )
 
+# One run of the table (``COLUMNS``' keys); None where the run's files do not say.
+RunRow = TypedDict(
+    "RunRow",
+    {
+        "date": str | None,
+        "task_set": str,
+        "mode": str | None,
+        "model": str | None,
+        "candidates": int | None,
+        "retriever": str | None,
+        "tasks": int | None,
+        "pass@1": float | None,
+        "plus pass@1": float | None,
+        "precision": float | None,
+        "tokens": int | None,
+        "cost_usd": float | None,
+        "wall_s": float | None,
+        "config_id": str,
+    },
+)
 
-def _retriever(identity: dict[str, Any]) -> str:
+
+def _object(value: JSONValue | None) -> JSONObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _retriever(identity: JSONObject) -> str:
     found = identity.get("retriever") or {}
     if not isinstance(found, dict):
         return str(found)
     return str(found.get("kind") or found.get("name") or "-")
 
 
-def run_rows(store: EvalStore) -> list[dict[str, Any]]:
+def run_rows(store: EvalStore) -> list[RunRow]:
     """One row per complete run, oldest first."""
-    configs: dict[str, dict[str, Any]] = {}
-    rows = []
+    configs: dict[str, JSONObject] = {}
+    rows: list[RunRow] = []
     for entry in store.history():
         config_id = str(entry.get("config_id", ""))
         if config_id not in configs:
-            configs[config_id] = read_json(store.config_dir(config_id) / "config.json") or {}
-        identity = configs[config_id].get("identity") or {}
-        default = identity.get("default") or {}
+            configs[config_id] = read_object(store.config_dir(config_id) / "config.json") or {}
+        identity = _object(configs[config_id].get("identity"))
+        default = _object(identity.get("default"))
         rows.append(
             {
                 "date": entry.get("at"),
@@ -67,7 +93,7 @@ def run_rows(store: EvalStore) -> list[dict[str, Any]]:
     return rows
 
 
-def _cell(value: Any) -> str:
+def _cell(value: JSONValue) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -75,13 +101,13 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def runs_markdown(rows: Sequence[dict[str, Any]]) -> str:
+def runs_markdown(rows: Sequence[RunRow]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in COLUMNS) + " |" for r in rows]
     return "\n".join(lines)
 
 
-def runs_text(rows: Sequence[dict[str, Any]]) -> str:
+def runs_text(rows: Sequence[RunRow]) -> str:
     table = [list(COLUMNS)] + [[_cell(r.get(c)) for c in COLUMNS] for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
     return "\n".join(
@@ -89,14 +115,14 @@ def runs_text(rows: Sequence[dict[str, Any]]) -> str:
     )
 
 
-def plot_runs(rows: Sequence[dict[str, Any]], path: Path) -> Path:
+def plot_runs(rows: Sequence[RunRow], path: Path) -> Path:
     """PNG: pass@1 (and plus pass@1) of the latest run per configuration."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    latest: dict[str, dict[str, Any]] = {}
+    latest: dict[str, RunRow] = {}
     for row in rows:
         latest[f"{row['task_set']} {row['mode']} {row['model']} {row['config_id'][-6:]}"] = row
     labels = list(latest)[-30:]

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks, safe_key
+from codegen.json_types import JSONObject, JSONValue
 
 COMPLETION = "completion"
 SOLUTION = "solution"
@@ -60,14 +61,14 @@ class SamplesFile:
         return [k for k in self.tasks.problems if k not in self.modules]
 
 
-def candidate_module(problem: Problem, record: dict[str, object]) -> str:
+def candidate_module(problem: Problem, record: JSONObject) -> str:
     """The module a sample stands for: ``prompt + completion``, or the ``solution`` as is."""
     if COMPLETION in record:
         return problem.prompt + str(record[COMPLETION])
     return str(record[SOLUTION])
 
 
-def _problem_for(task_id: object, tasks: TaskSet) -> Problem | None:
+def _problem_for(task_id: JSONValue, tasks: TaskSet) -> Problem | None:
     if not isinstance(task_id, str) or not task_id.strip():
         return None
     return tasks.problems.get(safe_key(task_id.strip()))
@@ -78,7 +79,7 @@ def parse_line(text: str, where: str, tasks: TaskSet | None = None) -> tuple[Pro
     if len(text) > MAX_LINE_CHARS:
         raise SamplesFileError(f"{where}: line is {len(text)} characters; limit {MAX_LINE_CHARS}")
     try:
-        record = json.loads(text)
+        record: JSONValue = json.loads(text)
     except ValueError as exc:
         raise SamplesFileError(f"{where}: not valid JSON ({exc.msg})") from None
     if not isinstance(record, dict):

@@ -32,7 +32,7 @@ import secrets
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any
+from typing import TypedDict, cast
 
 from codegen.evaluation.humaneval import Problem
 from codegen.sandbox.api import Sandbox
@@ -264,6 +264,16 @@ _main()
 """
 
 
+class ScoreDict(TypedDict):
+    """A :class:`SampleScore` as stored: in ``scores/<task>.json`` and as a verdict file."""
+
+    passed: bool
+    category: str
+    message: str
+    duration_s: float
+    plus: bool | None
+
+
 @dataclass
 class SampleScore:
     passed: bool
@@ -276,11 +286,11 @@ class SampleScore:
     def __post_init__(self) -> None:
         self.category = str(self.category)  # plain str in JSON and comparisons, not the enum
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> ScoreDict:
+        return cast(ScoreDict, asdict(self))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SampleScore:
+    def from_dict(cls, data: ScoreDict) -> SampleScore:
         return cls(
             **{k: data[k] for k in ("passed", "category", "message", "duration_s")},
             plus=data.get("plus"),

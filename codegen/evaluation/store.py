@@ -21,14 +21,51 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, cast
+
+from codegen.json_types import JSONObject, JSONValue
+
+if TYPE_CHECKING:
+    from codegen.evaluation.harness import CandidateDict
+    from codegen.evaluation.report import HistoryEntry
+    from codegen.evaluation.scoring import ScoreDict
 
 
-def digest(obj: Any) -> str:
+class ConfigDoc(TypedDict):
+    """``<config_id>/config.json``: what the configuration is (``EvalConfig.describe``)."""
+
+    mode: str
+    samples: int
+    identity: JSONObject  # the generator's identity: nested, free-form, never a secret
+    harness_version: str
+    limits: JSONObject
+
+
+class SamplesDoc(TypedDict):
+    """``samples/<task>.json``: a task's generated candidates (``Candidate.to_dict`` each)."""
+
+    task_id: str
+    fingerprint: str
+    candidates: list[CandidateDict]
+    generated_at: float
+
+
+class ScoresDoc(TypedDict):
+    """``scores/<task>.json``: the hidden-test verdicts of a task's candidates."""
+
+    task_id: str
+    fingerprint: str
+    n: int
+    c: int
+    scores: list[ScoreDict]
+    scored_at: float
+
+
+def digest(obj: JSONValue) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: JSONValue) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -40,12 +77,19 @@ def write_json_atomic(path: Path, data: Any) -> None:
         raise
 
 
-def read_json(path: Path) -> Any | None:
+def read_json(path: Path) -> JSONValue | None:
     """The stored document, or None when absent or unreadable (then it is recomputed)."""
     try:
-        return json.loads(path.read_text())
+        data: JSONValue = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    return data
+
+
+def read_object(path: Path) -> JSONObject | None:
+    """The stored JSON object, or None when absent, unreadable or not an object."""
+    data = read_json(path)
+    return data if isinstance(data, dict) else None
 
 
 class EvalStore:
@@ -69,33 +113,39 @@ class EvalStore:
     def plot_path(self) -> Path:
         return self.root / "history.png"
 
-    def save_config(self, config_id: str, config: dict[str, Any]) -> None:
+    def save_config(self, config_id: str, config: ConfigDoc) -> None:
         path = self.config_dir(config_id) / "config.json"
         if read_json(path) != config:
-            write_json_atomic(path, config)
+            write_json_atomic(path, cast(JSONObject, config))
 
-    def load_samples(self, config_id: str, key: str) -> dict[str, Any] | None:
-        return read_json(self.samples_path(config_id, key))
+    def load_samples(self, config_id: str, key: str) -> SamplesDoc | None:
+        found = read_object(self.samples_path(config_id, key))
+        if not found or not isinstance(found.get("candidates"), list):
+            return None
+        return cast(SamplesDoc, found)
 
-    def save_samples(self, config_id: str, key: str, data: dict[str, Any]) -> None:
-        write_json_atomic(self.samples_path(config_id, key), data)
+    def save_samples(self, config_id: str, key: str, data: SamplesDoc) -> None:
+        write_json_atomic(self.samples_path(config_id, key), cast(JSONObject, data))
 
-    def load_scores(self, config_id: str, key: str) -> dict[str, Any] | None:
-        return read_json(self.scores_path(config_id, key))
+    def load_scores(self, config_id: str, key: str) -> ScoresDoc | None:
+        found = read_object(self.scores_path(config_id, key))
+        if not found or not isinstance(found.get("scores"), list):
+            return None
+        return cast(ScoresDoc, found)
 
-    def save_scores(self, config_id: str, key: str, data: dict[str, Any]) -> None:
-        write_json_atomic(self.scores_path(config_id, key), data)
+    def save_scores(self, config_id: str, key: str, data: ScoresDoc) -> None:
+        write_json_atomic(self.scores_path(config_id, key), cast(JSONObject, data))
 
     def verdict_path(self, key: str) -> Path:
         return self.root / "verdicts" / key[:2] / f"{key}.json"
 
-    def load_verdict(self, key: str) -> dict[str, Any] | None:
-        return read_json(self.verdict_path(key))
+    def load_verdict(self, key: str) -> JSONObject | None:
+        return read_object(self.verdict_path(key))
 
-    def save_verdict(self, key: str, data: dict[str, Any]) -> None:
+    def save_verdict(self, key: str, data: JSONObject) -> None:
         write_json_atomic(self.verdict_path(key), data)
 
-    def append_history(self, entry: dict[str, Any]) -> None:
+    def append_history(self, entry: HistoryEntry) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         with self.history_path.open("a+b") as fh:
             # A line torn by a crash has no newline: start a fresh line so this entry survives.
@@ -106,13 +156,15 @@ class EvalStore:
                 torn = fh.read(1) != b"\n"
             fh.write((b"\n" if torn else b"") + json.dumps(entry, sort_keys=True).encode() + b"\n")
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[HistoryEntry]:
         if not self.history_path.exists():
             return []
-        entries = []
+        entries: list[HistoryEntry] = []
         for line in self.history_path.read_text().splitlines():
             try:
-                entries.append(json.loads(line))
+                entry = json.loads(line)
             except ValueError:
                 continue  # a torn last line from a crash must not hide the other runs
+            if isinstance(entry, dict):
+                entries.append(cast("HistoryEntry", entry))
         return entries

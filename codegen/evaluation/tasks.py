@@ -22,7 +22,6 @@ import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from codegen.evaluation.humaneval import (
     PlusTask,
@@ -31,6 +30,7 @@ from codegen.evaluation.humaneval import (
     select_keys,
     task_key,
 )
+from codegen.json_types import JSONObject, JSONValue
 
 MAX_FILE_BYTES = 256 * 1024 * 1024  # decompressed; HumanEval+ is ~40 MB
 _VISIBLE_FIELDS = ("sample_io", "given_tests")
@@ -65,7 +65,7 @@ class TaskSet:
         except KeyError:
             raise ValueError(f"unknown task {key!r} in {self.name}") from None
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> JSONObject:
         """What a configuration adds for this set (nothing for HumanEval: its cache keys stay
         as they were before task sets)."""
         return {} if self.builtin else {"task_set": self.digest}
@@ -126,7 +126,7 @@ def _text(path: Path) -> tuple[str, str]:
         raise TaskFileError(f"{path}:{line}: not UTF-8 text") from None
 
 
-def _string(record: dict[str, Any], name: str, where: str, *, required: bool = True) -> str:
+def _string(record: JSONObject, name: str, where: str, *, required: bool = True) -> str:
     value = record.get(name)
     if value is None and not required:
         return ""
@@ -136,7 +136,7 @@ def _string(record: dict[str, Any], name: str, where: str, *, required: bool = T
     return value
 
 
-def parse_task(record: Any, where: str) -> Problem:
+def parse_task(record: JSONValue, where: str) -> Problem:
     """One task line's object as a Problem; raises TaskFileError."""
     from codegen.evaluation.scoring import prepare_test
 
@@ -177,7 +177,7 @@ def parse_task(record: Any, where: str) -> Problem:
     )
 
 
-def _inputs_json(record: dict[str, Any], name: str, where: str) -> str:
+def _inputs_json(record: JSONObject, name: str, where: str) -> str:
     value = record.get(name)
     if isinstance(value, str):
         try:
@@ -189,7 +189,7 @@ def _inputs_json(record: dict[str, Any], name: str, where: str) -> str:
     return json.dumps(value)
 
 
-def _plus(record: dict[str, Any], where: str) -> PlusTask | None:
+def _plus(record: JSONObject, where: str) -> PlusTask | None:
     """HumanEval+'s fields (base_input, plus_input, atol, contract), when the line has them."""
     if "plus_input" not in record:
         return None

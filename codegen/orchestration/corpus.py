@@ -10,13 +10,15 @@ then the downstream stages and their checks in one run.
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from dagster import (
+    AssetChecksDefinition,
+    AssetsDefinition,
     AssetSelection,
     AutomationConditionSensorDefinition,
     DagsterInstance,
     DefaultSensorStatus,
+    ExecuteInProcessResult,
     RunRequest,
     ScheduleEvaluationContext,
     SensorEvaluationContext,
@@ -31,6 +33,7 @@ from dagster import (
 from codegen.assets import corpus as corpus_assets
 from codegen.assets.resources import SettingsResource, VectorIndexResource
 from codegen.corpus.store import chunks_path
+from codegen.json_types import JSONObject, JSONValue
 from codegen.orchestration.resources import resources_for
 from codegen.orchestration.run_queue import KIND_CORPUS, kind_tags
 from codegen.settings import Settings, get_settings
@@ -122,12 +125,23 @@ CORPUS_SENSORS = [corpus_automation_sensor, first_build_sensor]
 class StageResult:
     name: str
     success: bool
-    metadata: dict[str, Any]
+    metadata: JSONObject  # the stage's materialization metadata, as the CLI prints it
 
 
-def _metadata(result: Any, node: str) -> dict[str, Any]:
+def _json(value: object) -> JSONValue:
+    """A metadata value as JSON: JSON values as they are, anything else as its text."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list | tuple):
+        return [_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json(v) for k, v in value.items()}
+    return str(value)
+
+
+def _metadata(result: ExecuteInProcessResult, node: str) -> JSONObject:
     mats = result.asset_materializations_for_node(node)
-    return {k: v.value for k, v in mats[-1].metadata.items()} if mats else {}
+    return {k: _json(v.value) for k, v in mats[-1].metadata.items()} if mats else {}
 
 
 def build_corpus(
@@ -144,20 +158,28 @@ def build_corpus(
     source failing never blocks the others.
     """
     resources = resources_for(settings or get_settings())
-    common: dict[str, Any] = {
-        "instance": instance,
-        "resources": resources,
-        "run_config": {"loggers": {"console": {"config": {"log_level": "INFO"}}}},
-        "raise_on_error": False,
-        "tags": {"codegen/command": "corpus build"},
-    }
+
+    def run(
+        assets: Sequence[AssetsDefinition | AssetChecksDefinition],
+        partition_key: str | None = None,
+    ) -> ExecuteInProcessResult:
+        return materialize(
+            assets,
+            partition_key=partition_key,
+            instance=instance,
+            resources=resources,
+            run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+            raise_on_error=False,
+            tags={"codegen/command": "corpus build"},
+        )
+
     results: list[StageResult] = []
 
     def report(stage: StageResult) -> None:
         results.append(stage)
         on_stage(stage)
 
-    def raw_stage(res: Any, source: str) -> bool:
+    def raw_stage(res: ExecuteInProcessResult, source: str) -> bool:
         failed = {e.step_key for e in res.get_step_failure_events()}
         meta = _metadata(res, "raw_documents")
         ok = "raw_documents" not in failed and bool(meta)
@@ -165,17 +187,13 @@ def build_corpus(
         return ok
 
     for source in sources[:-1]:
-        raw_stage(
-            materialize([corpus_assets.raw_documents], partition_key=source, **common), source
-        )
+        raw_stage(run([corpus_assets.raw_documents], source), source)
     if sources:
-        res = materialize(
-            [corpus_assets.raw_documents, *DOWNSTREAM, *CHECKS], partition_key=sources[-1], **common
-        )
+        res = run([corpus_assets.raw_documents, *DOWNSTREAM, *CHECKS], sources[-1])
         if not raw_stage(res, sources[-1]):
-            res = materialize([*DOWNSTREAM, *CHECKS], **common)
+            res = run([*DOWNSTREAM, *CHECKS])
     else:
-        res = materialize([*DOWNSTREAM, *CHECKS], **common)
+        res = run([*DOWNSTREAM, *CHECKS])
     names = {a.key.to_user_string() for a in DOWNSTREAM}
     failed_steps = {e.step_key for e in res.get_step_failure_events()}
     for asset in DOWNSTREAM:

@@ -20,10 +20,10 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import sqlalchemy as db
-from dagster import Field, StringSource
+from dagster import EventLogEntry, Field, StringSource
 
 from codegen.orchestration.dagster_private import (
     SQLITE_BUSY_TIMEOUT_SECONDS,
@@ -41,6 +41,11 @@ from codegen.orchestration.dagster_private import (
 from codegen.orchestration.instance import postgres_url, sqlalchemy_url
 from codegen.settings import default_dagster_home
 
+if TYPE_CHECKING:
+    import sqlite3
+
+    from sqlalchemy.pool import ConnectionPoolEntry
+
 
 class EnvironmentStorage(DagsterStorage, ConfigurableClass):
     """dagster.yaml's ``storage: custom:`` target: Postgres or SQLite by the environment.
@@ -51,7 +56,7 @@ class EnvironmentStorage(DagsterStorage, ConfigurableClass):
     """
 
     @classmethod
-    def config_type(cls) -> dict[str, Any]:
+    def config_type(cls) -> dict[str, Field]:
         return {
             "sqlite_base_dir": Field(
                 StringSource,
@@ -62,7 +67,7 @@ class EnvironmentStorage(DagsterStorage, ConfigurableClass):
 
     @classmethod
     def from_config_value(  # type: ignore[override]
-        cls, inst_data: ConfigurableClassData, config_value: Mapping[str, Any]
+        cls, inst_data: ConfigurableClassData, config_value: Mapping[str, str]
     ) -> DagsterStorage:
         url = postgres_url()
         if url:
@@ -91,7 +96,7 @@ def _engine(conn_string: str) -> db.Engine:
     )
 
     @db.event.listens_for(engine, "connect")
-    def _tune(dbapi_connection: Any, _record: Any) -> None:
+    def _tune(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
         dbapi_connection.execute("PRAGMA synchronous=NORMAL")
 
     return engine
@@ -152,7 +157,7 @@ class SqliteEventLogStorageOpen(SqliteEventLogStorage):
             with engine.connect() as conn, conn.begin():
                 yield conn
 
-    def store_event(self, event: Any) -> None:
+    def store_event(self, event: EventLogEntry) -> None:
         super().store_event(event)
         if event.run_id:
             # Only after writes: a touch on a read would wake the watcher that is reading.

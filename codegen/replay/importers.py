@@ -35,11 +35,15 @@ import doctest
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from codegen.evaluation.humaneval import Problem, load_problems, task_key
 from codegen.evaluation.samples_file import COMPLETION, SOLUTION, read_samples
+from codegen.json_types import JSONObject
 from codegen.replay.recording import DERIVED, Entry, RecordingError
+from codegen.replay.spec_json import SpecJSON
+
+T = TypeVar("T")
 
 FORMATS = ("mapcoder", "codet", "ldb", "human-eval")
 CODET_TESTS_PER_SAMPLE = 5  # CodeT keeps the first five assertions of each test sample
@@ -51,7 +55,7 @@ DERIVED_NOTES = (
 )
 
 
-def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _rows(path: Path) -> Iterator[tuple[int, JSONObject]]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -74,14 +78,14 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise RecordingError(f"{path}: empty: nothing to import")
 
 
-def _problem(task_id: Any, where: str) -> Problem:
+def _problem(task_id: object, where: str) -> Problem:
     problem = load_problems().get(task_key(str(task_id))) if isinstance(task_id, str) else None
     if problem is None:
         raise RecordingError(f"{where}: unknown task_id {str(task_id)[:80]!r}")
     return problem
 
 
-def _field(row: dict[str, Any], name: str, kind: type, where: str) -> Any:
+def _field(row: JSONObject, name: str, kind: type[T], where: str) -> T:
     value = row.get(name)
     if not isinstance(value, kind):
         raise RecordingError(f"{where}: {name} must be a {kind.__name__}")
@@ -120,7 +124,7 @@ def _doc_examples(docstring: str) -> list[tuple[str, str]]:
     return found
 
 
-def derived_spec(problem: Problem) -> dict[str, Any]:
+def derived_spec(problem: Problem) -> SpecJSON:
     node = _entry_function(problem)
     docstring = (ast.get_docstring(node) or "") if node else ""
     signature = f"def {problem.entry_point}(...)"

@@ -26,12 +26,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Protocol, TypedDict, Unpack
 
 from codegen.json_types import JSONObject
 from codegen.replay.recording import CANDIDATE_HEADER, ROLE_HEADER, ROUND_HEADER, TASK_HEADER
 
 MAX_BODY_BYTES = 20_000_000
+
+
+class ReplyOptions(TypedDict, total=False):
+    """``Reply``'s fields besides the content, for ``Reply.text`` and ``Reply.json``."""
+
+    status: int
+    headers: dict[str, str]
+    delay_s: float
+    error_message: str
+    error_type: str
+    error_code: str | None
+    usage: dict[str, int] | None
+    finish_reason: str
+    served: JSONObject | None
 
 
 @dataclass
@@ -49,14 +63,14 @@ class Reply:
     usage: dict[str, int] | None = None
     finish_reason: str = "stop"
     # What the book served, for the log line (a recording's key, seq and source).
-    served: dict[str, object] | None = None
+    served: JSONObject | None = None
 
     @classmethod
-    def text(cls, content: str, **kw: Any) -> Reply:
+    def text(cls, content: str, **kw: Unpack[ReplyOptions]) -> Reply:
         return cls(content=content, **kw)
 
     @classmethod
-    def json(cls, obj: object, **kw: Any) -> Reply:
+    def json(cls, obj: object, **kw: Unpack[ReplyOptions]) -> Reply:
         return cls(content=json.dumps(obj), **kw)
 
     @classmethod
@@ -107,7 +121,7 @@ class Headers(dict[str, str]):
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and super().__contains__(key.lower())
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
         return super().get(key.lower(), default)
 
 
@@ -343,7 +357,7 @@ class OpenAICompatibleServer:
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:
+            def log_message(self, format: str, *args: object) -> None:
                 pass  # the server's own log line, when asked for, says more
 
             def _send_json(self, status: int, payload: object, headers: dict[str, str]) -> None:

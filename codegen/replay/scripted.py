@@ -39,7 +39,6 @@ import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from codegen.json_types import JSONObject
 from codegen.replay.openai_server import (
@@ -52,6 +51,7 @@ from codegen.replay.openai_server import (
     as_reply,
     estimate_tokens,
 )
+from codegen.replay.spec_json import SpecJSON
 
 __all__ = [
     "REFUSALS",
@@ -152,7 +152,7 @@ class ScriptedOpenAIServer(OpenAICompatibleServer):
 
 
 # -- canned scripts ------------------------------------------------------------------------
-PRIMES_SPEC: dict[str, Any] = {
+PRIMES_SPEC: SpecJSON = {
     "purpose": "Return all prime numbers less than or equal to n using the Sieve of Eratosthenes.",
     "functions": [
         {
@@ -243,7 +243,7 @@ All primes `p` with `2 <= p <= n`, in increasing order; an empty list when `n < 
 """
 
 
-def primes_handler(role: str, body: dict[str, Any]) -> Any:
+def primes_handler(role: str, body: JSONObject) -> object:
     """Answers every role with a correct primes_up_to solution (instantly, any number of times)."""
     return {
         "analyzer": PRIMES_SPEC,

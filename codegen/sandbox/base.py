@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Mapping
-from typing import Any
 
 from codegen.sandbox.files import FileContent
 from codegen.sandbox.junit import MAX_XML_BYTES, parse_junit
+from codegen.sandbox.protocol import JobExtra
 from codegen.sandbox.types import ExecResult, Limits, TestReport
 
 
@@ -26,7 +26,7 @@ class BaseSandbox:
         files: Mapping[str, FileContent],
         command: list[str],
         limits: Limits,
-        extra: Mapping[str, Any] | None = None,
+        extra: JobExtra | None = None,
     ) -> tuple[ExecResult, dict[str, bytes]]:
         raise NotImplementedError
 
@@ -56,7 +56,7 @@ class BaseSandbox:
             "test_solution.py",
         ]
         files = {"solution.py": solution_source, "test_solution.py": test_source}
-        extra = {"collect": [report], "max_collect_bytes": MAX_XML_BYTES}
+        extra: JobExtra = {"collect": [report], "max_collect_bytes": MAX_XML_BYTES}
         result, collected = self._execute(files, command, limits or self.default_limits, extra)
         return parse_junit(collected.get(report, b""), result)
 

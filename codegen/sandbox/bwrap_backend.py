@@ -29,14 +29,21 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, TypeAlias
 
 from codegen.sandbox.docker_backend import owner_tag
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable
 from codegen.sandbox.image import rootfs_path, rootfs_ready
 from codegen.sandbox.pool import Deadline, PooledSandbox
-from codegen.sandbox.protocol import SANDBOX_ENV, WORKDIR, result_matcher, supervisor_command
+from codegen.sandbox.protocol import (
+    SANDBOX_ENV,
+    WORKDIR,
+    JobExtra,
+    result_matcher,
+    supervisor_command,
+)
 from codegen.sandbox.types import Limits
 
 FIRST_SLOT_UID = 20001  # distinct from the Docker sandbox uid (10001) and real users
@@ -90,7 +97,9 @@ def _root_args(rootfs: Path | None) -> list[str]:
 class _PipeBox:
     """One bwrap (or, unsafe, bare) process running the supervisor; jobs over its pipes."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], shape: int, slot: int, err: Any) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], shape: int, slot: int, err: IO[bytes]
+    ) -> None:
         self.proc = proc
         self.shape = shape
         self.slot = slot
@@ -105,7 +114,9 @@ class _PipeBox:
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
-    def _read_until(self, done: Any, deadline: float, cap: int) -> bytes:
+    def _read_until(
+        self, done: Callable[[bytearray], bytes | None], deadline: float, cap: int
+    ) -> bytes:
         while True:
             value = done(self.pending)
             if value is not None:
@@ -147,6 +158,12 @@ class _PipeBox:
         return " ".join(text.split())[-500:]
 
 
+# What the spawner thread runs, and where its result (or exception) goes.
+_Spawn: TypeAlias = tuple[
+    Callable[[], "subprocess.Popen[bytes]"], "concurrent.futures.Future[subprocess.Popen[bytes]]"
+]
+
+
 class _Spawner:
     """Starts every bwrap from one long-lived thread.
 
@@ -156,7 +173,7 @@ class _Spawner:
     """
 
     def __init__(self) -> None:
-        self._queue: queue.Queue[Any] = queue.Queue()
+        self._queue: queue.Queue[_Spawn | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="sandbox-bwrap", daemon=True)
         self._thread.start()
 
@@ -171,8 +188,8 @@ class _Spawner:
             except BaseException as exc:
                 future.set_exception(exc)
 
-    def call(self, fn: Any) -> Any:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    def call(self, fn: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+        future: concurrent.futures.Future[subprocess.Popen[bytes]] = concurrent.futures.Future()
         self._queue.put((fn, future))
         return future.result()
 
@@ -272,21 +289,29 @@ class BwrapSandbox(PooledSandbox):
         argv += ["--chdir", WORKDIR, "--", *command]
         return argv
 
-    def _popen(self, argv: list[str], slot: int, **kwargs: Any) -> subprocess.Popen[bytes]:
+    def _popen(
+        self,
+        argv: list[str],
+        slot: int,
+        *,
+        stdin: int | IO[bytes] | None = None,
+        stderr: int | IO[bytes] = subprocess.PIPE,
+        cwd: str = "/",
+    ) -> subprocess.Popen[bytes]:
         uid = self.slot_uid(slot)
-        ids: dict[str, Any] = {}
-        if uid is not None:
-            ids = {"user": uid, "group": uid, "extra_groups": []}
-        kwargs.setdefault("stdout", subprocess.PIPE)
-        kwargs.setdefault("stderr", subprocess.PIPE)
-        kwargs.setdefault("cwd", "/")
         return subprocess.Popen(
             argv,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=cwd,
             env={"PATH": SANDBOX_ENV["PATH"]},  # bwrap clears it again; nothing else leaks
             start_new_session=True,  # one process group to kill on the host side
             close_fds=True,
-            **ids,
-            **kwargs,
+            # Each slot's own uid, with no supplementary groups (where the host allows it).
+            user=uid,
+            group=uid,
+            extra_groups=None if uid is None else [],
         )
 
     # -- pool hooks ----------------------------------------------------------------------------
@@ -295,15 +320,15 @@ class BwrapSandbox(PooledSandbox):
         # Memory, processes and CPU are per-job rlimits; only the tmpfs size is fixed at start.
         return limits.workdir_mb
 
-    def _job_extra(self, limits: Limits) -> dict[str, Any]:
-        extra: dict[str, Any] = {
+    def _job_extra(self, limits: Limits) -> JobExtra:
+        extra: JobExtra = {
             "as_bytes": limits.memory_mb * 1024 * 1024,
             "nproc": limits.pids,
             "cpu_s": math.ceil(limits.timeout_s * limits.cpus) + 1,
         }
         if self.unsafe_host:
             # The supervisor's cwd is the box's own temp dir (there is no /work on the host).
-            extra.update(kill_scope="group", workdir=".")
+            extra.update({"kill_scope": "group", "workdir": "."})
         return extra
 
     def _start(self, shape: int) -> _PipeBox:

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from codegen.json_types import JSONObject, JSONValue
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import ExecResult, Limits
 
@@ -47,7 +48,7 @@ class Digest:
 @dataclass(frozen=True)
 class CallOutcome:
     status: Status
-    value: Any = None  # the returned value when status is "ok"
+    value: object = None  # the returned value (any Python value) when status is "ok"
     error: str = ""  # "TypeError: ...", "time limit", "not reached: ..."
     duration_s: float = 0.0
 
@@ -61,7 +62,7 @@ def _driver() -> str:
     return (Path(__file__).with_name("call_driver.py")).read_text()
 
 
-def decode(data: Any) -> Any:
+def decode(data: JSONValue) -> object:
     """The Python value of the driver's tagged JSON."""
     if isinstance(data, list):
         return [decode(v) for v in data]
@@ -81,11 +82,11 @@ def decode(data: Any) -> Any:
     raise ValueError(f"unknown value tag in {sorted(data)}")
 
 
-def _hashable(value: Any) -> Any:
+def _hashable(value: object) -> object:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _outcome(item: dict[str, Any]) -> CallOutcome:
+def _outcome(item: JSONObject) -> CallOutcome:
     status = item.get("status")
     duration = float(item.get("duration_s", 0.0))
     if status == "ok":
@@ -101,7 +102,7 @@ def call_function(
     sandbox: Sandbox,
     module: str,
     entry_point: str,
-    inputs: Sequence[Sequence[Any]],
+    inputs: Sequence[Sequence[JSONValue]],
     time_limits: Sequence[float] | float,
     limits: Limits | None = None,
     deadline_s: float | None = None,
@@ -170,13 +171,14 @@ def parse_outcomes(result: ExecResult, token: str, count: int) -> list[CallOutco
     return outcomes
 
 
-def is_close(out: Any, expected: Any, atol: float, rtol: float = 1e-07) -> bool:
+def is_close(out: object, expected: object, atol: float, rtol: float = 1e-07) -> bool:
     """``numpy.allclose(out, expected, rtol, atol)`` for a float or a flat sequence of them
     (the comparison EvalPlus makes when ``atol`` applies), same types and lengths required."""
     if type(out) is not type(expected):
         return False
-    pairs: list[tuple[Any, Any]]
+    pairs: list[tuple[object, object]]
     if isinstance(expected, list | tuple):
+        assert isinstance(out, list | tuple)  # the same type as expected
         if len(out) != len(expected):
             return False
         pairs = list(zip(out, expected, strict=True))

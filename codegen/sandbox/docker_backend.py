@@ -20,7 +20,13 @@ import os
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import docker
+    from docker.types import HostConfig
 
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable
 from codegen.sandbox.pool import DEADLINE_GRACE_S, Deadline, PooledSandbox
@@ -67,7 +73,7 @@ def _owner_alive(tag: str) -> bool:
     return _proc_start_time(pid) == started  # a recycled pid is a different process
 
 
-def docker_client(timeout: float = 60.0) -> Any:
+def docker_client(timeout: float = 60.0) -> docker.DockerClient:
     import docker
 
     try:
@@ -78,7 +84,7 @@ def docker_client(timeout: float = 60.0) -> Any:
     return client
 
 
-def reap_leftovers(client: Any) -> int:
+def reap_leftovers(client: docker.DockerClient) -> int:
     """Remove labelled containers whose owning process is gone (a crash); returns the count."""
     removed = 0
     for info in client.api.containers(all=True, filters={"label": LABEL}):
@@ -89,7 +95,7 @@ def reap_leftovers(client: Any) -> int:
     return removed
 
 
-def _remove(client: Any, cid: str) -> None:
+def _remove(client: docker.DockerClient, cid: str) -> None:
     import docker.errors
 
     with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
@@ -109,7 +115,7 @@ def _remove(client: Any, cid: str) -> None:
 class _Box:
     cid: str
     sock: socket.socket
-    sockio: Any  # keeps the HTTP response (and so the socket) alive
+    sockio: socket.SocketIO  # keeps the HTTP response (and so the socket) alive
     shape: tuple[int, int, float, int]
     pending: bytearray = field(default_factory=bytearray)
     diag: bytearray = field(default_factory=bytearray)
@@ -134,7 +140,9 @@ class _Box:
             buf += chunk
         return bytes(buf)
 
-    def read_stdout_until(self, done: Any, deadline: float, cap: int) -> bytes:
+    def read_stdout_until(
+        self, done: Callable[[bytearray], bytes | None], deadline: float, cap: int
+    ) -> bytes:
         """Read multiplexed frames until ``done(stdout_bytes)`` returns a value."""
         while True:
             value = done(self.pending)
@@ -167,7 +175,7 @@ class DockerSandbox(PooledSandbox):
         isolation: str = "pooled",
         default_limits: Limits | None = None,
         prestart: bool = True,
-        client: Any = None,
+        client: docker.DockerClient | None = None,
     ) -> None:
         super().__init__(pool_size=pool_size, isolation=isolation, default_limits=default_limits)
         import docker.errors
@@ -245,7 +253,7 @@ class DockerSandbox(PooledSandbox):
             raise SandboxError(f"could not start a sandbox container: {exc}") from exc
         return box
 
-    def _create(self, api: Any, host_config: Any, mode: str) -> str:
+    def _create(self, api: docker.APIClient, host_config: HostConfig, mode: str) -> str:
         return api.create_container(
             self.image,
             command=supervisor_command(mode),

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from codegen.sandbox.errors import UnsafePathError
 
@@ -33,6 +33,14 @@ class Symlink:
 
 
 FileContent = str | bytes | Symlink
+
+
+class FileEntry(TypedDict):
+    """One file in the job message: base64 ``data``, or a symlink's ``link`` target."""
+
+    path: str
+    data: NotRequired[str]
+    link: NotRequired[str]
 
 
 def _check_path(path: str) -> str:
@@ -69,7 +77,7 @@ def _check_link(path: str, target: str, confine: bool) -> None:
 
 def encode_files(
     files: Mapping[str, FileContent], max_total_bytes: int, confine_links: bool = False
-) -> list[dict[str, Any]]:
+) -> list[FileEntry]:
     """Validate ``files`` and encode them for the supervisor's job message.
 
     ``confine_links``: refuse links that are absolute or lead out of the work dir (needed only
@@ -77,7 +85,7 @@ def encode_files(
     """
     if len(files) > MAX_FILES:
         raise UnsafePathError(f"too many files: {len(files)} > {MAX_FILES}")
-    entries: list[dict[str, Any]] = []
+    entries: list[FileEntry] = []
     seen: set[str] = set()
     total = 0
     for raw_path, content in files.items():

@@ -16,12 +16,18 @@ import threading
 import time
 import weakref
 from collections.abc import Hashable, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from codegen.sandbox.base import BaseSandbox
 from codegen.sandbox.errors import SandboxError
 from codegen.sandbox.files import FileContent
-from codegen.sandbox.protocol import decode_result, encode_job, lost_result, max_result_bytes
+from codegen.sandbox.protocol import (
+    JobExtra,
+    decode_result,
+    encode_job,
+    lost_result,
+    max_result_bytes,
+)
 from codegen.sandbox.types import ExecResult, Limits
 
 # Beyond the job's own timeout: time to ship files in, kill, wipe and answer.
@@ -84,16 +90,16 @@ class PooledSandbox(BaseSandbox):
     def _shape(self, limits: Limits) -> Hashable:
         raise NotImplementedError
 
-    def _start(self, shape: Any) -> Box:
+    def _start(self, shape: Hashable) -> Box:
         raise NotImplementedError
 
-    def _discard(self, box: Any) -> None:
+    def _discard(self, box: Box) -> None:
         raise NotImplementedError
 
-    def _job_extra(self, limits: Limits) -> dict[str, Any]:
+    def _job_extra(self, limits: Limits) -> JobExtra:
         return {}
 
-    def _after_loss(self, box: Any, result: ExecResult) -> None:
+    def _after_loss(self, box: Box, result: ExecResult) -> None:
         """Add what the backend knows when a supervisor is lost (e.g. the OOM flag)."""
 
     # -- pool --------------------------------------------------------------------------------
@@ -178,9 +184,9 @@ class PooledSandbox(BaseSandbox):
         files: Mapping[str, FileContent],
         command: list[str],
         limits: Limits,
-        extra: Mapping[str, Any] | None = None,
+        extra: JobExtra | None = None,
     ) -> tuple[ExecResult, dict[str, bytes]]:
-        job_extra = {**self._job_extra(limits), **(extra or {})}
+        job_extra: JobExtra = {**self._job_extra(limits), **(extra or {})}
         job = encode_job(
             files,
             command,

@@ -7,9 +7,9 @@ import json
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Required, TypedDict
 
-from codegen.sandbox.files import FileContent, encode_files
+from codegen.sandbox.files import FileContent, FileEntry, encode_files
 from codegen.sandbox.types import ExecResult, Limits
 
 WORKDIR = "/work"
@@ -28,6 +28,31 @@ SANDBOX_ENV: dict[str, str] = {
 RESULT_SLACK_BYTES = 64_000
 
 
+class JobExtra(TypedDict, total=False):
+    """What a backend (or a caller) adds to, or overrides in, one job message."""
+
+    workdir: str  # where the job runs; the default is WORKDIR
+    kill_scope: str  # "group": kill the job's process group only (no pid namespace)
+    as_bytes: int  # RLIMIT_AS
+    nproc: int  # RLIMIT_NPROC
+    cpu_s: int  # RLIMIT_CPU
+    collect: list[str]  # files to send back after the job
+    max_collect_bytes: int
+
+
+class Job(JobExtra, total=False):
+    """The job message the supervisor reads (``supervisor.py``'s ``job``)."""
+
+    files: Required[list[FileEntry]]
+    command: Required[list[str]]
+    env: Required[dict[str, str]]
+    timeout_s: Required[float]
+    max_output_bytes: Required[int]
+    fsize_bytes: Required[int]
+    nofile: Required[int]
+    wipe: Required[list[str]]
+
+
 @cache
 def supervisor_source() -> str:
     return resources.files("codegen.sandbox").joinpath("supervisor.py").read_text("utf-8")
@@ -44,7 +69,7 @@ def encode_job(
     limits: Limits,
     *,
     wipe: list[str],
-    extra: Mapping[str, Any] | None = None,
+    extra: JobExtra | None = None,
     confine_links: bool = False,
 ) -> bytes:
     if not command or not all(isinstance(c, str) and c and "\x00" not in c for c in command):
@@ -52,7 +77,7 @@ def encode_job(
     numbers = (limits.timeout_s, limits.memory_mb, limits.pids, limits.cpus, limits.workdir_mb)
     if min(numbers) <= 0 or limits.max_output_bytes <= 0:
         raise ValueError(f"limits must be positive: {limits}")
-    job: dict[str, Any] = {
+    job: Job = {
         "files": encode_files(files, limits.workdir_mb * 1024 * 1024, confine_links),
         "command": list(command),
         "env": dict(SANDBOX_ENV),

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TypedDict
 
 
 @dataclass(frozen=True)
@@ -14,6 +14,35 @@ class Limits:
     cpus: float = 1.0
     workdir_mb: int = 64
     max_output_bytes: int = 1_000_000  # per stream; the rest is discarded while streaming
+
+
+class ExecResultDict(TypedDict):
+    exit_code: int | None
+    timed_out: bool
+    oom_killed: bool
+    stdout: str
+    stderr: str
+    truncated: bool
+    duration_s: float
+    backend: str
+
+
+class TestCaseDict(TypedDict):
+    name: str
+    outcome: str
+    message: str
+    duration_s: float
+    details: str
+
+
+class TestReportDict(TypedDict):
+    tests: list[TestCaseDict]
+    collection_errors: list[str]
+    exec_result: ExecResultDict | None
+    total: int
+    passed: int
+    failed: int
+    ok: bool
 
 
 @dataclass
@@ -27,8 +56,17 @@ class ExecResult:
     duration_s: float
     backend: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> ExecResultDict:
+        return ExecResultDict(
+            exit_code=self.exit_code,
+            timed_out=self.timed_out,
+            oom_killed=self.oom_killed,
+            stdout=self.stdout,
+            stderr=self.stderr,
+            truncated=self.truncated,
+            duration_s=self.duration_s,
+            backend=self.backend,
+        )
 
 
 @dataclass
@@ -38,6 +76,15 @@ class TestCaseResult:
     message: str = ""
     duration_s: float = 0.0
     details: str = ""  # trimmed traceback for failures
+
+    def to_dict(self) -> TestCaseDict:
+        return TestCaseDict(
+            name=self.name,
+            outcome=self.outcome,
+            message=self.message,
+            duration_s=self.duration_s,
+            details=self.details,
+        )
 
 
 @dataclass
@@ -62,9 +109,9 @@ class TestReport:
     def ok(self) -> bool:
         return self.total > 0 and self.passed == self.total and not self.collection_errors
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TestReportDict:
         return {
-            "tests": [asdict(t) for t in self.tests],
+            "tests": [t.to_dict() for t in self.tests],
             "collection_errors": list(self.collection_errors),
             "exec_result": self.exec_result.to_dict() if self.exec_result else None,
             "total": self.total,

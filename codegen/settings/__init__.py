@@ -16,7 +16,7 @@ import os
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_settings import (
@@ -25,6 +25,9 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+if TYPE_CHECKING:  # nothing of the package at run time (tests/test_wiring.py)
+    from codegen.json_types import JSONObject
 
 # The checkout this package lives in (editable install) holds pyproject.toml; an installed
 # wheel has no project root, so the working directory stands in.
@@ -291,7 +294,7 @@ class Settings(BaseSettings):
         # Request text and options, stored apart from the opaque partition key.
         return self.home / "requests"
 
-    def public_dict(self) -> dict[str, Any]:
+    def public_dict(self) -> JSONObject:
         """Settings safe to show or store (they never hold a secret)."""
         return self.model_dump(mode="json")
 

@@ -6,16 +6,16 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
 from codegen.corpus.sources import SOURCES
+from codegen.json_types import JSONObject
 from codegen.orchestration.instance import configured_instance
 from codegen.settings import get_settings
 
 
-def _summary(name: str, meta: dict[str, Any]) -> str:
+def _summary(name: str, meta: JSONObject) -> str:
     keys = {
         "raw": ("status", "documents", "fetched", "skipped", "message"),
         "clean_documents": ("documents_in", "documents", "dropped", "secrets_redacted"),
@@ -68,7 +68,7 @@ def build(
     for p in local_paths:
         if not p.is_dir():
             raise click.UsageError(f"--local {p}: not a directory")
-    update: dict[str, Any] = {}
+    update: dict[str, list[str]] = {}  # CorpusSettings fields: local_paths, sources
     if local_paths:
         update["local_paths"] = [str(p.resolve()) for p in local_paths]
     chosen = list(sources) or list(settings.corpus.sources)

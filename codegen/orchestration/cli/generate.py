@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,11 +22,14 @@ from codegen.requests.route import refusal, wait_for_daemon_environment
 from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, request_title
 from codegen.settings import Settings, get_settings
 
+if TYPE_CHECKING:
+    from dagster import DagsterInstance
+
 
 class _Progress:
     """Prints the run's step events to stderr while the run executes."""
 
-    def __init__(self, instance: Any, request_id: str) -> None:
+    def __init__(self, instance: DagsterInstance, request_id: str) -> None:
         self.instance, self.request_id = instance, request_id
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
@@ -78,7 +81,7 @@ DAEMON_HEARTBEAT_TOLERANCE_S = 60.0
 LAUNCH_MODES = ("auto", "queue", "here")
 
 
-def daemon_running(instance: Any) -> bool:
+def daemon_running(instance: DagsterInstance) -> bool:
     """Whether a dagster-daemon serves this instance: its sensors and its run queue beat."""
     from codegen.orchestration.dagster_private import get_daemon_statuses
 
@@ -92,10 +95,10 @@ def daemon_running(instance: Any) -> bool:
 
 
 def run_in_this_process(
-    instance: Any,
+    instance: DagsterInstance,
     request_id: str,
     job_name: str = "request_job",
-    run_config: dict[str, Any] | None = None,
+    run_config: JSONObject | None = None,
     tags: dict[str, str] | None = None,
 ) -> tuple[str, bool]:
     """Execute a job of ``codegen.orchestration.definitions`` (``job_name``: its resolving function)
@@ -120,7 +123,9 @@ def run_in_this_process(
     return result.run_id, result.success
 
 
-def _wait_for_queued_run(instance: Any, request_id: str, poll_s: float = 1.0) -> tuple[str, bool]:
+def _wait_for_queued_run(
+    instance: DagsterInstance, request_id: str, poll_s: float = 1.0
+) -> tuple[str, bool]:
     """Wait while the daemon's inbox sensor launches the request's run and the queue runs it."""
     from dagster import DagsterRunStatus, RunsFilter
 
@@ -217,7 +222,7 @@ def summarize(report: RequestReport, run_id: str | None, folder: Path) -> JSONOb
     }
 
 
-def _bounds(name: str) -> dict[str, Any]:
+def _bounds(name: str) -> dict[str, float | bool]:
     return RequestOptions.bounds(name)
 
 

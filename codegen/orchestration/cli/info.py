@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 import click
@@ -18,6 +18,9 @@ from codegen.requests.route import daemon_environment, key_fingerprint
 from codegen.retrieval.index import open_store
 from codegen.settings import Settings, config_file, default_dagster_home, get_settings
 
+if TYPE_CHECKING:
+    from codegen.retrieval.grounding import Grounding
+
 
 def instance_storage() -> str:
     """Where the Dagster instance keeps runs and events; a URL's credentials never shown."""
@@ -28,24 +31,32 @@ def instance_storage() -> str:
     return f"postgres {parts.hostname}:{parts.port or 5432}{parts.path}"
 
 
-def index_grounding(settings: Settings) -> dict[str, Any]:
-    """The index against the corpus's chunks (none / partial with the fraction / full)."""
+def index_grounding(settings: Settings) -> Grounding | str:
+    """The index against the corpus's chunks (none / partial with the fraction / full), or why
+    it could not be read."""
     from codegen.retrieval.grounding import corpus_chunk_ids, grounding_of, no_index
 
     corpus = corpus_chunk_ids(chunks_path(settings.corpus_dir))
     store = store_config(settings)
     local = Path(store.uri)
     if store.kind == "lancedb" and (not local.is_dir() or not any(local.iterdir())):
-        return no_index(corpus).to_dict()
+        return no_index(corpus)
     try:
         from codegen.retrieval.index import open_store
 
-        return grounding_of(corpus, open_store(store).ids()).to_dict()
+        return grounding_of(corpus, open_store(store).ids())
     except Exception as exc:  # unreadable: say so rather than guess
-        return {"status": "unknown", "error": " ".join(str(exc).split())[:200]}
+        return " ".join(str(exc).split())[:200]
 
 
-def daemon_state(settings: Settings) -> dict[str, Any]:
+class DaemonState(TypedDict):
+    serving: bool | None  # None: unknown (``error`` says why)
+    error: NotRequired[str]
+    endpoint: NotRequired[str | None]  # the base URL the daemon's runs call
+    same_key: NotRequired[bool | None]  # whether the daemon has this shell's key
+
+
+def daemon_state(settings: Settings) -> DaemonState:
     """Whether a dagster-daemon serves this instance, and the endpoint its runs would call."""
     from codegen.orchestration.cli.generate import daemon_running
     from codegen.orchestration.instance import configured_instance
@@ -76,6 +87,7 @@ def info(as_json: bool) -> None:
     store = store_config(settings)
     # Weaviate tunes its own index; opening it here would need the server.
     ann = open_store(store).ann_info() if store.kind == "lancedb" else None
+    grounding = index_grounding(settings)
     data = {
         "config_file": str(config_file()),
         "config_file_exists": config_file().exists(),
@@ -83,7 +95,11 @@ def info(as_json: bool) -> None:
         "instance_storage": instance_storage(),
         "endpoint": route.to_dict(),
         "daemon": daemon_state(settings),
-        "index": index_grounding(settings),
+        "index": (
+            {"status": "unknown", "error": grounding}
+            if isinstance(grounding, str)
+            else grounding.to_dict()
+        ),
         "settings": settings.public_dict(),
         # How each endpoint and model was last found to take JSON requests.
         "structured_outputs": StructuredModes(structured_modes_file(settings.cache_dir)).all(),
@@ -112,13 +128,10 @@ def info(as_json: bool) -> None:
     else:
         key = {True: "the same key", False: "another key", None: "key unknown"}[daemon["same_key"]]
         click.echo(f"daemon        serving; its runs call {daemon['endpoint']} ({key})")
-    index = data["index"]
-    if index["status"] == "unknown":
-        click.echo(f"index         unknown ({index['error']})")
+    if isinstance(grounding, str):
+        click.echo(f"index         unknown ({grounding})")
     else:
-        from codegen.retrieval.grounding import Grounding
-
-        click.echo(f"index         {Grounding(**index).describe()}")
+        click.echo(f"index         {grounding.describe()}")
     click.echo(f"sandbox       {settings.sandbox.backend} ({sandbox_image(settings.sandbox)})")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
     if ann:

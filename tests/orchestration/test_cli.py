@@ -80,7 +80,7 @@ def test_the_console_script_runs_exit_handlers_and_keeps_the_exit_status(
     # run() skips the interpreter's teardown, not the handlers (the sandboxes close in one).
     script = (
         "import atexit, sys\n"
-        "from orchestration.cli import run\n"
+        "from codegen.orchestration.cli import run\n"
         "atexit.register(lambda: print('exit handler ran', flush=True))\n"
         f"sys.argv = ['codegen', *{args!r}]\n"
         "run()\n"

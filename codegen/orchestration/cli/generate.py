@@ -123,16 +123,31 @@ def run_in_this_process(
     return result.run_id, result.success
 
 
+# How long a failed run may go without Dagster's retry verdict before the failure is final.
+RETRY_VERDICT_WAIT_S = 60.0
+
+
 def _wait_for_queued_run(
-    instance: DagsterInstance, request_id: str, poll_s: float = 1.0
+    instance: DagsterInstance,
+    request_id: str,
+    poll_s: float = 1.0,
+    retry_verdict_wait_s: float = RETRY_VERDICT_WAIT_S,
 ) -> tuple[str, bool]:
-    """Wait while the daemon's inbox sensor launches the request's run and the queue runs it."""
+    """Wait while the daemon's inbox sensor launches the request's run and the queue runs it.
+
+    A run lost with its container is failed and then retried by the instance's run retries
+    (codegen/deploy/docker), so a failure is final only once Dagster has said it will not retry.
+    Dagster stores the FAILURE status first and its ``will_retry`` verdict just after, so a
+    failed run without the verdict is waited on (the retry daemon adds the verdict itself if
+    the process that failed the run died first), for at most ``retry_verdict_wait_s``.
+    """
     from dagster import DagsterRunStatus, RunsFilter
 
     from codegen.orchestration.dagster_private import WILL_RETRY_TAG
 
     finished = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
     shown: DagsterRunStatus | None = None
+    unjudged_since: dict[str, float] = {}  # failed run id -> when it was first seen failed
     while True:
         records = instance.get_run_records(
             RunsFilter(tags={"dagster/partition": request_id}), limit=1
@@ -142,9 +157,15 @@ def _wait_for_queued_run(
             if run.status != shown:
                 shown = run.status
                 click.echo(f"  run {run.run_id}: {run.status.value.lower()}", err=True)
-            # A run lost with its container is failed and then retried by the instance's run
-            # retries (codegen/deploy/docker): wait for the retry instead of reporting the loss.
-            if run.status in finished and run.tags.get(WILL_RETRY_TAG) != "true":
+            verdict = run.tags.get(WILL_RETRY_TAG)
+            if run.status is DagsterRunStatus.FAILURE and verdict is None:
+                first_seen = unjudged_since.setdefault(run.run_id, time.monotonic())
+                if instance.run_retries_enabled and (
+                    time.monotonic() - first_seen < retry_verdict_wait_s
+                ):
+                    time.sleep(poll_s)
+                    continue
+            if run.status in finished and verdict != "true":
                 return run.run_id, run.status is DagsterRunStatus.SUCCESS
         time.sleep(poll_s)
 

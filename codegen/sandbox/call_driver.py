@@ -14,9 +14,13 @@ import hashlib
 import json
 import math
 import os
+import selectors
 import signal
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's dir out
+from supervisor import _non_dumpable
 
 MAX_VALUE_CHARS = 200_000  # an output larger than this travels as its digest
 MAX_DEPTH = 64
@@ -138,6 +142,7 @@ def _child(job, out_w):
 
 
 def main():
+    _non_dumpable()  # the child cannot read the token from this process's memory
     with open("token.txt") as fh:
         token = fh.read().strip()
     os.remove("token.txt")
@@ -156,8 +161,6 @@ def main():
     deadline = time.monotonic() + job["deadline_s"]
     buffer = b""
     os.set_blocking(out_r, False)
-    import selectors
-
     sel = selectors.DefaultSelector()
     sel.register(out_r, selectors.EVENT_READ)
     done = False

@@ -17,12 +17,11 @@ import math
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from pathlib import Path
 from typing import Literal
 
 from codegen.json_types import JSONObject, JSONValue
 from codegen.sandbox.api import Sandbox
+from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
 from codegen.sandbox.types import ExecResult, Limits
 
 Status = Literal["ok", "error", "timeout"]
@@ -55,11 +54,6 @@ class CallOutcome:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
-
-
-@lru_cache(maxsize=1)
-def _driver() -> str:
-    return (Path(__file__).with_name("call_driver.py")).read_text()
 
 
 def decode(data: JSONValue) -> object:
@@ -135,8 +129,12 @@ def call_function(
         "time_limits": per_input,
         "deadline_s": deadline,
     }
-    files = {"driver.py": _driver(), "token.txt": token, "job.json": json.dumps(job)}
-    result = sandbox.run(files, ["python3", "-I", "-B", "driver.py"], run_limits)
+    files = {
+        **driver_files("codegen.sandbox", "call_driver.py"),
+        "token.txt": token,
+        "job.json": json.dumps(job),
+    }
+    result = sandbox.run(files, DRIVER_COMMAND, run_limits)
     return parse_outcomes(result, token, count)
 
 

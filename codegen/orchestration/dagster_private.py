@@ -37,6 +37,7 @@ PRIVATE_APIS: dict[str, str] = {
     "get_step_dependency_config_field": "dagster._core.execution.step_dependency_config",
     "DagsterStorage": "dagster._core.storage.base_storage",
     "SqliteEventLogStorage": "dagster._core.storage.event_log.sqlite.sqlite_event_log",
+    "INDEX_SHARD_NAME": "dagster._core.storage.event_log.sqlite.sqlite_event_log",
     "PickledObjectFilesystemIOManager": "dagster._core.storage.fs_io_manager",
     "SqliteRunStorage": "dagster._core.storage.runs.sqlite.sqlite_run_storage",
     "SqliteScheduleStorage": "dagster._core.storage.schedules",

@@ -26,6 +26,7 @@ import sqlalchemy as db
 from dagster import EventLogEntry, Field, StringSource
 
 from codegen.orchestration.dagster_private import (
+    INDEX_SHARD_NAME,
     SQLITE_BUSY_TIMEOUT_SECONDS,
     ConfigurableClass,
     ConfigurableClassData,
@@ -145,7 +146,20 @@ class SqliteEventLogStorageOpen(SqliteEventLogStorage):
 
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
         self._open_engines = _Engines(OPEN_SHARDS)
+        self._tables_present: set[str] = set()
         super().__init__(base_dir, inst_data)
+
+    def has_table(self, table_name: str) -> bool:
+        # Stock, each call builds an engine and a connection, and Dagster asks whether the
+        # dynamic partitions table exists for every input a partitioned step loads (19 per
+        # request). A table once there stays (migrations add tables, never drop them).
+        if table_name in self._tables_present:
+            return True
+        with self._connect(INDEX_SHARD_NAME) as conn:
+            present = bool(conn.dialect.has_table(conn, table_name))
+        if present:
+            self._tables_present.add(table_name)
+        return present
 
     @contextmanager
     def _connect(self, shard: str) -> Iterator[db.Connection]:

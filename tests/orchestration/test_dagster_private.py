@@ -33,6 +33,7 @@ RELIED_ON = {
     # SQLite storage over long-lived connections (orchestration/storage.py).
     "DagsterStorage": "dagster._core.storage.base_storage",
     "SqliteEventLogStorage": "dagster._core.storage.event_log.sqlite.sqlite_event_log",
+    "INDEX_SHARD_NAME": "dagster._core.storage.event_log.sqlite.sqlite_event_log",
     "SqliteRunStorage": "dagster._core.storage.runs.sqlite.sqlite_run_storage",
     "SqliteScheduleStorage": "dagster._core.storage.schedules",
     "SQLITE_BUSY_TIMEOUT_SECONDS": "dagster._core.storage.sqlite",

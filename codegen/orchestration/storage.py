@@ -155,7 +155,9 @@ class SqliteEventLogStorageOpen(SqliteEventLogStorage):
         # request). A table once there stays (migrations add tables, never drop them).
         if table_name in self._tables_present:
             return True
-        with self._connect(INDEX_SHARD_NAME) as conn:
+        # Not through _connect: Dagster calls this while storing an event, inside _db_lock.
+        engine = self._open_engines.get(self.conn_string_for_shard(INDEX_SHARD_NAME))
+        with engine.connect() as conn:
             present = bool(conn.dialect.has_table(conn, table_name))
         if present:
             self._tables_present.add(table_name)

@@ -114,17 +114,24 @@ def expected_outputs(
     key = digest(["plus-expected", problem.fingerprint, EXPECTED_VERSION, HARNESS_VERSION])
     stored = store.load_verdict(key)
     if stored is None:
-        stored = {}
-        module = canonical_with_contract(problem)
-        for part, text in (("base", problem.plus.base_json), ("plus", problem.plus.plus_json)):
-            inputs = _inputs(text)
-            outcomes = call_function(
-                sandbox, module, problem.entry_point, inputs, CANONICAL_TIME_LIMIT_S, limits
-            )
-            stored[part] = [
-                [i, encode(o.value), o.duration_s] if o.ok else [i, None, None]
-                for i, o in enumerate(outcomes)
-            ]
+        base, extra = _inputs(problem.plus.base_json), _inputs(problem.plus.plus_json)
+        # One execution for both parts: a round trip saved per task.
+        outcomes = call_function(
+            sandbox,
+            canonical_with_contract(problem),
+            problem.entry_point,
+            base + extra,
+            CANONICAL_TIME_LIMIT_S,
+            limits,
+        )
+        rows = [
+            [i, encode(o.value), o.duration_s] if o.ok else [i, None, None]
+            for i, o in enumerate(outcomes)
+        ]
+        stored = {
+            "base": rows[: len(base)],
+            "plus": [[i - len(base), v, t] for i, v, t in rows[len(base) :]],
+        }
         store.save_verdict(key, stored)
     invalid = 0
     parts: dict[str, list[ExpectedRow]] = {}
@@ -211,6 +218,9 @@ def score_plus(
         time_limits,
         limits,
         deadline_s=min(TASK_TIMEOUT_S, sum(time_limits)) + 2.0,
+        # An exception or a timeout fails plus, and base too when it is a base input (they
+        # run first): nothing after it can change either verdict.
+        stop_after_failure=True,
     )
     base_ok, plus_ok, first = True, True, None
     for index, ((args, want, _), got) in enumerate(zip(rows, outcomes, strict=True)):

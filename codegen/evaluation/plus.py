@@ -9,14 +9,17 @@ content. A candidate then runs on the same inputs through the same runner
 compares it: exact equality, or where ``atol`` applies (given, or 1e-6 for float outputs)
 ``numpy.allclose`` with rtol 1e-7, same type and length; ``find_zero`` (HumanEval/32) is
 judged by its own oracle, ``|poly(xs, x)| <= atol``. Base passes when every base input does;
-plus when base and every plus input do.
+plus when base and every plus input do. A candidate's inputs run base first in one execution
+that stops at the first exception or timeout (nothing after it can change a verdict), as
+EvalPlus stops at a first failure; the comparison stays on the host.
 
 An input on which the canonical solution itself fails its contract (or raises) has no expected
 output: it is left out, and counted (``invalid_inputs``).
 
 Taken from EvalPlus (Apache-2.0), re-implemented here because its evaluator executes
-candidates in the host process: the dataset fields, the comparison rule, the time-limit rule
-and the find_zero oracle.
+candidates in the host process: the dataset fields, the comparison rule, the time-limit rule,
+the find_zero oracle and stopping at a first failure. ``benchmarks/humanevalplus_speed.py``
+runs EvalPlus's own evaluator (in a virtualenv of its own) beside this one.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ MIN_TIME_LIMIT_S = 1.0  # evalplus.config.DEFAULT_MIN_TIME_LIMIT
 TASK_TIMEOUT_S = 60.0
 CANONICAL_TIME_LIMIT_S = 20.0  # per input, for the reference solution itself
 EXPECTED_VERSION = "2"  # bump when the expected-output computation changes
-SCORING_VERSION = "3"  # bump when a candidate's run or comparison changes (verdict keys)
+SCORING_VERSION = "4"  # bump when a candidate's run or comparison changes (verdict keys)
 
 
 # One input's arguments, as the task file gives them (JSON).

@@ -7,8 +7,9 @@ what it prints cannot reach the driver's output; each call has its own time limi
 timer in the child), and the whole run a deadline the driver enforces by killing the child.
 Outcomes travel back on a pipe and are printed by the driver alone, under a token it read from
 a file the child never sees. With ``stop_after_failure`` the child stops after the first call
-that raises or times out (and says so); what the module could do to that loop only ends its
-run sooner, which the host reads as the remaining inputs not reached.
+that raises or times out (and says so). The module could tamper with that loop, but only to
+end its own run sooner (the host reads the rest as not reached: failed) or to go on to the
+deadline; the verdict is always the host's.
 """
 
 import contextlib

@@ -9,14 +9,17 @@ content. A candidate then runs on the same inputs through the same runner
 compares it: exact equality, or where ``atol`` applies (given, or 1e-6 for float outputs)
 ``numpy.allclose`` with rtol 1e-7, same type and length; ``find_zero`` (HumanEval/32) is
 judged by its own oracle, ``|poly(xs, x)| <= atol``. Base passes when every base input does;
-plus when base and every plus input do.
+plus when base and every plus input do. A candidate's inputs run base first in one execution
+that stops at the first exception or timeout (nothing after it can change a verdict), as
+EvalPlus stops at a first failure; the comparison stays on the host.
 
 An input on which the canonical solution itself fails its contract (or raises) has no expected
 output: it is left out, and counted (``invalid_inputs``).
 
 Taken from EvalPlus (Apache-2.0), re-implemented here because its evaluator executes
-candidates in the host process: the dataset fields, the comparison rule, the time-limit rule
-and the find_zero oracle.
+candidates in the host process: the dataset fields, the comparison rule, the time-limit rule,
+the find_zero oracle and stopping at a first failure. ``benchmarks/humanevalplus_speed.py``
+runs EvalPlus's own evaluator (in a virtualenv of its own) beside this one.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ MIN_TIME_LIMIT_S = 1.0  # evalplus.config.DEFAULT_MIN_TIME_LIMIT
 TASK_TIMEOUT_S = 60.0
 CANONICAL_TIME_LIMIT_S = 20.0  # per input, for the reference solution itself
 EXPECTED_VERSION = "2"  # bump when the expected-output computation changes
-SCORING_VERSION = "3"  # bump when a candidate's run or comparison changes (verdict keys)
+SCORING_VERSION = "4"  # bump when a candidate's run or comparison changes (verdict keys)
 
 
 # One input's arguments, as the task file gives them (JSON).
@@ -114,17 +117,24 @@ def expected_outputs(
     key = digest(["plus-expected", problem.fingerprint, EXPECTED_VERSION, HARNESS_VERSION])
     stored = store.load_verdict(key)
     if stored is None:
-        stored = {}
-        module = canonical_with_contract(problem)
-        for part, text in (("base", problem.plus.base_json), ("plus", problem.plus.plus_json)):
-            inputs = _inputs(text)
-            outcomes = call_function(
-                sandbox, module, problem.entry_point, inputs, CANONICAL_TIME_LIMIT_S, limits
-            )
-            stored[part] = [
-                [i, encode(o.value), o.duration_s] if o.ok else [i, None, None]
-                for i, o in enumerate(outcomes)
-            ]
+        base, extra = _inputs(problem.plus.base_json), _inputs(problem.plus.plus_json)
+        # One execution for both parts: a round trip saved per task.
+        outcomes = call_function(
+            sandbox,
+            canonical_with_contract(problem),
+            problem.entry_point,
+            base + extra,
+            CANONICAL_TIME_LIMIT_S,
+            limits,
+        )
+        rows = [
+            [i, encode(o.value), o.duration_s] if o.ok else [i, None, None]
+            for i, o in enumerate(outcomes)
+        ]
+        stored = {
+            "base": rows[: len(base)],
+            "plus": [[i - len(base), v, t] for i, v, t in rows[len(base) :]],
+        }
         store.save_verdict(key, stored)
     invalid = 0
     parts: dict[str, list[ExpectedRow]] = {}
@@ -211,6 +221,9 @@ def score_plus(
         time_limits,
         limits,
         deadline_s=min(TASK_TIMEOUT_S, sum(time_limits)) + 2.0,
+        # An exception or a timeout fails plus, and base too when it is a base input (they
+        # run first): nothing after it can change either verdict.
+        stop_after_failure=True,
     )
     base_ok, plus_ok, first = True, True, None
     for index, ((args, want, _), got) in enumerate(zip(rows, outcomes, strict=True)):

@@ -6,7 +6,10 @@ The module runs in a forked child (own session, stdin/stdout/stderr on /dev/null
 what it prints cannot reach the driver's output; each call has its own time limit (an interval
 timer in the child), and the whole run a deadline the driver enforces by killing the child.
 Outcomes travel back on a pipe and are printed by the driver alone, under a token it read from
-a file the child never sees.
+a file the child never sees. With ``stop_after_failure`` the child stops after the first call
+that raises or times out (and says so). The module could tamper with that loop, but only to
+end its own run sooner (the host reads the rest as not reached: failed) or to go on to the
+deadline; the verdict is always the host's.
 """
 
 import contextlib
@@ -116,6 +119,7 @@ def _child(job, out_w):
         send({"load_error": f"{type(exc).__name__}: {exc}"[:300]})
         os._exit(0)
     signal.signal(signal.SIGALRM, _alarm)
+    stop_after_failure = bool(job.get("stop_after_failure"))
     for index, args in enumerate(job["inputs"]):
         limit = job["time_limits"][index]
         started = time.perf_counter()
@@ -136,6 +140,9 @@ def _child(job, out_w):
             )
         try:
             send(item)
+            if stop_after_failure and item["status"] != "ok":
+                send({"stopped_after": index})
+                break
         except BaseException:
             os._exit(1)
     os._exit(0)

@@ -100,11 +100,14 @@ def call_function(
     time_limits: Sequence[float] | float,
     limits: Limits | None = None,
     deadline_s: float | None = None,
+    stop_after_failure: bool = False,
 ) -> list[CallOutcome]:
     """``entry_point(*args)`` for each of ``inputs`` (JSON-able argument lists), each call
     under its time limit (one for all, or one per input), in one sandbox execution. The whole
     run stops at ``deadline_s`` (default: every limit summed, plus 2 s); inputs it did not
-    reach come back as timeouts."""
+    reach come back as timeouts. With ``stop_after_failure`` the run ends after the first
+    call that raises or times out; the inputs after it come back as errors, not reached (for
+    callers to whom one failure decides, as a HumanEval+ verdict)."""
     count = len(inputs)
     per_input = (
         [float(time_limits)] * count
@@ -128,6 +131,7 @@ def call_function(
         "inputs": [list(args) for args in inputs],
         "time_limits": per_input,
         "deadline_s": deadline,
+        "stop_after_failure": stop_after_failure,
     }
     files = {
         **driver_files("codegen.sandbox", "call_driver.py"),
@@ -153,6 +157,8 @@ def parse_outcomes(result: ExecResult, token: str, count: int) -> list[CallOutco
             continue
         if "load_error" in item:
             why = f"not reached: the module failed to load: {item['load_error']}"
+        elif "stopped_after" in item:
+            why = f"not reached: stopped after input {item['stopped_after']} failed"
         elif item.get("end") == "deadline":
             why = "not reached: the run hit its deadline"
         elif "status" in item and len(outcomes) < count:

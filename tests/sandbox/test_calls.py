@@ -58,6 +58,19 @@ def test_a_module_that_cannot_load_or_exits_still_answers_every_input(sb: Sandbo
     assert "KeyError" in missing[0].error
 
 
+def test_stop_after_failure_ends_the_run_at_the_first_exception_or_timeout(sb: Sandbox) -> None:
+    raised = call_function(sb, MODULE, "f", [[1], [3], [2], [8]], 0.5, stop_after_failure=True)
+    assert [o.status for o in raised] == ["ok", "error", "error", "error"]
+    assert raised[1].error == "ValueError: three"
+    assert raised[2].error == raised[3].error == "not reached: stopped after input 1 failed"
+    timed = call_function(sb, MODULE, "f", [[4], [1]], 0.5, stop_after_failure=True)
+    assert [o.status for o in timed] == ["timeout", "error"]
+    assert timed[0].duration_s < 2.0  # one limit, not one per input
+    # A value is not a failure here (the caller compares it): every input runs.
+    values = call_function(sb, MODULE, "f", [[1], [2], [8]], 0.5, stop_after_failure=True)
+    assert [o.value for o in values] == [1, 2, 8]
+
+
 def test_is_close_is_numpy_allclose_with_types() -> None:
     assert is_close(1.0000001, 1.0, 1e-6) and not is_close(1.1, 1.0, 1e-6)
     assert is_close([1.0, 2.0], [1.0, 2.0000001], 1e-6)

@@ -12,13 +12,12 @@ generated suite and which tests are the spec's worked examples (``selection.rows
   are eligible (an example in the spec outranks any number of agreeing drafts). An input is
   *valid* when at least half of the eligible candidates return a value on it; a candidate's
   weight is the share of valid inputs it returns a value on (crashing or hanging on inputs
-  its peers handle costs it weight). Candidates with the same outputs on every input and the
-  same suite verdicts form a group. A group's score is its members' *support*: the weight of
-  every eligible candidate times the share of valid inputs on which it returns the same value
-  (MBR-exec's agreement, Shi et al. 2022, counted per input so that two correct drafts that
-  differ only on an out-of-domain input still support each other), times ``1 + the generated
-  tests the group passes`` (CodeT's dual agreement, without suspect tests). The best group
-  wins; its first member is the pick.
+  its peers handle costs it weight). CodeT's dual agreement (Chen et al. 2022) picks the
+  consensus set: eligible drafts with the same verdicts on the generated tests (suspect tests
+  left out), scored by members x tests passed. Inside it, drafts with the same outputs on
+  every shared input form a group, and the group with the most weight wins (AlphaCode's and
+  MBR-exec's clustering by outputs, applied where the tests can no longer tell drafts
+  apart); its first member is the pick.
 
 The record (``AgreementPick``) says why: every group with its size, weight, support and suite
 passes, the inputs that split the leading groups (with each side's output), and each
@@ -165,9 +164,9 @@ class BehaviourGroup:
 
     members: tuple[int, ...]
     weight: float  # the members' weights summed
-    support: float  # agreement of every eligible candidate with the group, weighted
+    support: float  # the weight of its consensus set (every draft with its suite verdicts)
     suite_passes: int  # generated tests (not suspect) the group passes
-    score: float
+    score: float  # its consensus set's dual-agreement score
 
 
 @dataclass(frozen=True)
@@ -233,35 +232,38 @@ def agreement_pick(
         i: (sum(classes[people[i]][k] >= 0 for k in valid) / len(valid) if valid else 1.0)
         for i in eligible
     }
-    by_behaviour: dict[tuple[tuple[int, ...], Row], list[int]] = {}
+    # CodeT's consensus sets over the suite: same verdicts on the counted tests; score =
+    # members x tests passed (every eligible draft in one set when no test counts).
+    by_verdicts: dict[Row, list[int]] = {}
     for i in eligible:
-        signature = (tuple(classes[people[i]][k] for k in columns), tuple(rows[i]))
+        by_verdicts.setdefault(tuple(rows[i][t] for t in counted), []).append(i)
+    set_score = {
+        row: float(len(ms) * sum(row)) if counted else float(len(ms))
+        for row, ms in by_verdicts.items()
+    }
+    set_weight = {row: sum(weight[i] for i in ms) for row, ms in by_verdicts.items()}
+    # Within each set, the drafts with the same outputs on every shared input.
+    by_behaviour: dict[tuple[Row, tuple[int, ...]], list[int]] = {}
+    for i in eligible:
+        verdicts_row = tuple(rows[i][t] for t in counted)
+        signature = (verdicts_row, tuple(classes[people[i]][k] for k in columns))
         by_behaviour.setdefault(signature, []).append(i)
     groups: list[tuple[list[int], BehaviourGroup]] = []
-    for group_members in by_behaviour.values():
-        rep = people[group_members[0]]
-        # Each eligible candidate supports the group by its weight times the share of valid
-        # inputs on which it returns what the group returns.
-        support = sum(
-            weight[j] * (table.agree(rep, people[j], valid) / len(valid) if valid else 1.0)
-            for j in eligible
-        )
-        passes = sum(rows[group_members[0]][t] for t in counted)
-        group_weight = sum(weight[i] for i in group_members)
-        score = support * (1 + passes)
+    for (verdicts_row, _), group_members in by_behaviour.items():
         groups.append(
             (
                 group_members,
                 BehaviourGroup(
                     tuple(people[i] for i in group_members),
-                    round(group_weight, 4),
-                    round(support, 4),
-                    passes,
-                    round(score, 4),
+                    round(sum(weight[i] for i in group_members), 4),
+                    round(set_weight[verdicts_row], 4),
+                    sum(verdicts_row),
+                    set_score[verdicts_row],
                 ),
             )
         )
-    groups.sort(key=lambda mg: (-mg[1].score, -len(mg[0]), mg[0][0]))
+    # The best consensus set, then its largest behaviour (by weight: crashers count less).
+    groups.sort(key=lambda mg: (-mg[1].score, -mg[1].weight, -len(mg[0]), mg[0][0]))
     ranked = tuple(g for _, g in groups)
     best = groups[0][1]
     group_of = {i: gi for gi, (ms, _) in enumerate(groups) for i in ms}
@@ -293,10 +295,12 @@ def agreement_pick(
         if examples
         else ""
     )
+    rivals = sum(1 for _, g in groups if g.score == best.score) - 1
     why = (
         f"{note}{len(best.members)} candidate(s) return the same outputs on {len(columns)} "
-        f"inputs ({len(valid)} valid), support {best.support:.2f} of {len(eligible)}, "
-        f"pass {best.suite_passes} of {len(counted)} generated tests"
+        f"inputs ({len(valid)} valid), weight {best.weight:.2f}, in the consensus set that "
+        f"passes {best.suite_passes} of {len(counted)} generated tests (score {best.score:g}, "
+        f"{rivals} other behaviour(s) in it or tied)"
         + (f"; {len(suspect)} suspect test(s) left out" if suspect else "")
     )
     return AgreementPick(

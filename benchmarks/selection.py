@@ -276,7 +276,7 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
     problems = load_problems()
     files = sorted(folder.glob("*.jsonl"))
     runs = [{r["task_id"]: r for r in map(json.loads, f.open())} for f in files]
-    ids = sorted(problems, key=lambda k: int(k.rsplit("_", 1)[-1].rsplit("/", 1)[-1]))
+    ids = sorted(problems, key=lambda k: int(re.findall(r"\d+", k)[-1]))
     tasks = []
     for key in ids[:limit]:
         problem = problems[key]

@@ -1,22 +1,36 @@
 """Picking one of N candidates by execution, on CodeT's CodeGen-16B HumanEval data.
 
     .venv/bin/python benchmarks/selection.py [--data DIR] [--limit TASKS] [--draws 200]
+    .venv/bin/python benchmarks/selection.py --mapcoder ../shared/replays/mapcoder
 
 CodeT's data (``../shared/replays/codet-codegen16b/``): 100 code samples and 100 test-case
 samples per task. Every distinct program (prompt + completion, cut with CodeT's rule at the
 first top-level ``def``/``class``/``if``/``print``/``#`` line) runs once in our sandbox
 against every distinct generated assertion (CodeT keeps the first 5 of each test sample),
 against the worked examples of the HumanEval prompt's docstring (the crew's spec carries
-them; CodeT's prompts had them removed), and against the hidden tests for ground truth. One
-sandbox execution per task; the results are cached (``--cache``), and every strategy reads
-the same pass/fail matrix.
+them; CodeT's prompts had them removed), and against the hidden tests for ground truth: one
+sandbox execution per task. Then, in one more execution per task
+(``codegen.sandbox.calls.call_functions``), every distinct program is called on the shared
+inputs of ``codegen.agents.inputs``: the generated tests' call sites and their type-aware
+mutations (CodeT's setting), plus the examples' calls and their mutations (with examples).
+The results are cached (``--cache``), and every strategy reads the same matrices.
 
 For N = 5, 10, 25, 100 (``--draws`` random subsets of the 100 samples for N < 100) it prints
 pass@1 of: ``random`` (the baseline), ``codet`` (dual agreement, ``codegen.agents.selection``),
-``ours`` (``codegen.agents.selection.pick``: examples first, then agreement without suspect tests),
-``ours_without_examples`` (the same rule given no examples, for a like-for-like comparison
-with CodeT) and ``oracle`` (any candidate correct). A pick's pass@1 is the share of correct
-members in the group it picks (a member is drawn at random).
+``ours`` (``codegen.agents.selection.pick``: examples first, then agreement without suspect
+tests), ``agreement`` (``codegen.agents.agreement.agreement_pick``: examples first, then
+agreement on outputs with the suite's verdicts), each also ``_without_examples`` (given no
+examples, and for ``agreement`` no inputs derived from them: CodeT's setting), and ``oracle``
+(any candidate correct). A pick's pass@1 is the share of correct members in the group it
+picks (a member is drawn at random). ``precision_of_passed``: of the picks the rule calls
+passing (every test it counts green), the share that pass the hidden tests, with the suspect
+tests left out (as the crew does) and kept in. ``sandbox_seconds_per_task_at_100``: today's
+execution (tests) and the shared-inputs execution, per task.
+
+``--mapcoder DIR``: MapCoder's five HumanEval runs as five candidates per task (each run's
+extracted code); no generated tests, so the rows are the worked examples, CodeT's rule runs
+over them, and the inputs are the examples' calls and their mutations. Prints tasks solved
+per rule beside each run's own count (``best_single``) and the oracle.
 """
 
 from __future__ import annotations
@@ -26,12 +40,15 @@ import ast
 import doctest
 import hashlib
 import json
+import os
 import random
 import re
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +58,7 @@ DEFAULT_DATA = ROOT.parent / "shared" / "replays" / "codet-codegen16b"
 CODE_FILE = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl"
 TEST_FILE = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl"
 SIZES = (5, 10, 25, 100)
+DEFAULT_CACHE = Path("/tmp/codegen-selection-exec.json")
 TESTS_PER_SAMPLE = 5  # CodeT's choice
 
 # Runs inside the sandbox: each program in a forked child (a crash or an infinite loop costs
@@ -184,7 +202,33 @@ def example_tests(prompt: str, entry_point: str) -> list[str]:
     return list(dict.fromkeys(valid))
 
 
-def load_tasks(data: Path, limit: int | None) -> list[dict[str, Any]]:
+def _calls_of(assertions: list[str]) -> list[str]:
+    return [a.removeprefix("assert ") for a in assertions]
+
+
+def shared_inputs(
+    entry: str, examples: list[str], generated: list[str], seed: int
+) -> tuple[list[list[Any]], list[int], list[int]]:
+    """The union of two input sets, and the indices of each: without examples (the generated
+    tests' call sites and their mutations: CodeT's setting) and with them (the examples' calls
+    too, and mutations of both)."""
+    from codegen.agents.inputs import InputBudget, inputs_for
+
+    budget = InputBudget(seed=seed)
+    without = inputs_for(entry, [], generated, budget)
+    with_ex = inputs_for(entry, _calls_of(examples), generated, budget)
+    union: dict[str, list[Any]] = {}
+    for item in [*without, *with_ex]:
+        union.setdefault(item.key(), list(item.args))
+    keys = list(union)
+    return (
+        list(union.values()),
+        [keys.index(i.key()) for i in without],
+        [keys.index(i.key()) for i in with_ex],
+    )
+
+
+def load_tasks(data: Path, limit: int | None, seed: int) -> list[dict[str, Any]]:
     from codegen.evaluation.humaneval import load_problems, task_key
 
     problems = load_problems()
@@ -203,6 +247,7 @@ def load_tasks(data: Path, limit: int | None) -> list[dict[str, Any]]:
         generated = [t for t in dict.fromkeys(generated) if t not in examples]
         samples = [row["prompt"] + truncate(s) for s in code[row["prompt"]]]
         programs = list(dict.fromkeys(samples))
+        inputs, without, with_ex = shared_inputs(entry, examples, generated, seed)
         tasks.append(
             {
                 "task_id": row["task_id"],
@@ -212,12 +257,62 @@ def load_tasks(data: Path, limit: int | None) -> list[dict[str, Any]]:
                 "tests": examples + generated,
                 "trusted": [True] * len(examples) + [False] * len(generated),
                 "hidden": row["test"],
+                "inputs": inputs,
+                "inputs_without_examples": without,
+                "inputs_with_examples": with_ex,
             }
         )
     return tasks
 
 
-def execute(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
+def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, Any]]:
+    """MapCoder's HumanEval runs (``../shared/replays/mapcoder/``): per task, each run's
+    extracted code (``source_codes[-1]``, after the prompt) as one candidate, files in name
+    order. There are no generated tests: the rows are the docstring's worked examples, and
+    the shared inputs are the examples' calls and their mutations."""
+    from codegen.agents.inputs import InputBudget, inputs_for
+    from codegen.evaluation.humaneval import load_problems
+
+    problems = load_problems()
+    files = sorted(folder.glob("*.jsonl"))
+    runs = [{r["task_id"]: r for r in map(json.loads, f.open())} for f in files]
+    ids = sorted(problems, key=lambda k: int(re.findall(r"\d+", k)[-1]))
+    tasks = []
+    for key in ids[:limit]:
+        problem = problems[key]
+        entry = problem.entry_point
+        examples = example_tests(problem.prompt, entry)
+        samples = []
+        for run in runs:
+            row = run.get(problem.task_id) or {}
+            code = (row.get("source_codes") or [""])[-1]
+            samples.append(problem.prompt + "\n" + code)
+        programs = list(dict.fromkeys(samples))
+        with_ex = inputs_for(entry, _calls_of(examples), [], InputBudget(seed=seed))
+        tasks.append(
+            {
+                "task_id": problem.task_id,
+                "entry_point": entry,
+                "programs": programs,
+                "sample_program": [programs.index(s) for s in samples],
+                "tests": examples,
+                "trusted": [True] * len(examples),
+                "hidden": problem.test,
+                "inputs": [list(i.args) for i in with_ex],
+                "inputs_without_examples": [],
+                "inputs_with_examples": list(range(len(with_ex))),
+                "files": [f.stem for f in files],
+            }
+        )
+    return tasks
+
+
+CALL_LIMIT_S = 1.0  # per call
+MODULE_DEADLINE_S = 10.0  # per program, all its calls
+
+
+def execute_tests(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
+    """Today's execution: every program on every assertion and on the hidden tests."""
     from codegen.sandbox.types import Limits
 
     payload = {k: task[k] for k in ("programs", "tests", "hidden", "entry_point")}
@@ -237,10 +332,36 @@ def execute(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
             rows[int(data["index"])] = data
     blank = {"passes": [False] * len(task["tests"]), "correct": False}
     return {
+        "digest": task_digest(task),
         "passes": [rows.get(i, blank)["passes"] for i in range(len(task["programs"]))],
         "correct": [bool(rows.get(i, blank)["correct"]) for i in range(len(task["programs"]))],
         "timed_out": result.timed_out,
         "seconds": round(result.duration_s, 2),
+    }
+
+
+def execute_inputs(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
+    """Every program on the shared inputs, in one execution (``call_functions``)."""
+    from codegen.agents.agreement import BehaviourTable
+    from codegen.sandbox.calls import call_functions
+    from codegen.sandbox.types import Limits
+
+    started = time.perf_counter()
+    outcomes = call_functions(
+        sandbox,
+        task["programs"],
+        task["entry_point"],
+        task["inputs"],
+        CALL_LIMIT_S,
+        Limits(memory_mb=1024),
+        module_deadline_s=MODULE_DEADLINE_S,
+        max_value_chars=2000,
+    )
+    call_seconds = time.perf_counter() - started
+    return {
+        "inputs_digest": inputs_digest(task),
+        "classes": BehaviourTable.of(outcomes).classes,
+        "call_seconds": round(call_seconds, 2),
     }
 
 
@@ -249,14 +370,45 @@ def task_digest(task: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-Strategy = Callable[[list[tuple[bool, ...]], list[bool], list[bool]], float]
+def inputs_digest(task: dict[str, Any]) -> str:
+    blob = json.dumps([task["programs"], task["inputs"], CALL_LIMIT_S, MODULE_DEADLINE_S])
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _group_share(members: tuple[int, ...], correct: list[bool]) -> float:
-    return sum(correct[m] for m in members) / len(members)
+@dataclass(frozen=True)
+class Draw:
+    """One subset of a task's samples, as every rule sees it."""
+
+    rows: list[tuple[bool, ...]]
+    trusted: list[bool]
+    correct: list[bool]
+    members: list[int]  # the samples' programs (rows of ``table``)
+    table: Any  # codegen.agents.agreement.BehaviourTable
+    without_examples: tuple[int, ...]  # input columns of each setting
+    with_examples: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Picked:
+    """A rule's pick: the share of correct members in its group, and whether the rule calls
+    it passing (every test it counts green), with and without the suspect tests."""
+
+    share: float
+    passing: bool | None = None
+    passing_with_suspect: bool | None = None
+
+
+Strategy = Callable[[Draw], Picked]
+
+
+def _share(members: Sequence[int], positions: dict[int, list[int]], correct: list[bool]) -> float:
+    """Share of correct samples among the samples whose rows are in ``members``."""
+    picked = [i for m in members for i in positions[m]]
+    return sum(correct[i] for i in picked) / len(picked)
 
 
 def strategies() -> dict[str, Strategy]:
+    from codegen.agents.agreement import agreement_pick
     from codegen.agents.selection import dual_agreement, pick
 
     def generated_only(trusted: list[bool]) -> list[int]:
@@ -265,26 +417,66 @@ def strategies() -> dict[str, Strategy]:
     def only(rows: list[tuple[bool, ...]], columns: list[int]) -> list[tuple[bool, ...]]:
         return [tuple(r[t] for t in columns) for r in rows]
 
+    def verdict(row: tuple[bool, ...], suspect: Sequence[int]) -> tuple[bool, bool]:
+        kept = [ok for t, ok in enumerate(row) if t not in set(suspect)]
+        return all(kept), all(row)
+
+    def codet(d: Draw) -> Picked:
+        # With no generated tests at all (MapCoder's runs), CodeT's rule over the examples.
+        generated = generated_only(d.trusted)
+        rows = only(d.rows, generated) if generated else d.rows
+        chosen = dual_agreement(rows)
+        row = rows[chosen.chosen]
+        return Picked(_share(chosen.group.members, _self(rows), d.correct), all(row), all(row))
+
+    def ours(d: Draw, examples: bool) -> Picked:
+        rows = d.rows if examples else only(d.rows, generated_only(d.trusted))
+        chosen = pick(rows, d.trusted if examples else None)
+        ok, ok_all = verdict(rows[chosen.chosen], chosen.suspect_tests)
+        return Picked(_share(chosen.group.members, _self(rows), d.correct), ok, ok_all)
+
+    def agreement(d: Draw, examples: bool) -> Picked:
+        rows = d.rows if examples else only(d.rows, generated_only(d.trusted))
+        chosen = agreement_pick(
+            d.table,
+            rows,
+            d.trusted if examples else None,
+            members=d.members,
+            inputs=d.with_examples if examples else d.without_examples,
+        )
+        # group members are programs; map back to the draw's samples
+        samples = [i for i, m in enumerate(d.members) if m in set(chosen.group.members)]
+        first = samples[0]
+        ok, ok_all = verdict(rows[first], chosen.suspect_tests)
+        # the group shares outputs and suite verdicts: its samples' share of correct ones
+        return Picked(sum(d.correct[i] for i in samples) / len(samples), ok, ok_all)
+
     return {
-        "random": lambda rows, trusted, correct: sum(correct) / len(correct),
+        "random": lambda d: Picked(sum(d.correct) / len(d.correct)),
         # CodeT's own setting: its generated tests only (no docstring examples), so the
         # examples neither score nor split its groups.
-        "codet": lambda rows, trusted, correct: _group_share(
-            dual_agreement(only(rows, generated_only(trusted))).group.members, correct
-        ),
-        "ours": lambda rows, trusted, correct: _group_share(
-            pick(rows, trusted).group.members, correct
-        ),
-        "ours_without_examples": lambda rows, trusted, correct: _group_share(
-            pick(only(rows, generated_only(trusted))).group.members, correct
-        ),
-        "oracle": lambda rows, trusted, correct: float(any(correct)),
+        "codet": codet,
+        "ours": lambda d: ours(d, True),
+        "ours_without_examples": lambda d: ours(d, False),
+        "agreement": lambda d: agreement(d, True),
+        "agreement_without_examples": lambda d: agreement(d, False),
+        "oracle": lambda d: Picked(float(any(d.correct))),
     }
+
+
+def _self(rows: list[tuple[bool, ...]]) -> dict[int, list[int]]:
+    return {i: [i] for i in range(len(rows))}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument(
+        "--mapcoder",
+        type=Path,
+        default=None,
+        help="instead: MapCoder's HumanEval runs in this folder, one candidate per run",
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
     parser.add_argument("--draws", type=int, default=200, help="random subsets for N < 100")
     parser.add_argument("--seed", type=int, default=0)
@@ -292,48 +484,106 @@ def main() -> None:
     parser.add_argument(
         "--cache",
         type=Path,
-        default=Path("/tmp/codegen-selection-exec.json"),
+        default=DEFAULT_CACHE,
         help="execution results per task (reused when the task's inputs are unchanged)",
     )
     args = parser.parse_args()
-    if not (args.data / CODE_FILE).exists():
+    if args.mapcoder is not None:
+        if not any(args.mapcoder.glob("*.jsonl")):
+            sys.exit(f"selection: error: no MapCoder runs (*.jsonl) in {args.mapcoder}")
+    elif not (args.data / CODE_FILE).exists():
         sys.exit(f"selection: error: no CodeT data in {args.data}")
+    if args.mapcoder is not None and args.cache == DEFAULT_CACHE:
+        args.cache = DEFAULT_CACHE.with_name("codegen-selection-mapcoder-exec.json")
 
+    from codegen.agents.agreement import BehaviourTable
     from codegen.sandbox import open_sandbox
 
-    tasks = load_tasks(args.data, args.limit)
+    if args.mapcoder is not None:
+        tasks = load_mapcoder(args.mapcoder, args.limit, args.seed)
+        sizes: tuple[int, ...] = (len(tasks[0]["sample_program"]),)
+    else:
+        tasks = load_tasks(args.data, args.limit, args.seed)
+        sizes = SIZES
     cache: dict[str, Any] = json.loads(args.cache.read_text()) if args.cache.exists() else {}
     started = time.perf_counter()
-    todo = [t for t in tasks if cache.get(t["task_id"], {}).get("digest") != task_digest(t)]
+
+    def stale(task: dict[str, Any]) -> bool:
+        entry = cache.get(task["task_id"], {})
+        return entry.get("digest") != task_digest(task) or (
+            entry.get("inputs_digest") != inputs_digest(task)
+        )
+
+    todo = [t for t in tasks if stale(t)]
+    lock = threading.Lock()
     with open_sandbox("auto", pool_size=args.workers) as box:
 
         def run(task: dict[str, Any]) -> None:
-            cache[task["task_id"]] = {"digest": task_digest(task), **execute(box, task)}
+            entry = dict(cache.get(task["task_id"], {}))
+            if entry.get("digest") != task_digest(task):
+                entry.update(execute_tests(box, task))
+            if entry.get("inputs_digest") != inputs_digest(task):
+                entry.update(execute_inputs(box, task))
+            with lock:
+                cache[task["task_id"]] = entry
             print(f"executed {task['task_id']}", file=sys.stderr, flush=True)
 
         with ThreadPoolExecutor(max_workers=args.workers) as pool:
             for done, _ in enumerate(pool.map(run, todo), 1):
                 if done % 10 == 0:
-                    args.cache.write_text(json.dumps(cache))
+                    with lock:
+                        args.cache.write_text(json.dumps(cache))
         backend = box.backend
     args.cache.write_text(json.dumps(cache))
     exec_seconds = time.perf_counter() - started
 
     rng = random.Random(args.seed)
     rules = strategies()
-    totals = {n: dict.fromkeys(rules, 0.0) for n in SIZES}
+    totals = {n: dict.fromkeys(rules, 0.0) for n in sizes}
+    # precision of `passed`: (tasks called passing, correct share summed), per rule and N
+    called = {n: {k: [0.0, 0.0, 0.0, 0.0] for k in rules} for n in sizes}
     for task in tasks:
         ran = cache[task["task_id"]]
+        table = BehaviourTable(ran["classes"], [{} for _ in task["inputs"]])
         rows = [tuple(ran["passes"][p]) for p in task["sample_program"]]
         correct = [ran["correct"][p] for p in task["sample_program"]]
-        for n in SIZES:
+        for n in sizes:
             draws = 1 if n >= len(rows) else args.draws
             for _ in range(draws):
                 chosen = range(len(rows)) if n >= len(rows) else rng.sample(range(len(rows)), n)
-                sub_rows = [rows[i] for i in chosen]
-                sub_correct = [correct[i] for i in chosen]
+                draw = Draw(
+                    rows=[rows[i] for i in chosen],
+                    trusted=task["trusted"],
+                    correct=[correct[i] for i in chosen],
+                    members=[task["sample_program"][i] for i in chosen],
+                    table=table,
+                    without_examples=tuple(task["inputs_without_examples"]),
+                    with_examples=tuple(task["inputs_with_examples"]),
+                )
                 for name, rule in rules.items():
-                    totals[n][name] += rule(sub_rows, task["trusted"], sub_correct) / draws
+                    got = rule(draw)
+                    totals[n][name] += got.share / draws
+                    tally = called[n][name]
+                    if got.passing:
+                        tally[0] += 1 / draws
+                        tally[1] += got.share / draws
+                    if got.passing_with_suspect:
+                        tally[2] += 1 / draws
+                        tally[3] += got.share / draws
+
+    def precision(n: int, name: str) -> dict[str, float | None]:
+        passed, right, passed_all, right_all = called[n][name]
+        return {
+            "passed": round(passed, 1),
+            "precision": round(right / passed, 4) if passed else None,
+            "passed_with_suspect_tests": round(passed_all, 1),
+            "precision_with_suspect_tests": round(right_all / passed_all, 4)
+            if passed_all
+            else None,
+        }
+
+    seconds = [cache[t["task_id"]]["seconds"] for t in tasks]
+    call_seconds = [cache[t["task_id"]]["call_seconds"] for t in tasks]
     result = {
         "benchmark": "selection",
         "model": "CodeGen-16B (CodeT's samples, temperature 0.8)",
@@ -342,21 +592,57 @@ def main() -> None:
         "sandbox_backend": backend,
         "executed_tasks": len(todo),
         "execution_seconds": round(exec_seconds, 1),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "mean_generated_tests": round(
             sum(len(t["tests"]) - sum(t["trusted"]) for t in tasks) / len(tasks), 1
         ),
+        "mean_shared_inputs": {
+            "without_examples": round(
+                sum(len(t["inputs_without_examples"]) for t in tasks) / len(tasks), 1
+            ),
+            "with_examples": round(
+                sum(len(t["inputs_with_examples"]) for t in tasks) / len(tasks), 1
+            ),
+            "executed": round(sum(len(t["inputs"]) for t in tasks) / len(tasks), 1),
+        },
+        "mean_distinct_programs": round(sum(len(t["programs"]) for t in tasks) / len(tasks), 1),
         "tasks_with_examples": sum(any(t["trusted"]) for t in tasks),
+        "sandbox_seconds_per_task_at_100": {
+            "tests": round(sum(seconds) / len(tasks), 2),
+            "shared_inputs": round(sum(call_seconds) / len(tasks), 2),
+            "ratio": round((sum(seconds) + sum(call_seconds)) / max(sum(seconds), 1e-9), 2),
+        },
         "pass_at_1_percent": {
-            str(n): {k: round(100 * v / len(tasks), 2) for k, v in totals[n].items()} for n in SIZES
+            str(n): {k: round(100 * v / len(tasks), 2) for k, v in totals[n].items()} for n in sizes
+        },
+        "precision_of_passed": {
+            str(n): {k: precision(n, k) for k in rules if k not in ("random", "oracle")}
+            for n in sizes
         },
     }
-    result["ours_minus_codet_points"] = {
-        str(n): round(
-            result["pass_at_1_percent"][str(n)]["ours"]
-            - result["pass_at_1_percent"][str(n)]["codet"],
-            2,
-        )
-        for n in SIZES
+    if args.mapcoder is not None:
+        files = tasks[0]["files"]
+        per_file = [
+            sum(cache[t["task_id"]]["correct"][t["sample_program"][f]] for t in tasks)
+            for f in range(len(files))
+        ]
+        result["model"] = "MapCoder's HumanEval runs, one candidate per run"
+        result["solved_per_run"] = dict(zip(files, per_file, strict=True))
+        n = sizes[0]
+        result["solved"] = {k: round(v, 2) for k, v in totals[n].items()}
+        result["solved"]["best_single"] = max(per_file)
+        result["agreement_minus_best_single"] = round(totals[n]["agreement"] - max(per_file), 2)
+        print(json.dumps(result, indent=2))
+        return
+    pass_at_1 = result["pass_at_1_percent"]
+    result["agreement_minus_codet_points"] = {
+        str(n): {
+            "without_examples": round(
+                pass_at_1[str(n)]["agreement_without_examples"] - pass_at_1[str(n)]["codet"], 2
+            ),
+            "with_examples": round(pass_at_1[str(n)]["agreement"] - pass_at_1[str(n)]["codet"], 2),
+        }
+        for n in sizes
     }
     print(json.dumps(result, indent=2))
 

@@ -17,6 +17,10 @@ def _float(value: JSONValue) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _opt_int(value: JSONValue) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _str(value: JSONValue) -> str:
     return value if isinstance(value, str) else ""
 
@@ -93,19 +97,89 @@ class Round:
 
 @dataclass(frozen=True)
 class SelectionGroup:
-    """Drafts with the same per-test outcomes, and the group's consensus score."""
+    """Drafts that behave the same (same per-test outcomes; with output agreement also the
+    same outputs on every shared input), and the group's score. ``weight`` (the members'
+    weights: the share of valid inputs each returns a value on) and ``support`` (every
+    eligible draft's weighted agreement with the group) are set by output agreement."""
 
     members: list[int]
     passes: int
     score: float
+    weight: float | None = None
+    support: float | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
 
     def to_dict(self) -> JSONObject:
-        return {"members": list(self.members), "passes": self.passes, "score": self.score}
+        out: JSONObject = {
+            "members": list(self.members),
+            "size": self.size,
+            "passes": self.passes,
+            "score": self.score,
+        }
+        if self.weight is not None:
+            out["weight"] = self.weight
+        if self.support is not None:
+            out["support"] = self.support
+        return out
 
     @classmethod
     def from_dict(cls, data: JSONObject) -> SelectionGroup:
         members = [m for m in _list(data.get("members")) if isinstance(m, int)]
-        return cls(members, _int(data.get("passes")), _float(data.get("score")) or 0.0)
+        return cls(
+            members,
+            _int(data.get("passes")),
+            _float(data.get("score")) or 0.0,
+            _float(data.get("weight")),
+            _float(data.get("support")),
+        )
+
+
+@dataclass(frozen=True)
+class SharedInput:
+    """One input every draft was called on: its arguments (as Python source) and where it
+    came from (``example``, ``test`` or ``mutation``)."""
+
+    args: str
+    origin: str
+
+    def to_dict(self) -> JSONObject:
+        return {"args": self.args, "origin": self.origin}
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> SharedInput:
+        return cls(_str(data.get("args")), _str(data.get("origin")))
+
+
+@dataclass(frozen=True)
+class SplitOutput:
+    group: int  # index into Selection.groups
+    output: str  # what its members returned (repr, cut), or the exception's type
+
+    def to_dict(self) -> JSONObject:
+        return {"group": self.group, "output": self.output}
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> SplitOutput:
+        return cls(_int(data.get("group")), _str(data.get("output")))
+
+
+@dataclass(frozen=True)
+class SplittingInput:
+    """An input on which the leading groups returned different outputs."""
+
+    input: int  # index into Selection.inputs
+    outputs: list[SplitOutput]
+
+    def to_dict(self) -> JSONObject:
+        return {"input": self.input, "outputs": [o.to_dict() for o in self.outputs]}
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> SplittingInput:
+        outputs = [SplitOutput.from_dict(o) for o in _objects(data.get("outputs"))]
+        return cls(_int(data.get("input")), outputs)
 
 
 @dataclass(frozen=True)
@@ -119,9 +193,15 @@ class CandidateRun:
     outcomes: dict[str, bool]  # test name -> passed
     tokens: int
     cost_usd: float | None
+    # Output agreement's verdicts: worked examples passed, the group it is in (index into
+    # Selection.groups; -1: not eligible), valid shared inputs it raised or hung on, its weight.
+    examples_passed: int | None = None
+    group: int | None = None
+    crashes: int | None = None
+    weight: float | None = None
 
     def to_dict(self) -> JSONObject:
-        return {
+        out: JSONObject = {
             "candidate": self.candidate,
             "problem": self.problem,
             "passed": self.passed,
@@ -130,6 +210,11 @@ class CandidateRun:
             "tokens": self.tokens,
             "cost_usd": self.cost_usd,
         }
+        for key in ("examples_passed", "group", "crashes", "weight"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
 
     @classmethod
     def from_dict(cls, data: JSONObject) -> CandidateRun:
@@ -145,6 +230,10 @@ class CandidateRun:
             outcomes=outcomes,
             tokens=_int(data.get("tokens")),
             cost_usd=_float(data.get("cost_usd")),
+            examples_passed=_opt_int(data.get("examples_passed")),
+            group=_opt_int(data.get("group")),
+            crashes=_opt_int(data.get("crashes")),
+            weight=_float(data.get("weight")),
         )
 
 
@@ -160,9 +249,14 @@ class Selection:
     suspect_tests: list[str] = field(default_factory=list)
     trusted_tests: list[str] = field(default_factory=list)
     candidates: list[CandidateRun] = field(default_factory=list)
+    # Output agreement: the shared inputs, the ones that split the leading groups, and the
+    # seconds of the one sandbox execution that ran every draft on them.
+    inputs: list[SharedInput] = field(default_factory=list)
+    splitting_inputs: list[SplittingInput] = field(default_factory=list)
+    inputs_seconds: float | None = None
 
     def to_dict(self) -> JSONObject:
-        return {
+        out: JSONObject = {
             "rule": self.rule,
             "chosen": self.chosen,
             "why": self.why,
@@ -171,6 +265,11 @@ class Selection:
             "trusted_tests": list[JSONValue](self.trusted_tests),
             "candidates": [c.to_dict() for c in self.candidates],
         }
+        if self.inputs:
+            out["inputs"] = [i.to_dict() for i in self.inputs]
+            out["splitting_inputs"] = [s.to_dict() for s in self.splitting_inputs]
+            out["inputs_seconds"] = self.inputs_seconds
+        return out
 
     @classmethod
     def from_dict(cls, data: JSONObject) -> Selection:
@@ -182,4 +281,9 @@ class Selection:
             suspect_tests=[t for t in _list(data.get("suspect_tests")) if isinstance(t, str)],
             trusted_tests=[t for t in _list(data.get("trusted_tests")) if isinstance(t, str)],
             candidates=[CandidateRun.from_dict(c) for c in _objects(data.get("candidates"))],
+            inputs=[SharedInput.from_dict(i) for i in _objects(data.get("inputs"))],
+            splitting_inputs=[
+                SplittingInput.from_dict(i) for i in _objects(data.get("splitting_inputs"))
+            ],
+            inputs_seconds=_float(data.get("inputs_seconds")),
         )

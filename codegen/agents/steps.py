@@ -13,9 +13,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codegen.agents import prompts
+from codegen.agents.agreement import AgreementPick, agreement_pick, run_on_shared_inputs
 from codegen.agents.context import queries_for, retrieve_context
 from codegen.agents.llm import Draft, LLMClient
-from codegen.agents.records import CandidateRun, Selection, SelectionGroup
+from codegen.agents.records import (
+    CandidateRun,
+    Selection,
+    SelectionGroup,
+    SharedInput,
+    SplitOutput,
+    SplittingInput,
+)
 from codegen.agents.refine import Event, classify, quiet, refine
 from codegen.agents.roles import (
     analyze,
@@ -123,31 +131,58 @@ def _draft_step(crew: Crew, state: CrewState, meter: Meter) -> DraftResult:
 def _select(
     crew: Crew, box: Sandbox, state: CrewState, limits: Limits | None
 ) -> tuple[int, Selection, str]:
-    """Every draft against the suite plus the spec's examples; the pick, why, and the suite
-    without suspect tests."""
+    """Every draft against the suite plus the spec's examples (one pytest run each) and, in
+    one more sandbox execution, on the shared inputs (``agents.agreement``); the pick, why,
+    and the suite without suspect tests."""
     assert state.tests is not None and state.draft is not None
     drafts = state.draft.drafts
-    examples = spec_example_tests(_spec(state))
+    spec = _spec(state)
+    examples = spec_example_tests(spec)
     suite = with_examples(state.tests.tests, examples)
     crew.on_event(f"selection: {len(drafts)} drafts against the suite in the sandbox")
 
     def run(draft: DraftCandidate) -> TestReport | None:
         return execute_tests(box, draft.code, suite, limits) if draft.code else None
 
-    with ThreadPoolExecutor(max_workers=min(4, len(drafts))) as pool:
+    with ThreadPoolExecutor(max_workers=min(4, len(drafts) + 1)) as pool:
+        shared_future = pool.submit(
+            run_on_shared_inputs,
+            box,
+            [d.code or "" for d in drafts],
+            spec,
+            state.tests.tests,
+            limits,
+        )
         reports = list(pool.map(run, drafts))
+        shared = shared_future.result()
     names, rows = rows_of([r or TestReport() for r in reports])
     trusted = [test_function(n).startswith(EXAMPLE_PREFIX) for n in names]
-    if not names:
+    agreed: AgreementPick | None = None
+    rule = "examples_then_agreement"
+    if not names and not shared.inputs:
         chosen_index, why, groups, suspect = 0, "no test ran for any draft", [], ()
+    elif shared.inputs:
+        agreed = agreement_pick(shared.table, rows if names else [() for _ in drafts], trusted)
+        chosen_index, why, suspect, rule = (
+            agreed.chosen,
+            agreed.why,
+            agreed.suspect_tests,
+            agreed.rule,
+        )
+        groups = [
+            SelectionGroup(list(g.members), g.suite_passes, g.score, g.weight, g.support)
+            for g in agreed.groups
+        ]
     else:
         chosen = pick(rows, trusted)
         chosen_index, why, suspect = chosen.chosen, chosen.why, chosen.suspect_tests
         groups = [SelectionGroup(list(g.members), len(g.passed), g.score) for g in chosen.groups]
     suspect_names = [names[t] for t in suspect]
+    verdicts = {v.candidate: v for v in agreed.candidates} if agreed else {}
     selection = Selection(
         chosen=chosen_index,
         why=why,
+        rule=rule,
         groups=groups,
         suspect_tests=suspect_names,
         trusted_tests=[n for n, t in zip(names, trusted, strict=True) if t],
@@ -160,9 +195,19 @@ def _select(
                 outcomes=dict(zip(names, rows[i], strict=True)),
                 tokens=d.usage.total_tokens,
                 cost_usd=d.usage.cost_usd,
+                examples_passed=verdicts[i].examples_passed if i in verdicts else None,
+                group=verdicts[i].group if i in verdicts else None,
+                crashes=verdicts[i].crashes if i in verdicts else None,
+                weight=verdicts[i].weight if i in verdicts else None,
             )
             for i, (d, r) in enumerate(zip(drafts, reports, strict=True))
         ],
+        inputs=[SharedInput(", ".join(repr(a) for a in i.args), i.origin) for i in shared.inputs],
+        splitting_inputs=[
+            SplittingInput(s.input, [SplitOutput(g, out) for g, out in s.outputs])
+            for s in (agreed.splitting if agreed else ())
+        ],
+        inputs_seconds=round(shared.seconds, 3) if shared.inputs else None,
     )
     designer_names = [n for n, t in zip(names, trusted, strict=True) if not t]
     tests = without_tests(state.tests.tests, suspect_names, designer_names)

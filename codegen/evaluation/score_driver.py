@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's dir out
-from supervisor import _non_dumpable, _reap, _wipe_dir
+from supervisor import _ancestors, _kill_leftovers, _non_dumpable, _reap, _wipe_dir
 
 TAIL = 2000
 
@@ -58,31 +58,6 @@ def _sample(task, token):
     except BaseException as exc:
         return _verdict(token, "runtime_error", f"{type(exc).__name__}: {exc}")
     _verdict(token, "passed")
-
-
-def _ancestors():
-    keep, pid = {1}, os.getpid()
-    while pid > 1:
-        keep.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return keep
-
-
-def _kill_leftovers(keep):
-    # Only inside the sandbox's own PID namespace: there every other process is a sample's.
-    for _ in range(500):
-        left = [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in keep]
-        if not left:
-            return
-        for pid in left:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        _reap()
-        time.sleep(0.001)
 
 
 def _child(task, token, memory_bytes, workdir, out_w, err_w):

@@ -142,10 +142,8 @@ def call_function(
     return parse_outcomes(result, token, count)
 
 
-def parse_outcomes(result: ExecResult, token: str, count: int) -> list[CallOutcome]:
-    """The outcomes under ``token`` in order; inputs without one are "not reached"."""
-    outcomes: list[CallOutcome] = []
-    why = "not reached: the run ended first"
+def _items(result: ExecResult, token: str) -> list[JSONObject]:
+    items: list[JSONObject] = []
     for line in result.stdout.splitlines():
         if not line.startswith(token + " "):
             continue
@@ -153,8 +151,139 @@ def parse_outcomes(result: ExecResult, token: str, count: int) -> list[CallOutco
             item = json.loads(line[len(token) + 1 :])
         except ValueError:
             continue
-        if not isinstance(item, dict):
-            continue
+        if isinstance(item, dict):
+            items.append(item)
+    return items
+
+
+def own_pid_namespace(sandbox: Sandbox) -> bool:
+    """Docker containers and bubblewrap sandboxes have their own PID namespace (there a driver
+    may kill every process but its own line); the unsafe host mode (tests only) does not."""
+    return getattr(sandbox, "backend", "") in ("docker", "bwrap")
+
+
+def call_functions(
+    sandbox: Sandbox,
+    modules: Sequence[str],
+    entry_point: str,
+    inputs: Sequence[Sequence[JSONValue]],
+    time_limits: Sequence[float] | float,
+    limits: Limits | None = None,
+    *,
+    module_deadline_s: float | None = None,
+    max_timeouts: int | None = 3,
+    max_value_chars: int | None = None,
+) -> list[list[CallOutcome]]:
+    """Every module's ``entry_point`` on the same ``inputs``, in ONE sandbox execution: one
+    forked child per module in turn (``call_driver._many``), with the per-module isolation of
+    the scoring driver (leftover processes killed, its directory wiped, its own memory limit).
+    Returns one outcome list per module, in order. Each module's run stops at
+    ``module_deadline_s`` (default: its limits summed, plus 2 s) and after ``max_timeouts``
+    calls that hit their limit (the rest come back as timeouts, unrun); values longer than
+    ``max_value_chars`` of JSON travel as digests (enough to compare them)."""
+    count = len(inputs)
+    per_input = (
+        [float(time_limits)] * count
+        if isinstance(time_limits, int | float)
+        else [float(t) for t in time_limits]
+    )
+    if len(per_input) != count:
+        raise ValueError(f"{count} inputs but {len(per_input)} time limits")
+    if not modules:
+        return []
+    per_module = sum(per_input) + 2.0 if module_deadline_s is None else module_deadline_s
+    base = limits or Limits()
+    run_limits = replace(
+        base,
+        # every module at its deadline, plus a fork, a sweep and a wipe each
+        timeout_s=len(modules) * (per_module + 0.5) + 10.0,
+        max_output_bytes=max(base.max_output_bytes, 64 * 1024 * 1024),
+    )
+    outcomes: list[list[CallOutcome]] = []
+    todo = list(modules)
+    while todo:
+        ran, finished = _run_many(
+            sandbox,
+            todo,
+            entry_point,
+            inputs,
+            per_input,
+            per_module,
+            run_limits,
+            max_timeouts,
+            max_value_chars,
+        )
+        outcomes += ran[: finished + 1] if finished < len(todo) else ran
+        if finished >= len(todo) - 1:
+            break
+        # The driver itself died while module ``finished`` ran (a module may kill its
+        # parent): that module's run is what it is, and the ones after it run again, apart.
+        todo = todo[finished + 1 :]
+    return outcomes
+
+
+def _run_many(
+    sandbox: Sandbox,
+    modules: list[str],
+    entry_point: str,
+    inputs: Sequence[Sequence[JSONValue]],
+    per_input: list[float],
+    per_module: float,
+    run_limits: Limits,
+    max_timeouts: int | None,
+    max_value_chars: int | None,
+) -> tuple[list[list[CallOutcome]], int]:
+    """One execution; the outcomes, and the index of the module the run ended in (the last
+    one when the driver finished or the sandbox's own limit stopped it)."""
+    token = secrets.token_hex(16)
+    job = {
+        "modules": list(modules),
+        "entry_point": entry_point,
+        "inputs": [list(args) for args in inputs],
+        "time_limits": per_input,
+        "deadline_s": per_module,
+        "max_timeouts": max_timeouts,
+        "max_value_chars": max_value_chars,
+        "memory_bytes": run_limits.memory_mb * 1024 * 1024,
+        "own_pid_namespace": own_pid_namespace(sandbox),
+    }
+    files = {
+        **driver_files("codegen.sandbox", "call_driver.py"),
+        "token.txt": token,
+        "job.json": json.dumps(job),
+    }
+    result = sandbox.run(files, DRIVER_COMMAND, run_limits)
+    ran = parse_many(result, token, len(modules), len(inputs))
+    items = _items(result, token)
+    if result.timed_out or result.oom_killed or any(i.get("end") == "all" for i in items):
+        return ran, len(modules) - 1
+    ended = [i.get("c") for i in items if "end" in i and isinstance(i.get("c"), int)]
+    in_progress = max([c for c in ended if isinstance(c, int)], default=-1) + 1
+    return ran, min(in_progress, len(modules) - 1)
+
+
+def parse_many(result: ExecResult, token: str, modules: int, count: int) -> list[list[CallOutcome]]:
+    """Per module, its outcomes under ``token``; a module the run never finished gets "not
+    reached" for the rest (timeouts when its own deadline cut it)."""
+    by_module: list[list[JSONObject]] = [[] for _ in range(modules)]
+    for item in _items(result, token):
+        index = item.get("c")
+        if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < modules:
+            if item.get("end") == "done":
+                continue
+            by_module[index].append(item)
+    return [_outcomes_of(items, result, count) for items in by_module]
+
+
+def parse_outcomes(result: ExecResult, token: str, count: int) -> list[CallOutcome]:
+    """The outcomes under ``token`` in order; inputs without one are "not reached"."""
+    return _outcomes_of(_items(result, token), result, count)
+
+
+def _outcomes_of(items: list[JSONObject], result: ExecResult, count: int) -> list[CallOutcome]:
+    outcomes: list[CallOutcome] = []
+    why = "not reached: the run ended first"
+    for item in items:
         if "load_error" in item:
             why = f"not reached: the module failed to load: {item['load_error']}"
         elif "stopped_after" in item:

@@ -152,3 +152,40 @@ def test_a_wrong_generated_test_is_suspect_and_cannot_drag_correct_code_into_a_f
     assert "test_wrong_expectation" not in stored and "def test_two" in stored
     if path == "dagster":  # the blocking re-run of the stored suite agrees
         assert report["verification"]["passed"] is True
+
+
+# Right up to 100 and wrong above it: passes every generated test and every worked example.
+PRIMES_TABLE = '''```python
+"""Primes from a table."""
+
+TABLE = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79,
+         83, 89, 97]
+
+
+def primes_up_to(n: int) -> list[int]:
+    """Return all primes <= n in increasing order."""
+    return [p for p in TABLE if p <= n]
+```'''
+
+
+def test_outputs_on_generated_inputs_split_drafts_that_every_test_calls_equal(
+    sandbox: Sandbox, tmp_path: Path, isolated_home: Path
+) -> None:
+    twin = PRIMES_SOLUTION.replace('"""Primes by', '"""All primes by')
+    script = {"programmer": [PRIMES_TABLE, PRIMES_SOLUTION, twin]}
+    with ScriptedOpenAIServer(script=script, handler=primes_handler) as server:
+        report = in_process(server, tmp_path, sandbox)
+    picked = report["candidates"]
+    assert picked["rule"] == "output_agreement"
+    # Every draft passes all 8 tests: the suite alone cannot tell them apart.
+    assert {c["passed"] for c in picked["candidates"]} == {8}
+    assert [g["size"] for g in picked["groups"]] == [2, 1]
+    assert picked["chosen"] in picked["groups"][0]["members"]
+    assert "TABLE" not in Path(report["artifacts"]["solution.py"]).read_text()
+    origins = {i["origin"] for i in picked["inputs"]}
+    assert origins == {"example", "test", "mutation"}
+    split = picked["splitting_inputs"]
+    assert split and all(int(picked["inputs"][s["input"]]["args"]) > 97 for s in split)
+    assert {o["group"] for o in split[0]["outputs"]} == {0, 1}
+    assert picked["inputs_seconds"] > 0
+    assert all(c["examples_passed"] == 3 and c["crashes"] == 0 for c in picked["candidates"])

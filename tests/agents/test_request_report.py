@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 from codegen.agents.options import CrewOptions
-from codegen.agents.records import CandidateRun, ContextChunk, Round, Selection, SelectionGroup
+from codegen.agents.records import (
+    CandidateRun,
+    ContextChunk,
+    Round,
+    Selection,
+    SelectionGroup,
+    SharedInput,
+    SplitOutput,
+    SplittingInput,
+)
 from codegen.agents.report import BadReport, RequestReport, Verification, write_report
 from codegen.agents.spec import Spec
 from codegen.agents.state import (
@@ -52,8 +61,19 @@ def finished_state() -> CrewState:
     selection = Selection(
         chosen=1,
         why="2 candidate(s) agree",
-        groups=[SelectionGroup([1, 2], 1, 2.0)],
-        candidates=[CandidateRun(1, "", 1, 1, {"test_solution.py::test_a": True}, 10, 0.5)],
+        rule="output_agreement",
+        groups=[
+            SelectionGroup([1, 2], 1, 2.0, weight=2.0, support=1.5),
+            SelectionGroup([0], 1, 1.0),
+        ],
+        candidates=[
+            CandidateRun(1, "", 1, 1, {"test_solution.py::test_a": True}, 10, 0.5, 1, 0, 0, 1.0)
+        ],
+        inputs=[SharedInput("10", "example"), SharedInput("11", "mutation")],
+        splitting_inputs=[
+            SplittingInput(1, [SplitOutput(0, "[2, 3, 5, 7, 11]"), SplitOutput(1, "[2]")])
+        ],
+        inputs_seconds=0.25,
     )
     verdict = HumanVerdict("approve", "fine", "alice", "2026-01-01T00:00:00+00:00", 1)
     return CrewState(
@@ -84,7 +104,18 @@ def test_a_report_saved_loads_back_the_same_with_the_same_keys(tmp_path: Path) -
     assert set(stored) == REPORT_KEYS
     assert stored["context"] == ["lib/a.py#L1-L9"]
     assert stored["history"][0] == {"round": 1, "passed": 0, "total": 1, "feedback": "fix it"}
-    assert stored["candidates"]["groups"] == [{"members": [1, 2], "passes": 1, "score": 2.0}]
+    picked = stored["candidates"]
+    assert picked["groups"][0] == {
+        "members": [1, 2],
+        "size": 2,
+        "passes": 1,
+        "score": 2.0,
+        "weight": 2.0,
+        "support": 1.5,
+    }
+    assert picked["groups"][1] == {"members": [0], "size": 1, "passes": 1, "score": 1.0}
+    assert picked["splitting_inputs"][0]["outputs"][1] == {"group": 1, "output": "[2]"}
+    assert picked["candidates"][0]["crashes"] == 0 and picked["inputs"][1]["origin"] == "mutation"
     assert stored["human_review"]["verdicts"][0]["verdict"] == "approve"
     loaded = RequestReport.load(tmp_path)
     assert loaded == report

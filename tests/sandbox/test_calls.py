@@ -4,7 +4,7 @@ every outcome back (value, exception, timeout), values with their Python types."
 from __future__ import annotations
 
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.calls import Digest, Opaque, call_function, is_close
+from codegen.sandbox.calls import Digest, Opaque, call_function, call_functions, is_close
 
 MODULE = """
 import time
@@ -78,3 +78,67 @@ def test_is_close_is_numpy_allclose_with_types() -> None:
     assert not is_close([1.0], [1.0, 2.0], 1e-6)
     assert not is_close(float("nan"), float("nan"), 1e-6)
     assert is_close(float("inf"), float("inf"), 1e-6)
+
+
+LEAVES_A_MESS = """
+import os, time
+for where in ("left-behind.txt", "../left-behind.txt", "/tmp/left-behind.txt"):
+    open(where, "w").write("from an earlier module")
+if os.fork() == 0:  # a process that outlives its module's run
+    os.setsid()
+    time.sleep(60)
+    os._exit(0)
+
+def f(x):
+    return x
+"""
+LOOKS_AROUND = """
+import os
+
+def f(x):
+    # What a later module can see of an earlier one: files where it runs, live processes.
+    mine = {os.getpid()}
+    others = 0
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in mine:
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    others += b"driver.py" in fh.read()
+            except OSError:
+                pass
+    left = ["left-behind.txt" in os.listdir(d) for d in (".", "..", "/tmp")]
+    return [left, others, x]
+"""
+KILLS_ITS_PARENT = """
+import os, signal
+
+def f(x):
+    os.kill(os.getppid(), signal.SIGKILL)
+"""
+
+
+def test_every_module_runs_on_the_same_inputs_in_one_execution(sb: Sandbox) -> None:
+    modules = [MODULE, "def f(x, y=0):\n    return -x\n", "def f(:\n"]
+    got = call_functions(sb, modules, "f", [[1], [3], [4]], 0.5, max_timeouts=1)
+    assert [[o.status for o in row] for row in got] == [
+        ["ok", "error", "timeout"],
+        ["ok", "ok", "ok"],
+        ["error", "error", "error"],
+    ]
+    assert got[0][0].value == 1 and got[1][1].value == -3
+    assert "failed to load: SyntaxError" in got[2][0].error
+
+
+def test_a_module_cannot_see_or_disturb_the_next_one(sb: Sandbox) -> None:
+    got = call_functions(sb, [LEAVES_A_MESS, LOOKS_AROUND], "f", [[1]], 1.0)
+    assert got[0][0].value == 1
+    left, drivers, _ = got[1][0].value  # type: ignore[misc]
+    assert left == [False, False, False]  # the earlier module's files were wiped
+    assert drivers == 1  # only the driver itself: the earlier module's process was killed
+    # A module that kills the driver ends its own run; the modules after it still run.
+    again = call_functions(
+        sb, ["def f(x):\n    return x\n", KILLS_ITS_PARENT, MODULE], "f", [[1], [2]], 1.0
+    )
+    assert [o.value for o in again[0]] == [1, 2]
+    assert again[1][0].status == "error"
+    assert [o.value for o in again[2]] == [1, 2]

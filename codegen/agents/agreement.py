@@ -1,0 +1,370 @@
+"""Picking a draft by agreement on outputs: every candidate called on the same inputs.
+
+Input: each candidate's outcome on each shared input (``codegen.sandbox.calls.CallOutcome``,
+from ``call_functions``: one sandbox execution for all candidates), the pass/fail rows of the
+generated suite and which tests are the spec's worked examples (``selection.rows_of``).
+
+* ``BehaviourTable`` turns outcomes into comparable classes per input: returned values equal
+  under float tolerance (``atol``/``rtol`` on every float inside lists, tuples, dicts) share a
+  class; every exception is one class and every timeout another (an exception or a timeout is
+  an output too).
+* ``agreement_pick`` (rule ``output_agreement``): candidates passing the most worked examples
+  are eligible (an example in the spec outranks any number of agreeing drafts). An input is
+  *valid* when at least half of the eligible candidates return a value on it; a candidate's
+  weight is the share of valid inputs it returns a value on (crashing or hanging on inputs
+  its peers handle costs it weight). CodeT's dual agreement (Chen et al. 2022) picks the
+  consensus set: eligible drafts with the same verdicts on the generated tests (suspect tests
+  left out), scored by members x tests passed. Inside it, drafts with the same outputs on
+  every shared input form a group, and the group with the most weight wins (AlphaCode's and
+  MBR-exec's clustering by outputs, applied where the tests can no longer tell drafts
+  apart); its first member is the pick.
+
+The record (``AgreementPick``) says why: every group with its size, weight, support and suite
+passes, the inputs that split the leading groups (with each side's output), and each
+candidate's verdicts (examples, suite, crashes).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from codegen.agents.inputs import CallInput, InputBudget, call_sites, inputs_for
+from codegen.agents.selection import Row, suspect_tests
+from codegen.agents.spec import Spec
+from codegen.sandbox.api import Sandbox
+from codegen.sandbox.calls import CallOutcome, Digest, Opaque, call_functions
+from codegen.sandbox.types import Limits
+
+ERROR = -1  # the class of every exception
+TIMEOUT = -2  # the class of every timeout
+ATOL = 1e-6
+RTOL = 1e-6
+
+
+def _close(a: object, b: object, atol: float, rtol: float) -> bool:
+    """Python's ``==``, except that floats within tolerance are equal, at any depth."""
+    if isinstance(a, float) or isinstance(b, float):
+        if isinstance(a, bool) or isinstance(b, bool):
+            return a == b
+        if not isinstance(a, int | float) or not isinstance(b, int | float):
+            return False
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        if math.isinf(a) or math.isinf(b):
+            return a == b
+        return abs(a - b) <= atol + rtol * abs(b)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return (
+            type(a) is type(b)
+            and len(a) == len(b)
+            and all(_close(x, y, atol, rtol) for x, y in zip(a, b, strict=True))
+        )
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k], atol, rtol) for k in a)
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:  # a decoded value's == does not fail; stay safe anyway
+        return False
+
+
+def _has_float(value: object) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, list | tuple):
+        return any(_has_float(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_float(v) for v in value.values())
+    return False
+
+
+def _key(value: object) -> object:
+    """A hashable exact key (type-tagged, so 1 and 1.0 and True differ)."""
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, tuple(_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted(((repr(k), _key(v)) for k, v in value.items()))))
+    if isinstance(value, set | frozenset):
+        return (type(value).__name__, tuple(sorted(repr(v) for v in value)))
+    if isinstance(value, Digest | Opaque):
+        return (type(value).__name__, repr(value))
+    return (type(value).__name__, repr(value))
+
+
+def short(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass
+class BehaviourTable:
+    """Per candidate and input, the class of its outcome (>= 0: a returned value; ERROR,
+    TIMEOUT); per input, one example value (or error text) per class, for reports."""
+
+    classes: list[list[int]]
+    labels: list[dict[int, str]]
+    _pairs: dict[tuple[int, int, tuple[int, ...]], int] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(
+        cls, outcomes: Sequence[Sequence[CallOutcome]], atol: float = ATOL, rtol: float = RTOL
+    ) -> BehaviourTable:
+        count = len(outcomes[0]) if outcomes else 0
+        classes = [[0] * count for _ in outcomes]
+        labels: list[dict[int, str]] = []
+        for k in range(count):
+            exact: dict[object, int] = {}
+            floats: list[tuple[object, int]] = []  # representatives that hold floats
+            label: dict[int, str] = {}
+            next_class = 0
+            for c, row in enumerate(outcomes):
+                outcome = row[k]
+                if outcome.status != "ok":
+                    found = ERROR if outcome.status == "error" else TIMEOUT
+                    label.setdefault(found, outcome.error.split(":", 1)[0] or outcome.status)
+                else:
+                    value = outcome.value
+                    key = _key(value)
+                    found = exact.get(key, -3)
+                    if found == -3 and _has_float(value):
+                        found = next((i for rep, i in floats if _close(value, rep, atol, rtol)), -3)
+                    if found == -3:
+                        found, next_class = next_class, next_class + 1
+                        label[found] = short(value)
+                        if _has_float(value):
+                            floats.append((value, found))
+                        else:
+                            exact[key] = found
+                    elif _has_float(value):
+                        exact.setdefault(key, found)
+                classes[c][k] = found
+            labels.append(label)
+        return cls(classes, labels)
+
+    @property
+    def inputs(self) -> int:
+        return len(self.labels)
+
+    def agree(self, a: int, b: int, inputs: tuple[int, ...]) -> int:
+        """Inputs (of ``inputs``) on which ``a`` and ``b`` return the same value."""
+        if a == b:
+            return sum(self.classes[a][k] >= 0 for k in inputs)
+        key = (min(a, b), max(a, b), inputs)
+        if key not in self._pairs:
+            ca, cb = self.classes[a], self.classes[b]
+            self._pairs[key] = sum(1 for k in inputs if ca[k] >= 0 and ca[k] == cb[k])
+        return self._pairs[key]
+
+
+@dataclass(frozen=True)
+class BehaviourGroup:
+    """Candidates with the same outputs on every shared input and the same suite verdicts."""
+
+    members: tuple[int, ...]
+    weight: float  # the members' weights summed
+    support: float  # the weight of its consensus set (every draft with its suite verdicts)
+    suite_passes: int  # generated tests (not suspect) the group passes
+    score: float  # its consensus set's dual-agreement score
+
+
+@dataclass(frozen=True)
+class CandidateVerdicts:
+    candidate: int
+    group: int  # index into AgreementPick.groups, -1 when not eligible
+    examples_passed: int
+    suite_passed: int
+    crashes: int  # valid inputs it raised or timed out on
+    weight: float
+
+
+@dataclass(frozen=True)
+class SplittingInput:
+    """An input on which the leading groups disagree, and what each of them returned."""
+
+    input: int
+    outputs: tuple[tuple[int, str], ...]  # (group index, its output there)
+
+
+@dataclass(frozen=True)
+class AgreementPick:
+    chosen: int
+    group: BehaviourGroup
+    groups: tuple[BehaviourGroup, ...]  # best first
+    rule: str
+    why: str
+    eligible: tuple[int, ...]
+    valid_inputs: tuple[int, ...]
+    splitting: tuple[SplittingInput, ...]
+    candidates: tuple[CandidateVerdicts, ...]
+    suspect_tests: tuple[int, ...] = ()
+
+
+def agreement_pick(
+    table: BehaviourTable,
+    rows: Sequence[Row],
+    trusted: Sequence[bool] | None = None,
+    members: Sequence[int] | None = None,
+    inputs: Sequence[int] | None = None,
+    max_splitting: int = 5,
+) -> AgreementPick:
+    """The ``output_agreement`` pick among ``members`` (rows of ``table``; default all), whose
+    suite rows are ``rows`` (one per member, in order), over ``inputs`` (default all)."""
+    people = list(range(len(table.classes))) if members is None else list(members)
+    if not people or len(rows) != len(people):
+        raise ValueError("no candidates to pick from" if not people else "rows != members")
+    n_tests = len(rows[0]) if rows else 0
+    trusted = list(trusted) if trusted is not None else [False] * n_tests
+    columns = tuple(range(table.inputs)) if inputs is None else tuple(inputs)
+    examples = [t for t in range(n_tests) if trusted[t]]
+    suspect = suspect_tests(rows, trusted)
+    counted = [t for t in range(n_tests) if not trusted[t] and t not in suspect]
+    passed_examples = [sum(rows[i][t] for t in examples) for i in range(len(people))]
+    best_examples = max(passed_examples)
+    eligible = [i for i in range(len(people)) if passed_examples[i] == best_examples]
+    classes = table.classes
+    # Valid inputs: at least half of the eligible candidates return a value there.
+    valid = tuple(
+        k for k in columns if 2 * sum(classes[people[i]][k] >= 0 for i in eligible) >= len(eligible)
+    )
+    weight = {
+        i: (sum(classes[people[i]][k] >= 0 for k in valid) / len(valid) if valid else 1.0)
+        for i in eligible
+    }
+    # CodeT's consensus sets over the suite: same verdicts on the counted tests; score =
+    # members x tests passed (every eligible draft in one set when no test counts).
+    by_verdicts: dict[Row, list[int]] = {}
+    for i in eligible:
+        by_verdicts.setdefault(tuple(rows[i][t] for t in counted), []).append(i)
+    set_score = {
+        row: float(len(ms) * sum(row)) if counted else float(len(ms))
+        for row, ms in by_verdicts.items()
+    }
+    set_weight = {row: sum(weight[i] for i in ms) for row, ms in by_verdicts.items()}
+    # Within each set, the drafts with the same outputs on every shared input.
+    by_behaviour: dict[tuple[Row, tuple[int, ...]], list[int]] = {}
+    for i in eligible:
+        verdicts_row = tuple(rows[i][t] for t in counted)
+        signature = (verdicts_row, tuple(classes[people[i]][k] for k in columns))
+        by_behaviour.setdefault(signature, []).append(i)
+    groups: list[tuple[list[int], BehaviourGroup]] = []
+    for (verdicts_row, _), group_members in by_behaviour.items():
+        groups.append(
+            (
+                group_members,
+                BehaviourGroup(
+                    tuple(people[i] for i in group_members),
+                    round(sum(weight[i] for i in group_members), 4),
+                    round(set_weight[verdicts_row], 4),
+                    sum(verdicts_row),
+                    set_score[verdicts_row],
+                ),
+            )
+        )
+    # The best consensus set, then its largest behaviour (by weight: crashers count less).
+    groups.sort(key=lambda mg: (-mg[1].score, -mg[1].weight, -len(mg[0]), mg[0][0]))
+    ranked = tuple(g for _, g in groups)
+    best = groups[0][1]
+    group_of = {i: gi for gi, (ms, _) in enumerate(groups) for i in ms}
+    verdicts = tuple(
+        CandidateVerdicts(
+            candidate=people[i],
+            group=group_of.get(i, -1),
+            examples_passed=passed_examples[i],
+            suite_passed=sum(rows[i][t] for t in counted),
+            crashes=sum(classes[people[i]][k] < 0 for k in valid) if i in weight else 0,
+            weight=round(weight.get(i, 0.0), 4),
+        )
+        for i in range(len(people))
+    )
+    splitting: list[SplittingInput] = []
+    leaders = groups[:3]
+    for k in columns:
+        if len(splitting) >= max_splitting or len(leaders) < 2:
+            break
+        seen = {classes[people[ms[0]]][k] for ms, _ in leaders}
+        if len(seen) > 1:
+            outputs = tuple(
+                (gi, table.labels[k].get(classes[people[ms[0]]][k], "?"))
+                for gi, (ms, _) in enumerate(leaders)
+            )
+            splitting.append(SplittingInput(k, outputs))
+    note = (
+        f"{len(eligible)} of {len(people)} pass {best_examples}/{len(examples)} examples; "
+        if examples
+        else ""
+    )
+    rivals = sum(1 for _, g in groups if g.score == best.score) - 1
+    why = (
+        f"{note}{len(best.members)} candidate(s) return the same outputs on {len(columns)} "
+        f"inputs ({len(valid)} valid), weight {best.weight:.2f}, in the consensus set that "
+        f"passes {best.suite_passes} of {len(counted)} generated tests (score {best.score:g}, "
+        f"{rivals} other behaviour(s) in it or tied)"
+        + (f"; {len(suspect)} suspect test(s) left out" if suspect else "")
+    )
+    return AgreementPick(
+        chosen=best.members[0],
+        group=best,
+        groups=ranked,
+        rule="output_agreement",
+        why=why,
+        eligible=tuple(people[i] for i in eligible),
+        valid_inputs=valid,
+        splitting=tuple(splitting),
+        candidates=verdicts,
+        suspect_tests=suspect,
+    )
+
+
+# -- the crew's side: the drafts on the spec's and the suite's inputs, in one execution ------
+CALL_LIMIT_S = 1.0  # per call
+DRAFT_DEADLINE_S = 10.0  # per draft, all its calls
+MAX_TIMEOUTS = 3  # a draft that hangs this often is not called again
+
+
+@dataclass(frozen=True)
+class SharedRun:
+    """Every draft called on the shared inputs: the inputs, the classes, the seconds."""
+
+    entry_point: str
+    inputs: list[CallInput]
+    table: BehaviourTable
+    seconds: float
+
+
+def entry_point_of(spec: Spec, sources: Sequence[str]) -> str:
+    """The spec's function called most often in ``sources`` (its examples and tests)."""
+    names = [f.name for f in spec.functions]
+    counts = {n: sum(len(call_sites(s, n)) for s in sources) for n in names}
+    return max(names, key=lambda n: (counts[n], -names.index(n)))
+
+
+def run_on_shared_inputs(
+    box: Sandbox,
+    codes: Sequence[str],
+    spec: Spec,
+    tests: str,
+    limits: Limits | None,
+    budget: InputBudget | None = None,
+) -> SharedRun:
+    """The shared inputs of ``spec`` and ``tests`` (``agents.inputs``) and every one of
+    ``codes`` on them, in one sandbox execution (``sandbox.calls.call_functions``)."""
+    calls = [e.call for e in spec.examples]
+    entry = entry_point_of(spec, [*calls, tests])
+    inputs = inputs_for(entry, calls, [tests], budget)
+    if not inputs:
+        return SharedRun(entry, [], BehaviourTable([[] for _ in codes], []), 0.0)
+    started = time.perf_counter()
+    outcomes = call_functions(
+        box,
+        list(codes),
+        entry,
+        [list(i.args) for i in inputs],
+        CALL_LIMIT_S,
+        limits,
+        module_deadline_s=DRAFT_DEADLINE_S,
+        max_timeouts=MAX_TIMEOUTS,
+        max_value_chars=2000,
+    )
+    return SharedRun(entry, inputs, BehaviourTable.of(outcomes), time.perf_counter() - started)

@@ -1,0 +1,140 @@
+"""Output agreement (agents.agreement): every draft called on the same generated inputs in ONE
+sandbox execution, grouped by what it returns; fixtures written for these tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from codegen.agents.agreement import (
+    ERROR,
+    TIMEOUT,
+    BehaviourTable,
+    agreement_pick,
+    run_on_shared_inputs,
+)
+from codegen.agents.selection import pick
+from codegen.agents.spec import Spec
+from codegen.sandbox.api import Sandbox
+from codegen.sandbox.calls import CallOutcome
+from codegen.sandbox.types import Limits
+
+LIMITS = Limits(timeout_s=60, memory_mb=256)
+
+
+def spec_of(name: str, examples: list[tuple[str, str]]) -> Spec:
+    return Spec.model_validate(
+        {
+            "purpose": "a fixture",
+            "functions": [{"name": name, "signature": f"def {name}(xs)", "description": ""}],
+            "behaviours": [],
+            "edge_cases": [],
+            "examples": [{"call": c, "expected": e} for c, e in examples],
+            "constraints": [],
+        }
+    )
+
+
+SECOND = spec_of("second_largest", [("second_largest([1, 3, 2])", "2")])
+SECOND_TESTS = "def test_it():\n    assert second_largest([2, 1, 3]) == 2\n"
+# Every draft passes the example and the generated test; only other inputs tell them apart.
+WRONG_DUPLICATES = "def second_largest(xs):\n    return sorted(xs)[-2]\n"  # [3, 3, 1] -> 3
+WRONG_POSITION = "def second_largest(xs):\n    return sorted(xs)[1]\n"  # right for 3 items only
+RIGHT_SET = "def second_largest(xs):\n    return sorted(set(xs))[-2]\n"
+RIGHT_LOOP = """
+def second_largest(xs):
+    best = second = None
+    for x in xs:
+        if best is None or x > best:
+            best, second = x, best
+        elif x != best and (second is None or x > second):
+            second = x
+    if second is None:
+        raise ValueError("no second value")
+    return second
+"""
+
+
+@pytest.fixture(scope="module")
+def box() -> Iterator[Sandbox]:
+    from codegen.sandbox import open_sandbox
+
+    sandbox = open_sandbox("docker", pool_size=1)
+    yield sandbox
+    sandbox.close()
+
+
+def rows_all_pass(count: int) -> list[tuple[bool, ...]]:
+    return [(True, True)] * count  # (the example, the generated test)
+
+
+@pytest.mark.docker
+def test_generated_inputs_split_what_the_examples_and_the_suite_cannot(box: Sandbox) -> None:
+    codes = [WRONG_DUPLICATES, WRONG_POSITION, RIGHT_SET, RIGHT_LOOP]
+    shared = run_on_shared_inputs(box, codes, SECOND, SECOND_TESTS, LIMITS)
+    assert shared.entry_point == "second_largest"
+    assert [i.origin for i in shared.inputs[:2]] == ["example", "test"]
+    assert {i.origin for i in shared.inputs[2:]} == {"mutation"}
+    rows, trusted = rows_all_pass(4), [True, False]
+    # On test verdicts alone all four are one group, and the first draft (wrong) wins.
+    assert pick(rows, trusted).chosen == 0
+    chosen = agreement_pick(shared.table, rows, trusted)
+    assert chosen.rule == "output_agreement"
+    assert chosen.group.members == (2, 3) and chosen.chosen == 2
+    assert sorted(g.members for g in chosen.groups) == [(0,), (1,), (2, 3)]
+    assert chosen.splitting, "the inputs that split the groups are reported"
+    split = chosen.splitting[0]
+    assert len({out for _, out in split.outputs}) > 1
+    assert "4 of 4 pass 1/1 examples" in chosen.why
+    assert [v.examples_passed for v in chosen.candidates] == [1, 1, 1, 1]
+
+
+HANGS = """
+def second_largest(xs):
+    if len(xs) > 3:
+        while True:
+            pass
+    return sorted(set(xs))[-2]
+"""
+CRASHES = """
+def second_largest(xs):
+    if len(set(xs)) != len(xs):
+        raise RuntimeError("duplicates")
+    return sorted(set(xs))[-2]
+"""
+
+
+@pytest.mark.docker
+def test_a_draft_that_hangs_or_crashes_on_generated_inputs_loses_weight(box: Sandbox) -> None:
+    codes = [HANGS, CRASHES, RIGHT_SET, RIGHT_LOOP]
+    shared = run_on_shared_inputs(box, codes, SECOND, SECOND_TESTS, LIMITS)
+    classes = shared.table.classes
+    assert TIMEOUT in classes[0] and ERROR in classes[1]
+    # The hanging draft was stopped after its third timeout; every input still has an outcome.
+    assert all(len(row) == len(shared.inputs) for row in classes)
+    chosen = agreement_pick(shared.table, rows_all_pass(4), [True, False])
+    assert chosen.chosen in (2, 3) and set(chosen.group.members) == {2, 3}
+    verdicts = {v.candidate: v for v in chosen.candidates}
+    assert verdicts[0].crashes > 0 and verdicts[0].weight < 1
+    assert verdicts[1].crashes > 0 and verdicts[1].weight < 1
+    assert verdicts[2].crashes == verdicts[3].crashes
+
+
+def test_float_outputs_within_tolerance_are_one_behaviour() -> None:
+    def ok(value: object) -> CallOutcome:
+        return CallOutcome("ok", value)
+
+    outcomes = [
+        [ok(1.5), ok([0.1 + 0.2, 2.0]), ok({"m": 1 / 3})],
+        [ok(1.5000000001), ok([0.3, 2.0]), ok({"m": 0.333333333})],
+        [ok(1.51), ok([0.3, 2.0]), ok({"m": 1 / 3})],  # 1e-2 off: another output
+        [ok(1.5), ok((0.3, 2.0)), CallOutcome("error", error="ValueError: x")],  # a tuple
+    ]
+    table = BehaviourTable.of(outcomes)
+    c = table.classes
+    assert c[0] == c[1]
+    assert c[2][0] != c[0][0] and c[2][1:] == c[0][1:]
+    assert c[3][0] == c[0][0] and c[3][1] != c[0][1] and c[3][2] == ERROR
+    chosen = agreement_pick(table, [()] * 4)
+    assert chosen.group.members == (0, 1)

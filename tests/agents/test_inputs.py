@@ -1,0 +1,70 @@
+"""Shared inputs for output agreement (agents.inputs): examples, call sites, bounded mutation."""
+
+from __future__ import annotations
+
+import json
+
+from codegen.agents.inputs import InputBudget, call_sites, inputs_for
+
+TESTS = """
+from solution import second_largest
+import solution
+
+
+def test_basic():
+    assert second_largest([4, 1, 3]) == 3
+    assert solution.second_largest([10, 20]) == 10
+
+
+def test_not_literal():
+    xs = [1, 2]
+    assert second_largest(xs) == 1            # a name: not an input
+    assert second_largest(list(range(3))) == 1  # a call: not an input
+    assert second_largest([1, 2], key=len) == 1  # keywords: not an input
+    assert second_largest((1, 2)) == 1          # a tuple does not cross as JSON
+"""
+
+
+def test_call_sites_are_the_literal_calls_of_the_entry_point() -> None:
+    assert call_sites(TESTS, "second_largest") == [([4, 1, 3],), ([10, 20],)]
+    assert call_sites("second_largest([1, 2, 2])", "second_largest") == [([1, 2, 2],)]
+    assert call_sites("def broken(:", "second_largest") == []
+
+
+def test_examples_then_tests_then_mutations_bounded_and_deterministic() -> None:
+    budget = InputBudget(max_inputs=30, max_mutations=25, seed=3)
+    got = inputs_for("second_largest", ["second_largest([1, 3, 2])"], [TESTS], budget)
+    origins = [i.origin for i in got]
+    assert origins[:3] == ["example", "test", "test"]
+    assert set(origins[3:]) == {"mutation"} and len(got) == 28
+    assert got[0].args == ([1, 3, 2],)
+    keys = [i.key() for i in got]
+    assert len(set(keys)) == len(keys)  # no repeats
+    for item in got[3:]:  # the type structure is kept: one list of ints
+        [xs] = item.args
+        assert isinstance(xs, list) and all(type(x) is int for x in xs)
+        assert all(abs(x) <= 2 * 20 + 10 for x in xs)  # within the seeds' magnitude
+        assert len(json.dumps(list(item.args))) <= budget.max_chars
+    again = inputs_for("second_largest", ["second_largest([1, 3, 2])"], [TESTS], budget)
+    assert [i.args for i in again] == [i.args for i in got]
+    other = inputs_for(
+        "second_largest", ["second_largest([1, 3, 2])"], [TESTS], InputBudget(seed=4)
+    )
+    assert [i.args for i in other] != [i.args for i in got]
+    # Duplicates and reorderings appear: what splits sorted(xs)[-2] from the right answer.
+    assert any(len(set(i.args[0])) < len(i.args[0]) for i in got)
+
+
+def test_strings_dicts_and_floats_keep_their_types() -> None:
+    calls = ["f('abba', {'a': 1.5}, True)"]
+    got = inputs_for("f", calls, [], InputBudget(max_mutations=20))
+    for item in got:
+        s, d, flag = item.args
+        assert isinstance(s, str) and set(s) <= set("ab") and len(s) <= 40
+        assert isinstance(d, dict) and all(isinstance(v, float) for v in d.values())
+        assert isinstance(flag, bool)
+    assert len(got) > 10
+
+
+def test_no_seed_no_input() -> None:
+    assert inputs_for("f", [], ["assert g(1) == 2"]) == []

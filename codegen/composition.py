@@ -19,7 +19,7 @@ import dataclasses
 import os
 from typing import Any
 
-from codegen.agents.endpoint import LLMRoute, RoleModel, resolved_base_url
+from codegen.agents.endpoint import CandidateRoute, LLMRoute, RoleModel, resolved_base_url
 from codegen.corpus.chunk import Budget
 from codegen.corpus.dedupe import DedupeParams
 from codegen.corpus.sources import source_spec
@@ -27,7 +27,7 @@ from codegen.retrieval.ann import RecallTarget
 from codegen.retrieval.embedders import EmbedderConfig
 from codegen.retrieval.index import StoreConfig
 from codegen.sandbox import DEFAULT_IMAGE, Limits
-from codegen.settings import SandboxSettings, Settings
+from codegen.settings import CandidateModel, LLMSettings, SandboxSettings, Settings
 
 
 def source_config(settings: Settings, source: str) -> Any:
@@ -111,12 +111,35 @@ def embedder_config(settings: Settings, name: str | None = None) -> EmbedderConf
     )
 
 
+def candidate_route(entry: CandidateModel) -> CandidateRoute:
+    return CandidateRoute(**entry.model_dump())
+
+
+def candidate_routes(llm: LLMSettings) -> tuple[CandidateRoute, ...]:
+    """``[llm] candidates`` as one route entry per draft (a number N: N plain drafts)."""
+    return tuple(candidate_route(c) for c in llm.candidate_entries())
+
+
 def llm_route(settings: Settings) -> LLMRoute:
     """This process's non-secret LLM configuration: the base URL it would call (settings, else
-    OPENAI_BASE_URL, else the SDK's default) and each role's model."""
+    OPENAI_BASE_URL, else the SDK's default), each role's model and each programmer
+    candidate's model, endpoint and key variable's name."""
     llm = settings.llm
     return LLMRoute(
         base_url=resolved_base_url(llm.base_url),
         default=RoleModel(**llm.default.model_dump()),
         roles={role: RoleModel(**m.model_dump()) for role, m in llm.agents.items()},
+        candidates=candidate_routes(llm),
     )
+
+
+def unset_key_envs(route: LLMRoute) -> str | None:
+    """Why this process cannot call the route's candidates (None: it can): the first candidate
+    whose ``api_key_env`` names a variable this environment does not set."""
+    for index, name in route.key_envs():
+        if not os.environ.get(name):
+            return (
+                f"[llm] candidates[{index}] takes its key from {name} (api_key_env), "
+                "which is not set in this environment"
+            )
+    return None

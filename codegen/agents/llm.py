@@ -2,7 +2,10 @@
 
 Endpoint: ``base_url``/``api_key`` of None leave the choice to the SDK's own environment
 (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), so any OpenAI-compatible server works and the key
-never passes through our settings.
+never passes through our settings. Programmer candidates may each have their own model and
+endpoint (``candidates``, ``codegen.agents.endpoint.CandidateRoute``): draft ``i``'s calls, its
+first draft and every refinement round, carry its model and go to its base URL with the key
+from the variable it names (``api_key_env``), read here at call time and nowhere stored.
 
 Retries: the SDK's own retry loop is used (checked in openai 3.57 ``_base_client``): it
 retries 408/409/429/5xx responses, connection errors and timeouts, up to ``max_retries``
@@ -18,7 +21,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,7 +29,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import openai
 
-from codegen.agents.endpoint import RoleModel, resolved_base_url, shown_url
+from codegen.agents.endpoint import (
+    CandidateRoute,
+    RoleModel,
+    candidate_at,
+    resolved_base_url,
+    shown_url,
+)
 from codegen.agents.llm_cache import ResponseCache
 from codegen.agents.structured import StructuredMode, StructuredModes, structured_request
 from codegen.agents.usage import Meter
@@ -155,10 +164,13 @@ class LLMClient:
         prices: dict[str, dict[str, float]] | None = None,
         modes_file: Path | None = None,
         recorder: Recorder | None = None,
+        candidates: Sequence[CandidateRoute] = (),
     ) -> None:
         self.recorder = recorder
         self.default = default or RoleModel()
         self.roles = dict(roles or {})
+        # Per programmer draft: model and endpoint overrides (none: every draft is alike).
+        self.candidates = tuple(candidates)
         self.prices = dict(prices or {})
         self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
         self.timeout_s = timeout_s
@@ -182,6 +194,30 @@ class LLMClient:
         api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
         return _sdk_client(base_url, api_key, self.timeout_s, self.max_retries)
 
+    def _candidate(self, role: str, draft: Draft | None) -> CandidateRoute | None:
+        """The overrides of the programmer draft a call writes (None: any other call)."""
+        if role != "programmer" or draft is None or not self.candidates:
+            return None
+        return candidate_at(self.candidates, draft.candidate)
+
+    def _client_for(self, role: str, draft: Draft | None) -> openai.OpenAI:
+        """The SDK client of one call: a candidate's own endpoint and key, else ``client``."""
+        entry = self._candidate(role, draft)
+        if entry is None or (entry.base_url is None and entry.api_key_env is None):
+            return self.client
+        api_key = None
+        if entry.api_key_env is not None:
+            api_key = os.environ.get(entry.api_key_env)
+            if not api_key:
+                index = draft.candidate if draft is not None else 0
+                raise LLMError(
+                    f"{role}: candidate {index}'s api_key_env {entry.api_key_env} is not set "
+                    "in this environment"
+                )
+        # Its own endpoint without a named key sends none: the main key stays on its host.
+        base_url = entry.base_url or self._base_url or os.environ.get("OPENAI_BASE_URL")
+        return _sdk_client(base_url, api_key, self.timeout_s, self.max_retries)
+
     def headers(self, role: str, draft: Draft | None = None) -> dict[str, str]:
         """The wire-contract headers of one request (never a secret)."""
         headers = {ROLE_HEADER: role}
@@ -197,8 +233,16 @@ class LLMClient:
         """The base URL calls go to (never includes the key), resolved as the SDK does."""
         return resolved_base_url(self._base_url)
 
-    def model_for(self, role: str) -> RoleModel:
-        return self.roles.get(role, self.default)
+    def endpoint_for(self, role: str, draft: Draft | None = None) -> str:
+        """The base URL one call goes to: a programmer candidate's own, else ``endpoint``."""
+        entry = self._candidate(role, draft)
+        return resolved_base_url(entry.base_url) if entry and entry.base_url else self.endpoint
+
+    def model_for(self, role: str, draft: Draft | None = None) -> RoleModel:
+        """The model one call asks for: the role's, with a programmer candidate's overrides."""
+        own = self.roles.get(role, self.default)
+        entry = self._candidate(role, draft)
+        return entry.applied_to(own) if entry is not None else own
 
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
         price = self.prices.get(model)
@@ -220,7 +264,8 @@ class LLMClient:
         ``draft`` (programmer calls) names the candidate and round being written.
         """
         meter.check()  # refuse to spend once the budget is gone
-        cfg = self.model_for(role)
+        cfg = self.model_for(role, draft)
+        endpoint = self.endpoint_for(role, draft)
         payload: JSONObject = {
             "role": role,
             "model": cfg.model,
@@ -229,7 +274,7 @@ class LLMClient:
             "max_tokens": cfg.max_tokens,
             "response_format": response_format,
             # Another endpoint serving the same model name is another model: no shared replies.
-            "endpoint": self.endpoint,
+            "endpoint": endpoint,
         }
         if draft is not None and draft.candidate:
             # Drafts 1..N-1 ask the same thing as draft 0 and must not share its cached reply.
@@ -250,7 +295,7 @@ class LLMClient:
                     latency_s=time.perf_counter() - started,
                     cached=True,
                 )
-                self._record(meter, done, self.endpoint, draft)
+                self._record(meter, done, endpoint, draft)
                 return done
         # The SDK call's keyword arguments, as they go on the wire (and to the recorder).
         kwargs: JSONObject = {
@@ -265,7 +310,7 @@ class LLMClient:
         import openai  # deferred (see ``client``); already loaded by the time we get here
 
         try:
-            reply = self.client.chat.completions.create(**kwargs)
+            reply = self._client_for(role, draft).chat.completions.create(**kwargs)
         except openai.APITimeoutError as exc:
             raise LLMError(
                 f"{role}: request timed out after {self.timeout_s:g}s "
@@ -280,9 +325,7 @@ class LLMClient:
                 code=str(exc.code or ""),
             ) from exc
         except openai.APIConnectionError as exc:
-            raise LLMError(
-                f"{role}: cannot reach the LLM endpoint {shown_url(self.endpoint)}"
-            ) from exc
+            raise LLMError(f"{role}: cannot reach the LLM endpoint {shown_url(endpoint)}") from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"{role}: {_short(str(exc))}") from exc
         latency = time.perf_counter() - started
@@ -314,7 +357,7 @@ class LLMClient:
                         "completion_tokens": completion_tokens,
                     },
                 )
-        self._record(meter, done, self.endpoint, draft)
+        self._record(meter, done, endpoint, draft)
         meter.check()  # this call may have crossed the budget: stop before the next step
         return done
 

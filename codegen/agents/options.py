@@ -56,7 +56,8 @@ class RequestOptions(BaseModel):
         default=None,
         ge=1,
         le=20,
-        description="Programmer drafts, one picked by execution, 1-20 (default: [llm] candidates)",
+        description="Programmer drafts, one picked by execution, 1-20 (default: [llm] "
+        "candidates; with a list there, its first N entries, repeated when N is longer)",
     )
     budget_tokens: int | None = Field(
         default=None, ge=1, description="Stop after this many tokens (default: none)"

@@ -121,7 +121,11 @@ def _draft_step(crew: Crew, state: CrewState, meter: Meter) -> DraftResult:
     if count == 1:
         drafts = [one(0)]
     else:
-        crew.on_event(f"programmer: {count} drafts in parallel")
+        # Each draft's model ([llm] candidates as a list: the entries, repeated past its end).
+        models = ", ".join(
+            crew.llm.model_for("programmer", Draft(candidate=i)).model for i in range(count)
+        )
+        crew.on_event(f"programmer: {count} drafts in parallel ({models})")
         with ThreadPoolExecutor(max_workers=count, thread_name_prefix="draft") as pool:
             drafts = list(pool.map(one, range(count)))
     meter.check()  # the drafts together may have crossed the budget

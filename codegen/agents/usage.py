@@ -1,5 +1,5 @@
-"""Tokens, cost, latency and cache counts per agent and endpoint, and the budget ``Meter``
-that stops a request when it is spent."""
+"""Tokens, cost, latency and cache counts per agent, per endpoint and programmer candidate,
+and per model, and the budget ``Meter`` that stops a request when it is spent."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ class AgentUsage:
 @dataclass
 class EndpointCalls:
     """Calls one role (and programmer draft) made to one base URL and model; ``cached``:
-    how many a cached reply answered."""
+    how many a cached reply answered; the tokens and cost of the others (``cost_usd`` None
+    once one of them used a model missing from the price table)."""
 
     role: str
     candidate: int | None
@@ -31,6 +32,29 @@ class EndpointCalls:
     model: str
     calls: int = 0
     cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+
+    def add(self, other: EndpointCalls) -> None:
+        self.calls += other.calls
+        self.cached += other.cached
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost_usd = _add_cost(self.cost_usd, other.cost_usd)
+
+    def shown(self) -> JSONObject:
+        """As the report lists it: where, what, how many calls, tokens and cost."""
+        return {
+            "base_url": self.base_url,
+            "model": self.model,
+            "calls": self.calls,
+            "cached": self.cached,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 8),
+        }
 
     def same_place(self, other: EndpointCalls) -> bool:
         return (self.role, self.candidate, self.base_url, self.model) == (
@@ -79,7 +103,10 @@ class Usage:
         candidate: int | None = None,
     ) -> None:
         if base_url is not None and model is not None:
-            self._count_endpoint(EndpointCalls(role, candidate, base_url, model, 1, int(cached)))
+            spent = (0, 0, 0.0) if cached else (prompt_tokens, completion_tokens, cost_usd)
+            self._count_endpoint(
+                EndpointCalls(role, candidate, base_url, model, 1, int(cached), *spent)
+            )
         agent = self.per_agent.setdefault(role, AgentUsage())
         agent.calls += 1
         agent.latency_s += latency_s
@@ -106,8 +133,7 @@ class Usage:
     def _count_endpoint(self, counted: EndpointCalls) -> None:
         for entry in self.endpoints:
             if entry.same_place(counted):
-                entry.calls += counted.calls
-                entry.cached += counted.cached
+                entry.add(counted)
                 return
         self.endpoints.append(replace(counted))
 
@@ -138,29 +164,40 @@ class Usage:
         data["total_tokens"] = self.total_tokens
         if self.cost_usd is not None:
             data["cost_usd"] = round(self.cost_usd, 8)
+        data["per_model"] = self.per_model()
         return data
+
+    def per_model(self) -> JSONObject:
+        """Per model, over every role, candidate and endpoint that asked for it: calls, cached
+        replies, tokens and cost (None: a call's price was unknown)."""
+        totals: dict[str, EndpointCalls] = {}
+        for entry in self.endpoints:
+            total = totals.setdefault(entry.model, EndpointCalls("", None, "", entry.model))
+            total.add(entry)
+        out: JSONObject = {}
+        for model, total in sorted(totals.items()):
+            shown = total.shown()
+            del shown["base_url"], shown["model"]
+            out[model] = shown
+        return out
 
     @classmethod
     def from_dict(cls, data: JSONObject | None) -> Usage:
         data = dict(data or {})
         data.pop("total_tokens", None)
+        data.pop("per_model", None)  # derived from the endpoints
         per_agent = {k: AgentUsage(**v) for k, v in (data.pop("per_agent", None) or {}).items()}
         endpoints = [EndpointCalls(**e) for e in data.pop("endpoints", None) or []]
         return cls(**data, per_agent=per_agent, endpoints=endpoints)
 
     def endpoints_by_role(self) -> JSONObject:
-        """Per role, the base URL and model it called (``cached``: replies from the cache);
-        the programmer's is a list, one entry per candidate draft. Roles never called are
-        absent: an endpoint is only reported where a call went."""
+        """Per role, the base URL and model it called (``cached``: replies from the cache) and
+        the tokens and cost of those calls; the programmer's is a list, one entry per candidate
+        draft. Roles never called are absent: an endpoint is only reported where a call went."""
         out: JSONObject = {}
         drafts: list[JSONValue] = []
         for entry in sorted(self.endpoints, key=lambda e: (e.role, e.candidate or 0)):
-            shown: JSONObject = {
-                "base_url": entry.base_url,
-                "model": entry.model,
-                "calls": entry.calls,
-                "cached": entry.cached,
-            }
+            shown = entry.shown()
             if entry.role == "programmer":
                 if not drafts:
                     out["programmer"] = drafts

@@ -137,6 +137,8 @@ def _usage_and_endpoints(usage: Usage) -> StepMetadata:
     return {
         **_usage_metadata(usage),
         "endpoints": MetadataValue.json(usage.endpoints_by_role()),
+        # Tokens and cost per model, over every role and candidate that asked for it.
+        "per_model": MetadataValue.json(usage.per_model()),
     }
 
 
@@ -422,7 +424,9 @@ def _start(context: AssetExecutionContext, settings: Settings, llm: LLMResource)
     """The request as stored: its text and options (the review mode's default is [review]
     mode; the request's own options override it)."""
     stored = RequestStore(settings.requests_dir).get(context.partition_key)
-    options = llm.crew_options({"review": settings.review.mode, **stored.options})
+    # A queued request's route carries its caller's [llm] candidates: their number of drafts.
+    route = LLMRoute.from_dict(stored.route) if stored.route else None
+    options = llm.crew_options({"review": settings.review.mode, **stored.options}, route)
     return CrewState(request_id=stored.id, request=stored.text, options=options)
 
 

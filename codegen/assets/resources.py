@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NotRequired, TypedDict
 
 from dagster import Config, ConfigurableResource, InitResourceContext
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from codegen import composition
 from codegen.agents.endpoint import LLMRoute, RoleModel
@@ -30,11 +30,13 @@ from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits
 from codegen.settings import (
     AgentModel,
+    CandidateModel,
     ContextSettings,
     LLMSettings,
     SandboxSettings,
     Settings,
     get_settings,
+    parse_candidates,
 )
 
 
@@ -60,6 +62,10 @@ class RoleModelConfig(AgentModel, Config):
     """One role's model (``[llm.default]``, ``[llm.agents.<role>]``)."""
 
 
+class CandidateConfig(CandidateModel, Config):
+    """One programmer draft's model and endpoint (an entry of ``[llm] candidates``)."""
+
+
 class ContextConfig(ContextSettings, Config):
     """How much retrieved context the programmer gets (``[retrieval] top_k`` and budget)."""
 
@@ -74,7 +80,20 @@ class LLMResource(LLMSettings, ConfigurableResource):
 
     default: RoleModelConfig = RoleModelConfig()
     agents: dict[str, RoleModelConfig] = Field(default_factory=dict)
+    # ``[llm] candidates`` one entry per draft (Dagster config has no number-or-list type):
+    # its length is the default number of drafts, and each entry a draft's model and endpoint.
+    candidates: list[CandidateConfig] = Field(default_factory=lambda: [CandidateConfig()])
     context: ContextConfig = ContextConfig()
+
+    @field_validator("candidates", mode="before")
+    @classmethod
+    def _candidates(cls, value: object) -> list[CandidateConfig]:
+        """A number of drafts or a list of entries, read as ``[llm] candidates`` is (this
+        replaces the settings model's validator of the same name)."""
+        parsed = parse_candidates(value)
+        entries = [CandidateModel()] * parsed if isinstance(parsed, int) else parsed
+        return [CandidateConfig(**e.model_dump()) for e in entries]
+
     # Where ``cache`` keeps responses; derived from CODEGEN_HOME, so not a setting itself.
     cache_dir: str | None = None
     # Where each endpoint's working Structured Outputs mode is remembered (None: in memory);
@@ -86,7 +105,8 @@ class LLMResource(LLMSettings, ConfigurableResource):
         llm = settings.llm
         context = {k: getattr(settings.retrieval, k) for k in ContextSettings.model_fields}
         return cls(
-            **llm.model_dump(),
+            **llm.model_dump(exclude={"candidates"}),
+            candidates=[CandidateConfig(**c.model_dump()) for c in llm.candidate_entries()],
             context=ContextConfig(**context),
             cache_dir=str(settings.cache_dir / "llm") if llm.cache else None,
             modes_file=str(structured_modes_file(settings.cache_dir)),
@@ -94,7 +114,9 @@ class LLMResource(LLMSettings, ConfigurableResource):
 
     def client(self, route: LLMRoute | None = None) -> LLMClient:
         """The client of this configuration; ``route`` (a queued request's caller's base URL
-        and models) replaces this process's own. The key stays this process's."""
+        and models) replaces this process's own. The keys stay this process's: its
+        ``OPENAI_API_KEY`` and the variables the candidates name."""
+        own = tuple(composition.candidate_route(c) for c in self.candidates)
         return LLMClient(
             base_url=route.base_url if route else self.base_url,
             default=route.default if route else RoleModel(**self.default.model_dump()),
@@ -109,13 +131,17 @@ class LLMResource(LLMSettings, ConfigurableResource):
             prices=self.prices,
             modes_file=Path(self.modes_file) if self.modes_file else None,
             recorder=recorder_from_environment(),  # `--record FILE` (codegen/agents/replay)
+            candidates=route.candidates if route else own,
         )
 
-    def crew_options(self, overrides: JSONObject | None = None) -> CrewOptions:
-        """Defaults from this resource, overridden by the request's own stored options."""
+    def crew_options(
+        self, overrides: JSONObject | None = None, route: LLMRoute | None = None
+    ) -> CrewOptions:
+        """Defaults from this resource (the number of drafts: the route's candidates when a
+        queued request carries them), overridden by the request's own stored options."""
         base = {
             "max_rounds": self.max_rounds,
-            "candidates": self.candidates,
+            "candidates": len((route.candidates if route else ()) or self.candidates),
             "budget_tokens": self.budget_tokens,
             "budget_usd": self.budget_usd,
             **self.context.model_dump(),

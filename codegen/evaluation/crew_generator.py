@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import cast
 
 from codegen.agents.crew import run_crew
+from codegen.agents.endpoint import candidate_at
 from codegen.agents.llm import LLMClient
 from codegen.agents.options import CrewOptions
 from codegen.evaluation.harness import Candidate, Generator, PublicTask
@@ -50,9 +51,14 @@ def crew_identity(
     """What makes two crew runs comparable: endpoint, models, rounds, budget, code version,
     and the index the programmer's context comes from (``retriever``).
 
-    ``llm.endpoint`` is a display string that never holds the key.
+    ``llm.endpoint`` is a display string that never holds the key. Drafts with their own
+    model or endpoint (``[llm] candidates`` as a list) add ``candidate_models``, one entry per
+    draft; drafts that all keep the programmer's model leave the identity as it was.
     """
+    drafts = [candidate_at(llm.candidates, i).to_dict() for i in range(options.candidates)]
+    own: JSONObject = {"candidate_models": list(drafts)} if any(drafts) else {}
     return {
+        **own,
         "retriever": retriever or {"kind": "empty"},
         "endpoint": llm.endpoint,
         "default": cast(JSONObject, asdict(llm.default)),

@@ -60,7 +60,11 @@ def build_inbox_sensor(job: UnresolvedAssetJobDefinition) -> SensorDefinition:
         cfg = settings.load()
         # This process has the daemon's environment: say which endpoint and key (hashed) its
         # runs have, so `codegen generate` can tell whether the daemon may run its request.
-        publish_daemon_environment(cfg.home, cfg.llm.base_url)
+        publish_daemon_environment(
+            cfg.home,
+            cfg.llm.base_url,
+            [c.api_key_env for c in cfg.llm.candidate_entries() if c.api_key_env],
+        )
         store = RequestStore(cfg.requests_dir)
         # The cursor names the requests of the last tick that Dagster finished, so it holds
         # their run requests now; a tick cut short leaves its requests queued for the next.

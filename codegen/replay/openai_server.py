@@ -138,6 +138,17 @@ class RecordedRequest:
         return list((self.body or {}).get("messages") or [])
 
     @property
+    def model(self) -> str | None:
+        """The model the request body asks for."""
+        model = (self.body or {}).get("model")
+        return model if isinstance(model, str) else None
+
+    @property
+    def candidate(self) -> int | None:
+        """The programmer draft it writes (``X-Codegen-Candidate``); None for other roles."""
+        return _int(self.headers.get(CANDIDATE_HEADER))
+
+    @property
     def prompt_text(self) -> str:
         """All message contents joined: what the model was shown."""
         parts = []
@@ -465,14 +476,16 @@ def _int(value: str | None) -> int | None:
 
 
 def _log_record(request: RecordedRequest, reply: Reply) -> JSONObject:
-    """One log line: when, who asked (role, task, candidate, round), the status, what served."""
+    """One log line: when, who asked (role, task, candidate, round) for which model, the
+    status, what served. No other header: a key in ``Authorization`` never reaches a log."""
     h = request.headers
     record: JSONObject = {
         "at": round(time.time(), 3),
         "path": request.path,
         "role": request.role,
+        "model": request.model,
         "task": h.get(TASK_HEADER),
-        "candidate": _int(h.get(CANDIDATE_HEADER)),
+        "candidate": request.candidate,
         "round": _int(h.get(ROUND_HEADER)),
         "status": reply.status,
     }

@@ -9,6 +9,11 @@ without showing either key, the daemon publishes a salted hash of its key (and i
 URL) in ``$CODEGEN_HOME/daemon/llm.json`` on every inbox-sensor tick; the caller compares its
 own hash and refuses, in one line naming both endpoints, when they differ. The salt is a random
 per-home value, so the hash says nothing about the key beyond equality.
+
+Programmer candidates on other endpoints name the variable holding their key (``api_key_env``);
+the route carries that name, never the key. The daemon publishes the same salted hash for each
+variable its own ``[llm] candidates`` name, and a request whose candidate names a variable the
+daemon lacks, or holds another value in, is refused the same way.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ import os
 import secrets
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from codegen.agents.endpoint import LLMRoute, resolved_base_url
@@ -34,9 +40,10 @@ def _dir(home: Path) -> Path:
     return Path(home) / "daemon"
 
 
-def key_fingerprint(home: Path) -> str | None:
-    """A salted hash of this process's ``OPENAI_API_KEY`` (None when it has none)."""
-    key = os.environ.get(KEY_ENV)
+def key_fingerprint(home: Path, name: str = KEY_ENV) -> str | None:
+    """A salted hash of this process's ``OPENAI_API_KEY`` (or of variable ``name``; None when
+    it has none)."""
+    key = os.environ.get(name)
     if not key:
         return None
     salt_file = _dir(home) / "salt"
@@ -55,19 +62,32 @@ class DaemonEnvironment:
     base_url: str
     key: str | None
     at: float  # time.time() of the publication
+    # The hash of each variable the daemon's own [llm] candidates name (api_key_env), by name.
+    key_envs: dict[str, str | None] = field(default_factory=dict)
 
     def fresh(self, now: float | None = None) -> bool:
         return (now if now is not None else time.time()) - self.at <= FRESH_S
 
 
-def publish_daemon_environment(home: Path, base_url: str | None = None) -> DaemonEnvironment:
-    """Called in the daemon's processes (the inbox sensor): record its endpoint and key hash."""
-    env = DaemonEnvironment(resolved_base_url(base_url), key_fingerprint(home), time.time())
+def publish_daemon_environment(
+    home: Path, base_url: str | None = None, key_envs: Iterable[str] = ()
+) -> DaemonEnvironment:
+    """Called in the daemon's processes (the inbox sensor): record its endpoint and key hash,
+    and the hash of each of ``key_envs`` (the variables its own candidates name)."""
+    env = DaemonEnvironment(
+        resolved_base_url(base_url),
+        key_fingerprint(home),
+        time.time(),
+        {name: key_fingerprint(home, name) for name in sorted(set(key_envs))},
+    )
     folder = _dir(home)
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
     with os.fdopen(fd, "w") as fh:
-        json.dump({"base_url": env.base_url, "key": env.key, "at": env.at}, fh)
+        json.dump(
+            {"base_url": env.base_url, "key": env.key, "at": env.at, "key_envs": env.key_envs},
+            fh,
+        )
     os.replace(tmp, folder / "llm.json")
     return env
 
@@ -78,7 +98,12 @@ def daemon_environment(home: Path) -> DaemonEnvironment | None:
         key, at = data.get("key"), data["at"]
         if not isinstance(at, int | float) or not (key is None or isinstance(key, str)):
             return None
-        return DaemonEnvironment(str(data["base_url"]), key, float(at))
+        named = data.get("key_envs") or {}
+        if not isinstance(named, dict) or not all(
+            v is None or isinstance(v, str) for v in named.values()
+        ):
+            return None
+        return DaemonEnvironment(str(data["base_url"]), key, float(at), dict(named))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -102,11 +127,28 @@ def refusal(home: Path, route: LLMRoute, daemon: DaemonEnvironment | None) -> st
             f"a daemon serves this instance but has not said which endpoint and key it uses; "
             f"this request is for {route.base_url}: run it with --launch here"
         )
-    if daemon.key == key_fingerprint(home):
-        return None
-    have = "another" if daemon.key else "no"
-    return (
-        f"the daemon serving this instance (endpoint {daemon.base_url}) has {have} "
-        f"{KEY_ENV} than this shell (endpoint {route.base_url}): restart `make run` with this "
-        "environment, or run the request here with --launch here"
-    )
+    if daemon.key != key_fingerprint(home):
+        have = "another" if daemon.key else "no"
+        return (
+            f"the daemon serving this instance (endpoint {daemon.base_url}) has {have} "
+            f"{KEY_ENV} than this shell (endpoint {route.base_url}): restart `make run` with "
+            "this environment, or run the request here with --launch here"
+        )
+    for index, name in route.key_envs():
+        mine = key_fingerprint(home, name)
+        if mine is None:
+            return (
+                f"[llm] candidates[{index}] takes its key from {name} (api_key_env), which is "
+                "not set in this shell"
+            )
+        theirs = daemon.key_envs.get(name)
+        if theirs != mine:
+            # The daemon publishes only the variables its own [llm] candidates name.
+            have = f"another {name} than this shell" if theirs else f"no {name} to use"
+            url = route.candidates[index].base_url or route.base_url
+            return (
+                f"the daemon serving this instance has {have} for [llm] candidates[{index}] "
+                f"(api_key_env, endpoint {url}): restart `make run` with this environment and "
+                "these candidates, or run the request here with --launch here"
+            )
+    return None

@@ -8,23 +8,30 @@ project root), then the defaults below.
 The LLM endpoint and key are deliberately *not* settings of ours: the ``openai`` SDK reads
 ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` itself, so the key never lands in a config object
 that could be logged or stored. ``llm.base_url`` exists only to override the SDK's variable.
+A programmer candidate on another endpoint names the *variable* that holds its key
+(``api_key_env``), never the key.
+
+Settings that cannot be used raise ``BadSettings``: one line naming each bad key and why,
+never the value given (it may be a key pasted into the wrong place).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+from pydantic_settings.exceptions import SettingsError
 
 if TYPE_CHECKING:  # nothing of the package at run time (tests/test_wiring.py)
     from codegen.json_types import JSONObject
@@ -61,6 +68,109 @@ class AgentModel(BaseModel):
     max_tokens: int = 4096
 
 
+class BadSettings(ValueError):
+    """The configuration cannot be used: one line naming each bad key and why."""
+
+
+MAX_CANDIDATES = 20  # programmer drafts per request, the same bound as RequestOptions'
+# An environment variable's name as `api_key_env` takes it: capitals, digits and _. A key pasted
+# there instead (``sk-...``, mixed case) does not look like one.
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+class CandidateModel(BaseModel):
+    """One programmer candidate's overrides (an entry of ``[llm] candidates``); a key left out
+    keeps the programmer role's (``[llm.agents.programmer]``, else ``[llm.default]``), and
+    ``base_url`` the crew's endpoint. ``api_key_env`` names the environment variable that holds
+    the key for ``base_url``; a candidate with its own ``base_url`` and no ``api_key_env`` sends
+    no key, so the main key never goes to another host unasked."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(default=None, min_length=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        scheme, sep, rest = value.partition("://")
+        if scheme not in ("http", "https") or not sep or not rest.split("/")[0]:
+            raise ValueError("must be an http:// or https:// URL")
+        if "@" in rest.split("/")[0]:
+            raise ValueError("holds credentials: name the variable with the key in api_key_env")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "must name an environment variable (capitals, digits and _, e.g. "
+                "QWEN_API_KEY), never hold the key itself"
+            )
+        return value
+
+
+# Keys an entry might be given a secret under by mistake: refused with a pointer to api_key_env.
+_KEY_FIELDS = ("api_key", "key", "apikey", "token", "secret", "password")
+
+
+def _candidate_entry(index: int, raw: object) -> CandidateModel:
+    where = f"[{index}]"  # describe() writes it after the key: llm.candidates[1]
+    if not isinstance(raw, dict):
+        raise ValueError(f'{where}: must be a table such as {{model = "gpt-4o"}}')
+    for name in raw:
+        if str(name).lower() in _KEY_FIELDS:
+            raise ValueError(
+                f"{where}.{name}: a key is never a setting; name the environment variable "
+                "that holds it with api_key_env"
+            )
+    try:
+        return CandidateModel.model_validate(raw)
+    except ValidationError as exc:
+        known = ", ".join(CandidateModel.model_fields)
+        problems = []
+        for e in exc.errors():
+            field = ".".join(map(str, e["loc"]))
+            if e["type"] == "extra_forbidden":
+                problems.append(f"{where}: unknown key {field!r} (known: {known})")
+            else:
+                problems.append(f"{where}.{field}: {_message(e['msg'])}")
+        raise ValueError("; ".join(problems)) from None
+
+
+def _message(msg: str) -> str:
+    return msg.removeprefix("Value error, ")
+
+
+def parse_candidates(value: object) -> int | list[CandidateModel]:
+    """``[llm] candidates``: a number of drafts, or a list of per-candidate overrides."""
+    if isinstance(value, list):
+        if not value:
+            raise ValueError("an empty list: give at least one entry, or a number of drafts")
+        if len(value) > MAX_CANDIDATES:
+            raise ValueError(f"{len(value)} entries: at most {MAX_CANDIDATES}")
+        return [
+            v if isinstance(v, CandidateModel) else _candidate_entry(i, v)
+            for i, v in enumerate(value)
+        ]
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 1 <= value <= MAX_CANDIDATES:
+            raise ValueError(f"must be 1-{MAX_CANDIDATES} drafts, or a list of entries")
+        return value
+    if isinstance(value, str) and value.strip().isdigit():  # an environment variable's text
+        return parse_candidates(int(value))
+    raise ValueError(
+        f"must be a number of drafts (1-{MAX_CANDIDATES}) or a list of per-candidate entries "
+        '(e.g. [{model = "gpt-4o"}, {model = "qwen2.5-coder:32b", base_url = "http://..."}])'
+    )
+
+
 class LLMSettings(BaseModel):
     base_url: str | None = None
     request_timeout_s: float = 120.0
@@ -80,10 +190,29 @@ class LLMSettings(BaseModel):
     cache: bool = True
     max_rounds: int = 3
     # Programmer drafts per request, picked by execution (agents.selection); 1 until the
-    # measurements in docs/humaneval.md justify more.
-    candidates: int = Field(default=1, ge=1, le=20)
+    # measurements in docs/humaneval.md justify more. A list gives each draft its own model,
+    # temperature or endpoint (CandidateModel); its length is the number of drafts.
+    candidates: int | list[CandidateModel] = 1
     budget_tokens: int | None = None
     budget_usd: float | None = None
+
+    @field_validator("candidates", mode="before")
+    @classmethod
+    def _candidates(cls, value: object) -> int | list[CandidateModel]:
+        return parse_candidates(value)
+
+    def candidate_entries(self) -> list[CandidateModel]:
+        """One entry per draft: a number N is N entries that keep the programmer's model."""
+        if isinstance(self.candidates, int):
+            return [CandidateModel() for _ in range(self.candidates)]
+        return list(self.candidates)
+
+    def candidates_for(self, count: int) -> int | list[CandidateModel]:
+        """``candidates`` with ``count`` drafts (``--candidates N``): a number becomes N; a
+        list gives its first N entries, repeated from the start when N is longer."""
+        if isinstance(self.candidates, int):
+            return count
+        return [self.candidates[i % len(self.candidates)] for i in range(count)]
 
 
 class SandboxSettings(BaseModel):
@@ -307,9 +436,30 @@ def config_file() -> Path:
     return in_home if in_home.exists() else PROJECT_ROOT / "codegen.toml"
 
 
+def load_settings() -> Settings:
+    """The settings as configured now; BadSettings says, in one line, what is wrong."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise BadSettings(f"bad settings ({config_file()}, CODEGEN_*): {describe(exc)}") from None
+    except SettingsError as exc:
+        raise BadSettings(f"bad settings ({config_file()}, CODEGEN_*): {exc}") from None
+
+
+def describe(exc: ValidationError) -> str:
+    """A validation error as one line: each bad key and why, without the value given."""
+    out = []
+    for e in exc.errors():
+        where = ".".join(map(str, e["loc"]))
+        why = "unknown key" if e["type"] == "extra_forbidden" else _message(e["msg"])
+        # An entry's own problem names its index: llm.candidates[1].api_key_env: ...
+        out.append(f"{where}{why}" if why.startswith("[") else f"{where}: {why}")
+    return "; ".join(out)
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    return load_settings()
 
 
 def default_dagster_home(settings: Settings | None = None) -> Path:

@@ -16,6 +16,8 @@ import traceback
 
 import click
 
+from codegen.settings import BadSettings
+
 # module path -> attribute holding a click command or group
 COMMAND_MODULES: list[tuple[str, str]] = [
     ("codegen.orchestration.cli.info", "info"),
@@ -68,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except BadSettings as exc:  # names the bad keys, never their values
+        click.echo(f"codegen: error: {_one_line(str(exc))}", err=True)
+        return 2
     except click.Abort:
         click.echo("codegen: aborted", err=True)
         return 130

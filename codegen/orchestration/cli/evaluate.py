@@ -138,7 +138,8 @@ _OPTIONS = [
     click.option(
         "--candidates",
         type=click.IntRange(min=1, max=20),
-        help="Programmer drafts per task, one picked by execution (default: [llm] candidates).",
+        help="Programmer drafts per task, one picked by execution (default: [llm] candidates; "
+        "with a list there, its first N entries, repeated when N is longer).",
     ),
     click.option(
         "--backfill",
@@ -294,10 +295,19 @@ def _evaluate(
     if candidates is not None:
         # Backfill runs read settings in their own processes: the override travels in the
         # environment too. It is part of the crew identity, so the cache keeps them apart.
-        os.environ["CODEGEN_LLM__CANDIDATES"] = str(candidates)
-        settings = settings.model_copy(
-            update={"llm": settings.llm.model_copy(update={"candidates": candidates})}
+        # With a list of candidates, N drafts are its first N entries (repeated when longer).
+        chosen = settings.llm.candidates_for(candidates)
+        os.environ["CODEGEN_LLM__CANDIDATES"] = json.dumps(
+            chosen if isinstance(chosen, int) else [c.model_dump(exclude_none=True) for c in chosen]
         )
+        settings = settings.model_copy(
+            update={"llm": settings.llm.model_copy(update={"candidates": chosen})}
+        )
+    from codegen.composition import llm_route, unset_key_envs
+
+    unset = unset_key_envs(llm_route(settings))
+    if unset and not canonical:
+        raise click.ClickException(unset)
     mode = CANONICAL if canonical else CREW
     click.echo(f"{task_set.name} ({mode}): {len(keys)} tasks", err=True)
     if backfill or submit_only:

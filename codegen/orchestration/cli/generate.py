@@ -180,13 +180,16 @@ def run_request(
     request to the daemon (its inbox sensor launches the run, the queue's limits apply) and
     waits for the run; ``auto`` queues when a daemon serves the instance, else runs here.
     """
+    # The caller's endpoint and models go with the request, so whichever process runs it calls
+    # them; a daemon with another key than the caller's is refused the request (route.py).
+    route = composition.llm_route(settings)
+    unset = composition.unset_key_envs(route)  # a candidate's key this shell does not have
+    if unset:
+        raise click.ClickException(unset)
     instance = configured_instance(settings)
     if launch == "auto":
         launch = "queue" if daemon_running(instance) else "here"
     store = RequestStore(settings.requests_dir)
-    # The caller's endpoint and models go with the request, so whichever process runs it calls
-    # them; a daemon with another key than the caller's is refused the request (route.py).
-    route = composition.llm_route(settings)
     if launch == "queue" and not daemon_running(instance):
         # A daemon started later might hold another key: nothing can check it now.
         raise click.ClickException(

@@ -120,6 +120,13 @@ def info(as_json: bool) -> None:
         + [f"{role} {m.model}" for role, m in sorted(route.roles.items())]
     )
     click.echo(f"endpoint      {route.base_url} ({models})")
+    if any(c.to_dict() for c in route.candidates):  # drafts with their own model or endpoint
+        programmer = route.roles.get("programmer", route.default)
+        for i, c in enumerate(route.candidates):
+            where = c.base_url or route.base_url
+            key = f", key from {c.api_key_env}" if c.api_key_env else ""
+            model = c.applied_to(programmer).model
+            click.echo(f"candidate {i:<3} {model} at {where}{key}")
     daemon = data["daemon"]
     if daemon["serving"] is None:
         click.echo(f"daemon        unknown ({daemon['error']})")

@@ -73,6 +73,9 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, 
     capsys.readouterr()
     code = main(["eval", *args, "--json"])
     out, err = capsys.readouterr()
+    # The queue daemon driven in this process logs to sys.stdout, which pytest captures (a
+    # real CLI's stdout_to_stderr moves those lines to stderr): the result starts at "{".
+    out = out[out.find("{") :] if "{" in out else out
     return code, (json.loads(out) if out.strip() else {}), err
 
 

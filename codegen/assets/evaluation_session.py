@@ -37,6 +37,17 @@ from codegen.settings import Settings
 
 LLM_POOL = "llm"
 SANDBOX_POOL = "sandbox"
+# The dynamic partitions of task files' tasks: "<task set digest>:<task key>".
+TASK_SET_PARTITIONS = "task_set_tasks"
+# Run tags of a `codegen eval ... --backfill`, read by the evaluation assets: the staged task
+# set and samples file (their digests), the mode, and who appends the run to the history
+# ("summary": the summary asset, for --submit-only; "cli": the CLI that drives and reports).
+TASK_SET_TAG = "codegen/task_set"
+SAMPLES_FILE_TAG = "codegen/samples_file"
+MODE_TAG = "codegen/eval_mode"
+HISTORY_TAG = "codegen/eval_history"
+HISTORY_BY_SUMMARY = "summary"
+HISTORY_BY_CLI = "cli"
 
 
 @dataclass

@@ -10,12 +10,14 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 TASK_PREFIX = "HumanEval/"
 # Dagster partition keys and file names must not contain "/", so "HumanEval/7" -> "HumanEval-7".
 KEY_SEPARATOR = "-"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,9 @@ def _defines(code: str, name: str) -> bool:
 
 
 def task_key(task_id: str) -> str:
-    return task_id.replace("/", KEY_SEPARATOR)
+    """A task id as a partition key and file name: "/" -> "-" ("HumanEval/7" ->
+    "HumanEval-7"), and any other character outside ``[A-Za-z0-9_.-]`` -> "-"."""
+    return _UNSAFE.sub(KEY_SEPARATOR, task_id.replace("/", KEY_SEPARATOR))
 
 
 def task_id_from_key(key: str) -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import re
 import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -34,7 +33,6 @@ from codegen.json_types import JSONObject, JSONValue
 
 MAX_FILE_BYTES = 256 * 1024 * 1024  # decompressed; HumanEval+ is ~40 MB
 _VISIBLE_FIELDS = ("sample_io", "given_tests")
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 class TaskFileError(ValueError):
@@ -95,9 +93,9 @@ def humaneval_tasks() -> TaskSet:
 
 
 def safe_key(task_id: str) -> str:
-    """A task id as a partition key and file name: "/" -> "-" (as HumanEval's), and any other
-    character outside ``[A-Za-z0-9_.-]`` -> "-"."""
-    return _UNSAFE.sub("-", task_key(task_id))
+    """A task id as a partition key and file name (``Problem.key``): "/" -> "-" (as
+    HumanEval's), and any other character outside ``[A-Za-z0-9_.-]`` -> "-"."""
+    return task_key(task_id)
 
 
 def _text(path: Path) -> tuple[str, str]:

@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -76,8 +76,10 @@ def submit_backfill(
     title: str,
     in_process: bool = True,
     kind: str = KIND_EVALUATION,
+    tags: Mapping[str, str] | None = None,
 ) -> str:
-    """Record a backfill of ``asset_keys`` over ``partition_keys`` (None: all partitions).
+    """Record a backfill of ``asset_keys`` over ``partition_keys`` (None: all partitions);
+    ``tags`` go on the backfill and every run it launches.
 
     Unpartitioned assets in the selection (the summary) run after all their upstream
     partitions, as in a backfill launched from the UI. ``in_process`` runs each run's steps in
@@ -91,7 +93,8 @@ def submit_backfill(
         partition_names=list(partition_keys) if partition_keys is not None else None,
         asset_selection=list(asset_keys),
         backfill_timestamp=time.time(),
-        tags=kind_tags(kind),  # the run queue's limit for this kind of work applies
+        # The run queue's limit for this kind of work applies.
+        tags={**kind_tags(kind), **(tags or {})},
         dynamic_partitions_store=instance,
         all_partitions=partition_keys is None,
         title=title,

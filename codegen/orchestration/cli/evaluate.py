@@ -21,6 +21,7 @@ from codegen.evaluation.harness import (
     evaluate,
 )
 from codegen.evaluation.report import history_entry, plot_history, summarize
+from codegen.evaluation.staged import StagedFileError, StagedFiles
 from codegen.evaluation.store import EvalStore
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks
 from codegen.json_types import JSONObject
@@ -29,6 +30,7 @@ from codegen.orchestration.instance import configured_instance
 from codegen.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from codegen.evaluation.samples_file import SamplesFile
     from codegen.orchestration.backfill import BackfillProgress
 
 _Command = TypeVar("_Command", bound=Callable[..., None])
@@ -144,7 +146,9 @@ _OPTIONS = [
     click.option(
         "--backfill",
         is_flag=True,
-        help="Run as a Dagster asset backfill on the configured instance, driven from here.",
+        help="Run as a Dagster asset backfill on the configured instance, driven from here "
+        "(HumanEval's static partitions; a task file's tasks as dynamic partitions "
+        "<file digest>:<task>, the file staged under $CODEGEN_HOME/eval/staged).",
     ),
     click.option(
         "--submit-only",
@@ -191,6 +195,8 @@ def tasks_command(task_file: Path, **options: Unpack[RunOptions]) -> None:
     Each line: task_id (or name), prompt, entry_point, test, optional canonical_solution and
     visible example assertions (sample_io or given_tests, shown to the crew). The hidden test
     never reaches an agent. The whole file is checked before anything runs or is stored.
+    With --backfill or --submit-only its tasks run as a Dagster backfill: dynamic partitions
+    keyed by the file's digest and task id, read from a copy staged under $CODEGEN_HOME.
     """
     _evaluate(_task_set(task_file, None), **options)
 
@@ -207,7 +213,8 @@ def tasks_command(task_file: Path, **options: Unpack[RunOptions]) -> None:
 @_run_options
 def mbpp(task_file: Path, **options: Unpack[RunOptions]) -> None:
     """Run MBPP from its task file (either published shape); the visible example assertions
-    are what the crew sees, the hidden test scores."""
+    are what the crew sees, the hidden test scores. --backfill runs it as a Dagster backfill
+    (one dynamic partition per task, keyed by the file's digest)."""
     _evaluate(_task_set(task_file, "MBPP"), **options)
 
 
@@ -246,10 +253,6 @@ def _evaluate(
         raise click.UsageError(
             f"--canonical: {task_set.name} has no reference solution (canonical_solution) "
             "for every task"
-        )
-    if not task_set.builtin and (backfill or submit_only):
-        raise click.UsageError(
-            "--backfill and --submit-only run HumanEval only for now: drop them for a task file"
         )
     if samples_file is not None:
         clash = [
@@ -311,7 +314,7 @@ def _evaluate(
     mode = CANONICAL if canonical else CREW
     click.echo(f"{task_set.name} ({mode}): {len(keys)} tasks", err=True)
     if backfill or submit_only:
-        _backfill(settings, keys, mode, samples, drive=not submit_only, as_json=as_json)
+        _backfill(settings, task_set, keys, mode, samples, drive=not submit_only, as_json=as_json)
         return
     started = time.perf_counter()
     if record_path is not None:
@@ -482,6 +485,7 @@ def _report(
 
 def _backfill(
     settings: Settings,
+    task_set: TaskSet,
     keys: list[str],
     mode: str,
     samples: int | None,
@@ -489,8 +493,9 @@ def _backfill(
     drive: bool,
     as_json: bool,
 ) -> None:
-
-    from codegen.assets.evaluation_session import eval_config
+    """``keys`` of ``task_set`` as a Dagster asset backfill: HumanEval's static partitions,
+    or a task file's dynamic ones (``<set digest>:<task>``, the file staged first)."""
+    from codegen.assets.evaluation_session import MODE_TAG, eval_config
 
     if samples is not None:
         # Runs read settings in their own processes: the override travels in the environment.
@@ -498,18 +503,23 @@ def _backfill(
         settings = settings.model_copy(
             update={"eval": settings.eval.model_copy(update={"samples": samples})}
         )
-    selection = (
-        ["humaneval_canonical", "humaneval_summary"]
-        if mode == CANONICAL
-        else ["humaneval_samples", "humaneval_scores", "humaneval_summary"]
-    )
+    prefix = "humaneval" if task_set.builtin else "task_set"
+    assets = ["canonical"] if mode == CANONICAL else ["samples", "scores"]
+    selection = [f"{prefix}_{a}" for a in [*assets, "summary"]]
     ran = _run_backfill(
-        settings, selection, keys, f"HumanEval {mode}, {len(keys)} tasks", drive, as_json
+        settings,
+        selection,
+        task_set,
+        keys,
+        {MODE_TAG: mode},
+        f"{task_set.name} {mode}, {len(keys)} tasks",
+        drive,
+        as_json,
     )
     if ran is None:
         return
     backfill_id, progress, wall = ran
-    config = eval_config(settings, mode, samples)
+    config = eval_config(settings, mode, samples, tasks=task_set)
     label = "canonical" if mode == CANONICAL else str(config.identity["default"]["model"])
     extra = {"backfill_id": backfill_id, "backfill_status": progress.status}
     _report(
@@ -521,6 +531,7 @@ def _backfill(
         wall,
         as_json,
         extra=extra,
+        task_set=task_set,
     )
     if progress.runs_failed:
         raise click.ClickException(
@@ -558,7 +569,7 @@ def _score_samples_file(
     label = f"samples:{path.name}"
     if backfill or submit_only:
         _backfill_samples(
-            settings, path, keys, absent, label, drive=not submit_only, as_json=as_json
+            settings, samples, keys, absent, label, drive=not submit_only, as_json=as_json
         )
         return
     from codegen.assets.resources import SandboxResource
@@ -594,7 +605,7 @@ def _score_samples_file(
 
 def _backfill_samples(
     settings: Settings,
-    path: Path,
+    samples: SamplesFile,
     keys: list[str],
     absent: list[str],
     label: str,
@@ -602,33 +613,42 @@ def _backfill_samples(
     drive: bool,
     as_json: bool,
 ) -> None:
-    """The samples file scored by the Dagster assets ``humaneval_file_scores`` (one partition
-    per task in the file) and ``humaneval_file_summary``."""
+    """The samples file scored by the Dagster assets ``humaneval_file_scores`` (or, for a
+    task file, ``task_set_file_scores``: one partition per task in the file) and their
+    summary. The runs read the file's staged copy, which the backfill's tag names."""
+    from codegen.assets.evaluation_session import MODE_TAG, SAMPLES_FILE_TAG, samples_config
 
-    # Runs read settings in their own processes: the file travels in the environment.
-    os.environ["CODEGEN_EVAL__SAMPLES_FILE"] = str(path.resolve())
-    settings = settings.model_copy(
-        update={"eval": settings.eval.model_copy(update={"samples_file": str(path.resolve())})}
-    )
+    path, task_set = samples.path, samples.tasks
+    if task_set.builtin:
+        # Launches from the UI read the setting; a run of this backfill reads its tag.
+        os.environ["CODEGEN_EVAL__SAMPLES_FILE"] = str(path.resolve())
+        settings = settings.model_copy(
+            update={"eval": settings.eval.model_copy(update={"samples_file": str(path.resolve())})}
+        )
+    try:
+        staged = StagedFiles(settings.eval_dir).stage_samples(samples)
+    except StagedFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    prefix = "humaneval" if task_set.builtin else "task_set"
     ran = _run_backfill(
         settings,
-        ["humaneval_file_scores", "humaneval_file_summary"],
+        [f"{prefix}_file_scores", f"{prefix}_file_summary"],
+        task_set,
         keys,
-        f"HumanEval samples file {path.name}, {len(keys)} tasks",
+        {MODE_TAG: SAMPLES, SAMPLES_FILE_TAG: staged},
+        f"{task_set.name} samples file {path.name}, {len(keys)} tasks",
         drive,
         as_json,
     )
     if ran is None:
         return
     backfill_id, progress, wall = ran
-    from codegen.assets.evaluation_session import samples_config
-    from codegen.evaluation.samples_file import read_samples
-
-    config = samples_config(settings, read_samples(path))
+    config = samples_config(settings, samples)
     extra = {
         "backfill_id": backfill_id,
         "backfill_status": progress.status,
         "samples_file": str(path),
+        "fields": samples.fields,
     }
     _report(
         EvalStore(settings.eval_dir),
@@ -640,6 +660,7 @@ def _backfill_samples(
         as_json,
         extra=extra,
         absent=absent,
+        task_set=task_set,
     )
     if progress.runs_failed:
         raise click.ClickException(
@@ -651,15 +672,26 @@ def _backfill_samples(
 def _run_backfill(
     settings: Settings,
     selection: list[str],
+    task_set: TaskSet,
     keys: list[str],
+    tags: dict[str, str],
     title: str,
     drive: bool,
     as_json: bool,
 ) -> tuple[str, BackfillProgress, float] | None:
-    """Submit a backfill of ``selection`` over ``keys``; unless ``drive`` is off (then the id is
-    printed and None returned), drive it to the end: (backfill id, final progress, wall s)."""
+    """Submit a backfill of ``selection`` over ``task_set``'s ``keys``; unless ``drive`` is off
+    (then the id is printed and None returned), drive it to the end: (backfill id, final
+    progress, wall s). A task file is staged first and all its tasks added as partitions
+    (so one set's partitions stay together); the backfill runs the selected ones."""
     from dagster import AssetKey
 
+    from codegen.assets.evaluation_session import (
+        HISTORY_BY_CLI,
+        HISTORY_BY_SUMMARY,
+        HISTORY_TAG,
+        TASK_SET_PARTITIONS,
+        TASK_SET_TAG,
+    )
     from codegen.orchestration.backfill import (
         configure_pools,
         drive_backfill,
@@ -668,10 +700,28 @@ def _run_backfill(
     )
     from codegen.orchestration.definitions import build_definitions
 
+    partitions, every = keys, list[str]()
+    tags = {**tags, HISTORY_TAG: HISTORY_BY_CLI if drive else HISTORY_BY_SUMMARY}
+    if not task_set.builtin:
+        from codegen.evaluation.staged import partition_key
+
+        try:
+            every = StagedFiles(settings.eval_dir).stage_task_set(task_set)
+        except StagedFileError as exc:
+            raise click.ClickException(str(exc)) from None
+        partitions = [partition_key(task_set, k) for k in keys]
+        tags[TASK_SET_TAG] = task_set.digest
     instance = configured_instance(settings)
+    if every:
+        instance.add_dynamic_partitions(TASK_SET_PARTITIONS, every)
     pools = configure_pools(instance, settings)
     backfill_id = submit_backfill(
-        instance, build_definitions(), [AssetKey(k) for k in selection], keys, title=title
+        instance,
+        build_definitions(),
+        [AssetKey(k) for k in selection],
+        partitions,
+        title=title,
+        tags=tags,
     )
     click.echo(f"backfill {backfill_id} submitted: {len(keys)} partitions, pools {pools}", err=True)
     if not drive:

@@ -44,8 +44,11 @@ postgres-stop: venv
 sandbox-image: venv
 	$(BIN)/codegen sandbox build --offline
 
+# Two worker processes, each test file on one worker (its module fixtures shared): most tests
+# wait on subprocesses, daemons and containers, so two cores run two files at once.
+TEST_WORKERS ?= 2
 test: venv
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

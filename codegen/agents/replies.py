@@ -175,7 +175,11 @@ def extract_module(text: str, functions: list[tuple[str, str]]) -> ParsedCode:
     notes: list[str] = []
     blocks = fenced_blocks(reply)
     sources = [b.body for b in blocks] if blocks else []
-    pieces = [p for p in _pieces(sources) if not _is_test_module(p.tree)]
+    # A block of test_ functions is the model's own tests, unless it defines one of the
+    # spec's functions (MBPP's test_duplicate, test_three_equal are entry points).
+    pieces = [
+        p for p in _pieces(sources) if not _is_test_module(p.tree) or _defined_names(p.tree) & names
+    ]
     defining = [p for p in pieces if _defines_something(p.tree)]
     if len(blocks) > len(defining):
         notes.append(f"ignored {len(blocks) - len(defining)} block(s) that define nothing")

@@ -1,10 +1,14 @@
-"""Public HumanEval generation files turned into recordings (``codegen replay import``).
+"""Public generation files turned into recordings (``codegen replay import``).
 
 Formats (one JSON object a line in every case):
 
-* ``mapcoder`` (Md-Ashraful-Pramanik/MapCoder ``final-results/*.jsonl``): ``task_id``,
-  ``responses[]``, ``source_codes[]``, ``is_solved``... The last response, as the model sent
-  it, becomes the programmer's reply (candidate 0, round 1).
+* ``mapcoder`` (Md-Ashraful-Pramanik/MapCoder ``final-results/*.jsonl``, HumanEval and MBPP):
+  ``task_id`` (or ``name``), ``responses[]``, ``source_codes[]``, ``is_solved``... The last
+  response, as the model sent it, becomes the programmer's reply (candidate 0, round 1). The
+  task is HumanEval's for a HumanEval id; an MBPP row (MultiPL-E's 397-task set) carries its
+  own public half (``prompt``, ``entry_point``, visible ``sample_io``). With ``--tasks FILE``
+  (a task file, ``codegen eval tasks`` shape) every row's task comes from that file instead,
+  so the derived replies match the request the crew is given from the same file.
 * ``codet`` (microsoft/CodeT ``data/generated_data``): ``{prompt, samples[]}`` joined to the
   task by ``prompt`` through ``HumanEval_for_code_generation.jsonl``. Sample i, as sent (a
   function body that may run on past the function), becomes candidate i's round-1 reply.
@@ -23,9 +27,11 @@ Formats (one JSON object a line in every case):
 The crew also calls roles these sources never had (MapCoder has no analyzer, no reviewer).
 Unless ``recorded_only``, the importer adds replies for them *derived from the task's public
 prompt* (the same text the crew is given), marked ``source: derived``: the analyzer's spec
-(the entry point's signature and docstring, its ``>>>`` examples), a test module asserting
-those examples, a reviewer ``APPROVED`` and a README from the docstring. They carry no
-model output and no hidden test; without them a replayed crew stops at its first step.
+(the entry point's real signature and docstring, its ``>>>`` examples and the task's visible
+example assertions), a test module asserting those examples, a reviewer ``APPROVED`` and a
+README from the docstring. They carry no model output and no hidden test (a task's ``test``
+and ``canonical_solution`` are blanked before anything is derived); without them a replayed
+crew stops at its first step.
 """
 
 from __future__ import annotations
@@ -34,11 +40,19 @@ import ast
 import doctest
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
 from codegen.evaluation.humaneval import Problem, load_problems, task_key
 from codegen.evaluation.samples_file import COMPLETION, SOLUTION, read_samples
+from codegen.evaluation.tasks import (
+    TaskFileError,
+    TaskSet,
+    parse_task,
+    read_task_file,
+    safe_key,
+)
 from codegen.json_types import JSONObject
 from codegen.replay.recording import DERIVED, Entry, RecordingError
 from codegen.replay.spec_json import SpecJSON
@@ -51,7 +65,8 @@ CODET_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")  # CodeT's STOP_TOKE
 
 DERIVED_NOTES = (
     "replies with source 'derived' were built by codegen replay import from the task's public "
-    "prompt (signature, docstring and its >>> examples), for roles the source run did not have"
+    "prompt (signature, docstring and its >>> examples) and its visible example assertions, "
+    "for roles the source run did not have"
 )
 
 
@@ -83,6 +98,41 @@ def _problem(task_id: object, where: str) -> Problem:
     if problem is None:
         raise RecordingError(f"{where}: unknown task_id {str(task_id)[:80]!r}")
     return problem
+
+
+def public_half(problem: Problem) -> Problem:
+    """The problem with its hidden half blanked: what derived replies may be built from."""
+    return replace(problem, test="", canonical_solution="", plus=None)
+
+
+def _row_problem(row: JSONObject, where: str, tasks: TaskSet | None) -> Problem:
+    """A results row's task: from ``tasks`` when given (by ``task_id`` or ``name``), else
+    HumanEval's for a HumanEval id, else the row's own public fields (an MBPP row: ``prompt``,
+    ``entry_point``, ``sample_io``). Only the public half is kept."""
+    task_id = row.get("task_id") or row.get("name")
+    if not isinstance(task_id, str) or not task_id.strip():
+        raise RecordingError(f"{where}: task_id (or name) must be a non-empty string")
+    if tasks is not None:
+        found = tasks.problems.get(safe_key(task_id))
+        if found is None:
+            raise RecordingError(f"{where}: task {task_id[:80]!r} is not in {tasks.name}")
+        return public_half(found)
+    packaged = load_problems().get(task_key(task_id))
+    if packaged is not None:
+        return packaged
+    if "prompt" not in row or "entry_point" not in row:
+        raise RecordingError(f"{where}: unknown task_id {task_id[:80]!r}")
+    try:  # the row's own public half; its hidden test is never read
+        return public_half(
+            parse_task({**public_fields(row), "task_id": task_id, "test": "pass"}, where)
+        )
+    except TaskFileError as exc:
+        raise RecordingError(str(exc)) from None
+
+
+def public_fields(row: JSONObject) -> JSONObject:
+    """A row's fields an agent may see: prompt, entry point, visible example assertions."""
+    return {k: row[k] for k in ("prompt", "entry_point", "sample_io", "given_tests") if k in row}
 
 
 def _field(row: JSONObject, name: str, kind: type[T], where: str) -> T:
@@ -124,6 +174,42 @@ def _doc_examples(docstring: str) -> list[tuple[str, str]]:
     return found
 
 
+def _visible_assertions(problem: Problem) -> list[ast.Assert]:
+    """The task's visible example assertions (MBPP's ``sample_io``) that parse, one each."""
+    found = []
+    for text in problem.visible_tests:
+        try:
+            tree = ast.parse(text.strip())
+        except (SyntaxError, ValueError):
+            continue
+        if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assert):
+            found.append(tree.body[0])
+    return found
+
+
+def _visible_examples(problem: Problem) -> list[tuple[str, str]]:
+    """Visible assertions of the shape ``assert CALL == EXPECTED``: (call, expected)."""
+    found = []
+    for node in _visible_assertions(problem):
+        test = node.test
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)
+            and node.msg is None
+        ):
+            found.append((ast.unparse(test.left), ast.unparse(test.comparators[0])))
+    return found
+
+
+def _examples(problem: Problem) -> list[tuple[str, str]]:
+    """The docstring's ``>>>`` examples, then the visible example assertions."""
+    node = _entry_function(problem)
+    docstring = (ast.get_docstring(node) or "") if node else ""
+    found = _doc_examples(docstring)
+    return found + [e for e in _visible_examples(problem) if e not in found]
+
+
 def derived_spec(problem: Problem) -> SpecJSON:
     node = _entry_function(problem)
     docstring = (ast.get_docstring(node) or "") if node else ""
@@ -139,22 +225,35 @@ def derived_spec(problem: Problem) -> SpecJSON:
         ],
         "behaviours": [],
         "edge_cases": [],
-        "examples": [{"call": c, "expected": w} for c, w in _doc_examples(docstring)],
+        "examples": [{"call": c, "expected": w} for c, w in _examples(problem)],
         "constraints": ["keep the signature exactly", "standard library only"],
     }
 
 
 def derived_tests(problem: Problem) -> str:
+    """A pytest module asserting the docstring's examples and the visible assertions (those
+    not of the ``CALL == EXPECTED`` shape verbatim), or that the function exists."""
     node = _entry_function(problem)
     examples = _doc_examples(ast.get_docstring(node) or "") if node else []
     name = problem.entry_point
-    lines = [f"from solution import {name}", "", ""]
-    if examples:
-        for i, (call, want) in enumerate(examples):
-            lines += [f"def test_docstring_example_{i}():", f"    assert {call} == {want}", "", ""]
+    asserts = [
+        (f"docstring_example_{i}", f"assert {c} == {w}") for i, (c, w) in enumerate(examples)
+    ]
+    for i, visible in enumerate(_visible_assertions(problem)):
+        asserts.append((f"visible_example_{i}", ast.unparse(visible)))
+    used = {n.id for _, a in asserts for n in ast.walk(ast.parse(a)) if isinstance(n, ast.Name)}
+    modules = sorted(m for m in used if m in _TEST_MODULES)
+    lines = [*(f"import {m}" for m in modules), f"from solution import {name}", "", ""]
+    if asserts:
+        for test, line in asserts:
+            lines += [f"def test_{test}():", f"    {line}", "", ""]
     else:
         lines += [f"def test_{name}_is_defined():", f"    assert callable({name})", "", ""]
     return "```python\n" + "\n".join(lines).rstrip() + "\n```"
+
+
+# Modules a visible assertion may use without importing them (``math.isclose`` in MBPP).
+_TEST_MODULES = frozenset({"math", "re", "collections", "itertools"})
 
 
 def derived_entries(problem: Problem, skip_roles: set[str]) -> list[Entry]:
@@ -181,16 +280,28 @@ def derived_entries(problem: Problem, skip_roles: set[str]) -> list[Entry]:
 
 
 # -- formats ----------------------------------------------------------------------------------
-def import_mapcoder(path: Path) -> Iterator[Entry]:
+def mapcoder_rows(path: Path, tasks: TaskSet | None = None) -> Iterator[tuple[Problem, str]]:
+    """(the task's public half, the raw ``responses[-1]``) per line of a MapCoder file."""
     for number, row in _rows(path):
         where = f"{path}:{number}"
-        problem = _problem(row.get("task_id"), where)
+        problem = _row_problem(row, where, tasks)
         responses = _field(row, "responses", list, where)
         if not responses or not isinstance(responses[-1], str):
             raise RecordingError(f"{where}: responses must end with the model's reply text")
-        yield Entry(
-            role="programmer", task=problem.task_id, candidate=0, round=1, content=responses[-1]
-        )
+        yield problem, responses[-1]
+
+
+def import_mapcoder(path: Path, tasks: TaskSet | None = None) -> Iterator[tuple[Entry, Problem]]:
+    for problem, reply in mapcoder_rows(path, tasks):
+        entry = Entry(role="programmer", task=problem.task_id, candidate=0, round=1, content=reply)
+        yield entry, problem
+
+
+def _task_set(path: Path) -> TaskSet:
+    try:
+        return read_task_file(path)
+    except TaskFileError as exc:
+        raise RecordingError(str(exc)) from None
 
 
 def codet_truncate(sample: str) -> str:
@@ -315,9 +426,17 @@ def import_file(
     tasks_file: Path | None = None,
     tests_file: Path | None = None,
 ) -> list[Entry]:
-    """All entries of ``path`` in format ``fmt``, plus derived ones for the missing roles."""
+    """All entries of ``path`` in format ``fmt``, plus derived ones for the missing roles.
+
+    ``tasks_file``: mapcoder: the task file the rows' tasks come from; codet: the file to
+    join by prompt."""
+    problems: dict[str, Problem] = {}  # by task id: what derived replies are built from
     if fmt == "mapcoder":
-        entries = list(import_mapcoder(path))
+        tasks = _task_set(tasks_file) if tasks_file is not None else None
+        entries = []
+        for entry, problem in import_mapcoder(path, tasks):
+            entries.append(entry)
+            problems[problem.task_id] = problem
     elif fmt == "codet":
         folder = path.parent
         tasks = tasks_file or folder / "HumanEval_for_code_generation.jsonl"
@@ -336,10 +455,11 @@ def import_file(
     else:
         raise RecordingError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not recorded_only:
-        problems = load_problems()
+        packaged = load_problems()
         roles_by_task: dict[str, set[str]] = {}
         for e in entries:
             roles_by_task.setdefault(e.task, set()).add(e.role)
         for task, roles in roles_by_task.items():
-            entries += derived_entries(problems[task_key(task)], roles)
+            problem = problems.get(task) or packaged[task_key(task)]
+            entries += derived_entries(public_half(problem), roles)
     return entries

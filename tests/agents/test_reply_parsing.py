@@ -178,3 +178,16 @@ def test_analyzer_json_fenced_with_prose_or_reasoning() -> None:
     )
     with pytest.raises(AgentOutputError, match="not valid JSON"):
         extract_json("this is not json {")
+
+
+def test_a_spec_function_named_test_something_is_the_code_not_a_test_module() -> None:
+    # MBPP's mbpp_19 entry point is test_duplicate: its block is the solution.
+    reply = (
+        "```python\ndef test_duplicate(nums: list) -> bool:\n"
+        "    return len(nums) != len(set(nums))\n```"
+    )
+    parsed = extract_module(reply, [("test_duplicate", "def test_duplicate(nums: list) -> bool")])
+    assert "return len(nums) != len(set(nums))" in parsed.code
+    tests = "```python\nfrom solution import f\n\ndef test_f():\n    assert f() == 1\n```\n"
+    with pytest.raises(AgentOutputError):
+        extract_module(tests, [("f", "def f()")])

@@ -95,8 +95,10 @@ def serve(recording: Path, host: str, port: int, log_file: Path | None) -> None:
     "--tasks",
     "tasks_file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="codet: the task file to join by prompt (default: HumanEval_for_code_generation.jsonl "
-    "next to SOURCE).",
+    help="mapcoder: the task file (codegen eval tasks shape) the rows' tasks come from, so "
+    "the derived replies match the request made from it (default: HumanEval for HumanEval "
+    "ids, else the row's own prompt, entry_point and sample_io); codet: the task file to "
+    "join by prompt (default: HumanEval_for_code_generation.jsonl next to SOURCE).",
 )
 @click.option(
     "--tests",
@@ -117,7 +119,8 @@ def import_cmd(
     tests_file: Path | None,
     recorded_only: bool,
 ) -> None:
-    """Turn SOURCE (a public HumanEval generation file) into the recording OUT."""
+    """Turn SOURCE (a public generation file: HumanEval, or MapCoder's MBPP) into the
+    recording OUT."""
     from codegen.replay.importers import DERIVED_NOTES, import_file
     from codegen.replay.recording import write_recording
 

@@ -22,7 +22,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +36,7 @@ from codegen.agents.endpoint import (
     shown_url,
 )
 from codegen.agents.llm_cache import ResponseCache
+from codegen.agents.llm_types import Completion, Draft, LLMError, refuses_structured_outputs
 from codegen.agents.structured import StructuredMode, StructuredModes, structured_request
 from codegen.agents.usage import Meter
 from codegen.json_types import JSONObject
@@ -44,71 +44,16 @@ from codegen.json_types import JSONObject
 # Wire contract (docs/architecture.md, "LLM endpoint"): outside servers replay recorded
 # replies by role, task, draft and round, so every request says which it is. The header names
 # are defined once, with the recordings keyed by them.
-# UNRECORDED_CODE: a replay server's 404 for a turn it never recorded, the one 404 that ends a
-# request as ``unrecorded`` rather than error.
 from codegen.replay.recording import (
     CANDIDATE_HEADER,
     ROLE_HEADER,
     ROUND_HEADER,
     TASK_HEADER,
-    UNRECORDED_CODE,
 )
 
 # Called after every reply from the endpoint with (role, the SDK call's keyword arguments,
 # reply text): ``codegen.replay.recording.FileRecorder`` writes recordings with it.
 Recorder = Callable[[str, JSONObject, str], None]
-
-
-@dataclass
-class Completion:
-    role: str
-    model: str
-    content: str
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float | None
-    latency_s: float
-    cached: bool
-
-
-class LLMError(Exception):
-    """The endpoint failed for good (retries exhausted, timeout, bad reply)."""
-
-    def __init__(
-        self, message: str, *, status: int | None = None, detail: str = "", code: str = ""
-    ) -> None:
-        super().__init__(message)
-        self.status = status  # the HTTP status, when the endpoint answered with one
-        self.detail = detail  # the endpoint's own error message
-        self.code = code  # the endpoint's own error code (``error.code`` in the body)
-
-    @property
-    def unrecorded(self) -> bool:
-        """A replay server's 404 for a turn its recording does not hold: the recording's end,
-        not an outage (any other 404 is one)."""
-        return self.status == 404 and self.code == UNRECORDED_CODE
-
-
-# Words in a refusal of ``response_format``: llama.cpp answers HTTP 500 "response_format type
-# must be one of "text" or "json_object", but got: json_schema"; vLLM before 0.5.5 answers
-# 400 with pydantic's "Input should be 'text' or 'json_object'".
-_REFUSAL_WORDS = ("response_format", "json_schema", "json_object", "unsupported", "not supported")
-
-
-def refuses_structured_outputs(exc: LLMError) -> bool:
-    """Whether an error is the server turning down the requested ``response_format``."""
-    detail = exc.detail.lower()
-    if exc.status in (400, 422):
-        return True
-    return exc.status is not None and any(word in detail for word in _REFUSAL_WORDS)
-
-
-@dataclass(frozen=True)
-class Draft:
-    """Which programmer draft a call writes: ``candidate`` 0-based, ``round`` 1-based."""
-
-    candidate: int = 0
-    round: int = 1
 
 
 # Keyed by (pid, base URL, key, timeout, retries).

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from codegen.agents import prompts
-from codegen.agents.llm import Draft, LLMClient, LLMError
+from codegen.agents.llm import LLMClient
+from codegen.agents.llm_types import Draft, LLMError
 from codegen.agents.records import ContextChunk, Round
 from codegen.agents.roles import (
     AgentOutputError,

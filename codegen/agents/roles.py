@@ -11,7 +11,8 @@ import re
 from pydantic import ValidationError
 
 from codegen.agents import prompts
-from codegen.agents.llm import Draft, LLMClient
+from codegen.agents.llm import LLMClient
+from codegen.agents.llm_types import Draft
 from codegen.agents.records import ContextChunk
 from codegen.agents.replies import (
     AgentOutputError,

@@ -15,7 +15,8 @@ from pathlib import Path
 from codegen.agents import prompts
 from codegen.agents.agreement import AgreementPick, agreement_pick, run_on_shared_inputs
 from codegen.agents.context import queries_for, retrieve_context
-from codegen.agents.llm import Draft, LLMClient
+from codegen.agents.llm import LLMClient
+from codegen.agents.llm_types import Draft
 from codegen.agents.records import (
     CandidateRun,
     Selection,

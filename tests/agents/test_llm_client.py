@@ -9,14 +9,8 @@ from pathlib import Path
 import pytest
 
 from codegen.agents.endpoint import RoleModel
-from codegen.agents.llm import (
-    CANDIDATE_HEADER,
-    ROLE_HEADER,
-    TASK_HEADER,
-    Draft,
-    LLMClient,
-    LLMError,
-)
+from codegen.agents.llm import CANDIDATE_HEADER, ROLE_HEADER, TASK_HEADER, LLMClient
+from codegen.agents.llm_types import Draft, LLMError
 from codegen.agents.roles import AgentOutputError, analyze, design_tests
 from codegen.agents.spec import Spec
 from codegen.agents.usage import Budget, BudgetExceeded, Meter

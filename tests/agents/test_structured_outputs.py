@@ -71,7 +71,7 @@ def test_every_server_gets_the_spec_and_the_working_mode_is_remembered(
 
 
 def test_an_unrelated_server_error_is_not_mistaken_for_a_refusal(tmp_path: Path) -> None:
-    from codegen.agents.llm import LLMError
+    from codegen.agents.llm_types import LLMError
     from codegen.replay.scripted import Reply
 
     script = {"analyzer": [Reply.error(503, "overloaded", {"Retry-After": "0"})] * 2}

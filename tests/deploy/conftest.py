@@ -81,6 +81,9 @@ def deployment(llm_handler: Callable[[str, dict[str, Any]], Any]) -> Iterator[De
             "CODEGEN_HOME_VOLUME": f"{project}-home",
             "OPENAI_BASE_URL": f"http://host.docker.internal:{server.port}/v1",
             "OPENAI_API_KEY": "sk-test-deployment",
+            # The stack's first start would otherwise index the standard library, which on
+            # two cores starves the load test's thirty requests for minutes.
+            "CODEGEN_CORPUS__BUILD_ON_FIRST_RUN": "false",
         }
         stack = Stack(overrides)
         env = {**os.environ, **overrides}

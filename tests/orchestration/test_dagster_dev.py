@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -147,3 +148,6 @@ def test_make_run_serves_the_code_location(isolated_home: Path) -> None:
     assert not left, f"make run left processes behind after SIGTERM: {left}"
     assert rc in (0, 2, -signal.SIGTERM), f"make run exited with {rc}"
     assert (isolated_home / "dagster_home" / "dagster.yaml").exists()
+    # Dagster's notices about its own API are not for users (the `dagster dev` one included).
+    output = proc.stdout.read() if proc.stdout else ""
+    assert not re.search(r"(Beta|Preview|Supersession)Warning", output), output[-2000:]

@@ -46,6 +46,7 @@ from codegen.retrieval.embedders import (
     MiniLMEmbedder,
     OnnxMiniLMEmbedder,
     available_cpus,
+    onnx_session_options,
     verified_minilm_dir,
 )
 from codegen.retrieval.evaluation import stdlib_eval_set
@@ -239,6 +240,31 @@ def measured_throughput(
     return rates, int8_by_round
 
 
+def kernel_time_by_op(embedder: OnnxMiniLMEmbedder, texts: list[str]) -> dict[str, float]:
+    """Share of the default's kernel time per operator type over one pass on ``texts``
+    (ONNX Runtime's own profiler, the default's session options): where the time that the
+    ceiling does not count goes (attention, layer norms, GELU, quantizing)."""
+    import onnxruntime as ort
+
+    options = onnx_session_options(embedder.threads or available_cpus())
+    with tempfile.TemporaryDirectory() as tmp:
+        options.enable_profiling = True
+        options.profile_file_prefix = str(Path(tmp) / "ort")
+        session = ort.InferenceSession(
+            str(embedder.ensure_export()), options, providers=["CPUExecutionProvider"]
+        )
+        embedder.embed_documents(texts, session=session)
+        events = json.loads(Path(session.end_profiling()).read_text())
+    by_op: dict[str, float] = {}
+    for event in events:
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            op = event["args"]["op_name"]
+            by_op[op] = by_op.get(op, 0.0) + event["dur"]
+    total = sum(by_op.values()) or 1.0
+    ranked = sorted(by_op.items(), key=lambda kv: -kv[1])
+    return {op: round(dur / total, 3) for op, dur in ranked if dur / total >= 0.001}
+
+
 def ceiling_for(
     label: str,
     texts: list[str],
@@ -293,6 +319,11 @@ def main() -> None:
     ap.add_argument("--chunks", type=Path, help="a chunks.jsonl instead of building one")
     ap.add_argument(
         "--corpus-sample", type=int, default=512, help="default-corpus chunks timed (seeded)"
+    )
+    ap.add_argument(
+        "--profile-ops",
+        action="store_true",
+        help="also one profiled pass of the default per set: kernel time share per operator",
     )
     args = ap.parse_args()
     workdir = Path(args.workdir)
@@ -352,6 +383,10 @@ def main() -> None:
             "onnx_int8_share_of_ceiling_paired": round(statistics.median(shares), 3),
         }
         measure_gemm(f"after {label}")
+        if args.profile_ops:
+            paired[label]["default_kernel_time_share_by_op"] = kernel_time_by_op(
+                embedders["minilm"], texts
+            )
     rates = {k: max(run[k] for run in gemm_runs) for k in gemm_runs[0]}
     report["gemm_gmacs_per_s"] = {k: round(v / 1e9, 2) for k, v in rates.items()}
     report["texts"] = {

@@ -437,8 +437,8 @@ def _fuse_transformer_ops(source: Path, target: Path, model_dir: Path) -> None:
     model.save_model_to_file(str(target))
 
 
-@lru_cache(maxsize=2)
-def _onnx_session(path: str, threads: int) -> Any:
+def onnx_session_options(threads: int) -> Any:
+    """How the default runs its graph (also what benchmarks/embedder_ceiling.py profiles)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -446,6 +446,14 @@ def _onnx_session(path: str, threads: int) -> Any:
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1  # one operator at a time; threads go to its kernels
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    return options
+
+
+@lru_cache(maxsize=2)
+def _onnx_session(path: str, threads: int) -> Any:
+    import onnxruntime as ort
+
+    options = onnx_session_options(threads)
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
@@ -619,11 +627,12 @@ class OnnxMiniLMEmbedder:
                     f"{model.parent} to export it again"
                 ) from exc
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_documents(self, texts: Sequence[str], *, session: Any = None) -> np.ndarray:
+        """``session``: another ONNX Runtime session of the same model (a profiling one)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        session = self._session()
+        session = session or self._session()
         encodings = _fast_tokenizer(self._path, self.max_seq_length).encode_batch(list(texts))
         for batch, ids, mask in _token_batches(
             encodings,

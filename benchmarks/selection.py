@@ -386,6 +386,7 @@ class Draw:
     table: Any  # codegen.agents.agreement.BehaviourTable
     without_examples: tuple[int, ...]  # input columns of each setting
     with_examples: tuple[int, ...]
+    sources: tuple[str, ...] = ()  # each sample's model (MapCoder: its run), when known
 
 
 @dataclass(frozen=True)
@@ -407,7 +408,10 @@ def _share(members: Sequence[int], positions: dict[int, list[int]], correct: lis
     return sum(correct[i] for i in picked) / len(picked)
 
 
-def strategies() -> dict[str, Strategy]:
+def strategies(reliability: Any = None) -> dict[str, Strategy]:
+    """The rules; with ``reliability`` (``codegen.agents.reliability.Reliability``, estimated
+    over the run's tasks) also ``weighted``: agreement with each sample weighing its source's
+    log-odds."""
     from codegen.agents.agreement import agreement_pick
     from codegen.agents.selection import dual_agreement, pick
 
@@ -435,7 +439,7 @@ def strategies() -> dict[str, Strategy]:
         ok, ok_all = verdict(rows[chosen.chosen], chosen.suspect_tests)
         return Picked(_share(chosen.group.members, _self(rows), d.correct), ok, ok_all)
 
-    def agreement(d: Draw, examples: bool) -> Picked:
+    def agreement(d: Draw, examples: bool, weighted: bool = False) -> Picked:
         rows = d.rows if examples else only(d.rows, generated_only(d.trusted))
         chosen = agreement_pick(
             d.table,
@@ -443,6 +447,7 @@ def strategies() -> dict[str, Strategy]:
             d.trusted if examples else None,
             members=d.members,
             inputs=d.with_examples if examples else d.without_examples,
+            priors=reliability.weights(d.sources) if weighted else None,
         )
         # group members are programs; map back to the draw's samples
         samples = [i for i, m in enumerate(d.members) if m in set(chosen.group.members)]
@@ -451,7 +456,7 @@ def strategies() -> dict[str, Strategy]:
         # the group shares outputs and suite verdicts: its samples' share of correct ones
         return Picked(sum(d.correct[i] for i in samples) / len(samples), ok, ok_all)
 
-    return {
+    rules: dict[str, Strategy] = {
         "random": lambda d: Picked(sum(d.correct) / len(d.correct)),
         # CodeT's own setting: its generated tests only (no docstring examples), so the
         # examples neither score nor split its groups.
@@ -462,6 +467,46 @@ def strategies() -> dict[str, Strategy]:
         "agreement_without_examples": lambda d: agreement(d, False),
         "oracle": lambda d: Picked(float(any(d.correct))),
     }
+    if reliability is not None:
+        rules["weighted"] = lambda d: agreement(d, True, weighted=True)
+    return rules
+
+
+def votes_of(draw: Draw) -> Any:
+    """What ``codegen.agents.reliability.estimate`` sees of one task: each sample's source,
+    eligibility and behaviour group under today's (unweighted) agreement pick."""
+    from codegen.agents.agreement import agreement_pick
+    from codegen.agents.reliability import TaskVotes
+
+    chosen = agreement_pick(
+        draw.table, draw.rows, draw.trusted, members=draw.members, inputs=draw.with_examples
+    )
+    return TaskVotes(
+        sources=draw.sources,
+        eligible=tuple(v.group >= 0 for v in chosen.candidates),
+        behaviours=tuple(v.group for v in chosen.candidates),
+    )
+
+
+def draw_all(
+    task: dict[str, Any], ran: dict[str, Any], chosen: Sequence[int] | None = None
+) -> Draw:
+    """The samples ``chosen`` (default all) of ``task`` as every rule sees them."""
+    from codegen.agents.agreement import BehaviourTable
+
+    picked = list(range(len(task["sample_program"]))) if chosen is None else list(chosen)
+    programs = [task["sample_program"][i] for i in picked]
+    files = task.get("files") or []
+    return Draw(
+        rows=[tuple(ran["passes"][p]) for p in programs],
+        trusted=task["trusted"],
+        correct=[ran["correct"][p] for p in programs],
+        members=programs,
+        table=BehaviourTable(ran["classes"], [{} for _ in task["inputs"]]),
+        without_examples=tuple(task["inputs_without_examples"]),
+        with_examples=tuple(task["inputs_with_examples"]),
+        sources=tuple(files[i] if i < len(files) else "" for i in picked),
+    )
 
 
 def _self(rows: list[tuple[bool, ...]]) -> dict[int, list[int]]:
@@ -496,7 +541,6 @@ def main() -> None:
     if args.mapcoder is not None and args.cache == DEFAULT_CACHE:
         args.cache = DEFAULT_CACHE.with_name("codegen-selection-mapcoder-exec.json")
 
-    from codegen.agents.agreement import BehaviourTable
     from codegen.sandbox import open_sandbox
 
     if args.mapcoder is not None:
@@ -538,28 +582,25 @@ def main() -> None:
     exec_seconds = time.perf_counter() - started
 
     rng = random.Random(args.seed)
-    rules = strategies()
+    reliability = None
+    if args.mapcoder is not None:
+        # Each run is one source; its reliability is estimated over this run's tasks from
+        # example verdicts and agreement only (no hidden test), then every pick uses it.
+        from codegen.agents.reliability import estimate
+
+        reliability = estimate([votes_of(draw_all(task, cache[task["task_id"]])) for task in tasks])
+    rules = strategies(reliability)
     totals = {n: dict.fromkeys(rules, 0.0) for n in sizes}
     # precision of `passed`: (tasks called passing, correct share summed), per rule and N
     called = {n: {k: [0.0, 0.0, 0.0, 0.0] for k in rules} for n in sizes}
     for task in tasks:
         ran = cache[task["task_id"]]
-        table = BehaviourTable(ran["classes"], [{} for _ in task["inputs"]])
-        rows = [tuple(ran["passes"][p]) for p in task["sample_program"]]
-        correct = [ran["correct"][p] for p in task["sample_program"]]
+        samples = len(task["sample_program"])
         for n in sizes:
-            draws = 1 if n >= len(rows) else args.draws
+            draws = 1 if n >= samples else args.draws
             for _ in range(draws):
-                chosen = range(len(rows)) if n >= len(rows) else rng.sample(range(len(rows)), n)
-                draw = Draw(
-                    rows=[rows[i] for i in chosen],
-                    trusted=task["trusted"],
-                    correct=[correct[i] for i in chosen],
-                    members=[task["sample_program"][i] for i in chosen],
-                    table=table,
-                    without_examples=tuple(task["inputs_without_examples"]),
-                    with_examples=tuple(task["inputs_with_examples"]),
-                )
+                chosen = range(samples) if n >= samples else rng.sample(range(samples), n)
+                draw = draw_all(task, ran, list(chosen))
                 for name, rule in rules.items():
                     got = rule(draw)
                     totals[n][name] += got.share / draws
@@ -632,6 +673,13 @@ def main() -> None:
         result["solved"] = {k: round(v, 2) for k, v in totals[n].items()}
         result["solved"]["best_single"] = max(per_file)
         result["agreement_minus_best_single"] = round(totals[n]["agreement"] - max(per_file), 2)
+        result["weighted_minus_best_single"] = round(totals[n]["weighted"] - max(per_file), 2)
+        assert reliability is not None
+        result["reliability"] = {
+            "accuracy": dict(reliability.accuracy),
+            "weight": {f: round(reliability.weight(f), 3) for f in files},
+            "iterations": reliability.iterations,
+        }
         print(json.dumps(result, indent=2))
         return
     pass_at_1 = result["pass_at_1_percent"]

@@ -208,12 +208,21 @@ def agreement_pick(
     members: Sequence[int] | None = None,
     inputs: Sequence[int] | None = None,
     max_splitting: int = 5,
+    priors: Sequence[float] | None = None,
 ) -> AgreementPick:
     """The ``output_agreement`` pick among ``members`` (rows of ``table``; default all), whose
-    suite rows are ``rows`` (one per member, in order), over ``inputs`` (default all)."""
+    suite rows are ``rows`` (one per member, in order), over ``inputs`` (default all).
+
+    ``priors`` (one per member, default all 1.0): how much each member's vote counts, e.g. its
+    source's reliability (``agents.reliability``); a consensus set and a behaviour group are
+    scored by their members' priors summed instead of counted (rule
+    ``weighted_output_agreement``)."""
     people = list(range(len(table.classes))) if members is None else list(members)
     if not people or len(rows) != len(people):
         raise ValueError("no candidates to pick from" if not people else "rows != members")
+    if priors is not None and len(priors) != len(people):
+        raise ValueError("priors != members")
+    prior = [1.0] * len(people) if priors is None else [float(p) for p in priors]
     n_tests = len(rows[0]) if rows else 0
     trusted = list(trusted) if trusted is not None else [False] * n_tests
     columns = tuple(range(table.inputs)) if inputs is None else tuple(inputs)
@@ -229,7 +238,8 @@ def agreement_pick(
         k for k in columns if 2 * sum(classes[people[i]][k] >= 0 for i in eligible) >= len(eligible)
     )
     weight = {
-        i: (sum(classes[people[i]][k] >= 0 for k in valid) / len(valid) if valid else 1.0)
+        i: prior[i]
+        * (sum(classes[people[i]][k] >= 0 for k in valid) / len(valid) if valid else 1.0)
         for i in eligible
     }
     # CodeT's consensus sets over the suite: same verdicts on the counted tests; score =
@@ -238,7 +248,7 @@ def agreement_pick(
     for i in eligible:
         by_verdicts.setdefault(tuple(rows[i][t] for t in counted), []).append(i)
     set_score = {
-        row: float(len(ms) * sum(row)) if counted else float(len(ms))
+        row: round(sum(prior[i] for i in ms) * (sum(row) if counted else 1), 9)
         for row, ms in by_verdicts.items()
     }
     set_weight = {row: sum(weight[i] for i in ms) for row, ms in by_verdicts.items()}
@@ -307,7 +317,7 @@ def agreement_pick(
         chosen=best.members[0],
         group=best,
         groups=ranked,
-        rule="output_agreement",
+        rule="output_agreement" if priors is None else "weighted_output_agreement",
         why=why,
         eligible=tuple(people[i] for i in eligible),
         valid_inputs=valid,

@@ -1,0 +1,79 @@
+"""Candidates from several models (agents.reliability): each source's reliability estimated
+across the tasks of an evaluation without hidden tests, and the pick weighing it; fixtures
+written for these tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from codegen.agents.agreement import BehaviourTable, agreement_pick
+from codegen.agents.reliability import Reliability, TaskVotes, estimate
+from codegen.sandbox.calls import CallOutcome
+
+
+def ok(value: object) -> CallOutcome:
+    return CallOutcome("ok", value)
+
+
+def evaluation() -> list[TaskVotes]:
+    """20 tasks, three sources. ``strong`` passes every example and is always right (behaviour
+    "A"). The two weak ones fail a worked example on 12 tasks between them and agree with
+    ``strong`` on some others; on the last 4 tasks both pass the examples and agree with each
+    other on another behaviour ("B"): by count, two against one."""
+    tasks = []
+    sources = ("strong", "weak1", "weak2")
+    for t in range(20):
+        if t < 6:  # weak1 fails an example
+            eligible, behaviours = (True, False, True), ("A", "x", "A")
+        elif t < 12:  # weak2 fails an example
+            eligible, behaviours = (True, True, False), ("A", "A", "x")
+        elif t < 16:  # everyone agrees
+            eligible, behaviours = (True, True, True), ("A", "A", "A")
+        else:  # the weak ones agree on a wrong behaviour
+            eligible, behaviours = (True, True, True), ("A", "B", "B")
+        tasks.append(TaskVotes(sources, eligible, behaviours))
+    return tasks
+
+
+def test_the_estimate_ranks_the_sources_without_hidden_tests() -> None:
+    reliability = estimate(evaluation())
+    accuracy = reliability.accuracy
+    assert accuracy["strong"] > 0.85
+    assert accuracy["weak1"] < 0.7 and accuracy["weak2"] < 0.7
+    # The strong source's log-odds outweigh the two weak ones together.
+    assert reliability.weight("strong") > reliability.weight("weak1") + reliability.weight("weak2")
+    # A source never seen (or no estimate at all) counts 1, as today's rule does.
+    assert reliability.weight("unknown") == 1.0
+    assert Reliability({}).weights(["a", "b"]) == [1.0, 1.0]
+
+
+def test_weaker_models_that_agree_do_not_outvote_a_reliable_one() -> None:
+    # One task: every candidate passes the worked example; the two weak drafts return the
+    # same wrong outputs on the generated inputs, the strong model's draft the right ones.
+    right = [ok(2), ok(3), ok(1)]
+    wrong = [ok(2), ok(4), ok(0)]
+    table = BehaviourTable.of([right, wrong, wrong])
+    rows = [(True,), (True,), (True,)]  # the worked example: passed by all
+    trusted = [True]
+    by_count = agreement_pick(table, rows, trusted)
+    assert by_count.rule == "output_agreement"
+    assert by_count.group.members == (1, 2)
+    weights = estimate(evaluation()).weights(["strong", "weak1", "weak2"])
+    weighted = agreement_pick(table, rows, trusted, priors=weights)
+    assert weighted.rule == "weighted_output_agreement"
+    assert weighted.chosen == 0 and weighted.group.members == (0,)
+    assert weighted.group.weight == pytest.approx(weights[0], abs=1e-4)
+    # A reliable model's draft that fails the worked example still cannot win.
+    failing = agreement_pick(table, [(False,), (True,), (True,)], trusted, priors=weights)
+    assert failing.chosen == 1 and 0 not in failing.eligible
+
+
+def test_equal_priors_are_todays_rule() -> None:
+    table = BehaviourTable.of([[ok(1)], [ok(2)], [ok(2)], [CallOutcome("error", error="E")]])
+    rows = [()] * 4
+    plain = agreement_pick(table, rows)
+    equal = agreement_pick(table, rows, priors=[1.0] * 4)
+    assert plain.chosen == equal.chosen == 1
+    assert [g.members for g in plain.groups] == [g.members for g in equal.groups]
+    with pytest.raises(ValueError, match="priors"):
+        agreement_pick(table, rows, priors=[1.0])

@@ -12,7 +12,8 @@ them; CodeT's prompts had them removed), and against the hidden tests for ground
 sandbox execution per task. Then, in one more execution per task
 (``codegen.sandbox.calls.call_functions``), every distinct program is called on the shared
 inputs of ``codegen.agents.inputs``: the generated tests' call sites and their type-aware
-mutations (CodeT's setting), plus the examples' calls and their mutations (with examples).
+mutations (CodeT's setting), plus the examples' calls, the other calls the prompt writes out
+and their mutations (with examples).
 The results are cached (``--cache``), and every strategy reads the same matrices.
 
 For N = 5, 10, 25, 100 (``--draws`` random subsets of the 100 samples for N < 100) it prints
@@ -29,7 +30,8 @@ execution (tests) and the shared-inputs execution, per task.
 
 ``--mapcoder DIR``: MapCoder's five HumanEval runs as five candidates per task (each run's
 extracted code); no generated tests, so the rows are the worked examples, CodeT's rule runs
-over them, and the inputs are the examples' calls and their mutations. Prints tasks solved
+over them, and the inputs are the prompt's calls (examples and any other literal call of the
+entry point it writes out) and their mutations. Prints tasks solved
 per rule beside each run's own count (``best_single``) and the oracle.
 """
 
@@ -207,16 +209,23 @@ def _calls_of(assertions: list[str]) -> list[str]:
 
 
 def shared_inputs(
-    entry: str, examples: list[str], generated: list[str], seed: int
+    entry: str, examples: list[str], generated: list[str], seed: int, prompt: str = ""
 ) -> tuple[list[list[Any]], list[int], list[int]]:
     """The union of two input sets, and the indices of each: without examples (the generated
     tests' call sites and their mutations: CodeT's setting) and with them (the examples' calls
-    too, and mutations of both)."""
-    from codegen.agents.inputs import InputBudget, inputs_for
+    and the other calls written in the HumanEval prompt too, and mutations of all)."""
+    from codegen.agents.inputs import InputBudget, inputs_for, params_of
 
     budget = InputBudget(seed=seed)
     without = inputs_for(entry, [], generated, budget)
-    with_ex = inputs_for(entry, _calls_of(examples), generated, budget)
+    with_ex = inputs_for(
+        entry,
+        _calls_of(examples),
+        generated,
+        budget,
+        prose=[prompt],
+        params=params_of(prompt, entry),
+    )
     union: dict[str, list[Any]] = {}
     for item in [*without, *with_ex]:
         union.setdefault(item.key(), list(item.args))
@@ -240,14 +249,15 @@ def load_tasks(data: Path, limit: int | None, seed: int) -> list[dict[str, Any]]
     tasks = []
     for row in gen[:limit]:
         entry = row["entry_point"]
-        examples = example_tests(problems[task_key(row["task_id"])].prompt, entry)
+        prompt = problems[task_key(row["task_id"])].prompt
+        examples = example_tests(prompt, entry)
         generated: list[str] = []
         for sample in tests[test_prompt[row["task_id"]]]:
             generated.extend(generated_tests(sample, entry))
         generated = [t for t in dict.fromkeys(generated) if t not in examples]
         samples = [row["prompt"] + truncate(s) for s in code[row["prompt"]]]
         programs = list(dict.fromkeys(samples))
-        inputs, without, with_ex = shared_inputs(entry, examples, generated, seed)
+        inputs, without, with_ex = shared_inputs(entry, examples, generated, seed, prompt)
         tasks.append(
             {
                 "task_id": row["task_id"],
@@ -269,8 +279,9 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
     """MapCoder's HumanEval runs (``../shared/replays/mapcoder/``): per task, each run's
     extracted code (``source_codes[-1]``, after the prompt) as one candidate, files in name
     order. There are no generated tests: the rows are the docstring's worked examples, and
-    the shared inputs are the examples' calls and their mutations."""
-    from codegen.agents.inputs import InputBudget, inputs_for
+    the shared inputs are the prompt's calls (examples and the other literal calls it writes
+    out) and their mutations."""
+    from codegen.agents.inputs import InputBudget, inputs_for, params_of
     from codegen.evaluation.humaneval import load_problems
 
     problems = load_problems()
@@ -288,7 +299,14 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
             code = (row.get("source_codes") or [""])[-1]
             samples.append(problem.prompt + "\n" + code)
         programs = list(dict.fromkeys(samples))
-        with_ex = inputs_for(entry, _calls_of(examples), [], InputBudget(seed=seed))
+        with_ex = inputs_for(
+            entry,
+            _calls_of(examples),
+            [],
+            InputBudget(seed=seed),
+            prose=[problem.prompt],
+            params=params_of(problem.prompt, entry),
+        )
         tasks.append(
             {
                 "task_id": problem.task_id,

@@ -31,7 +31,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from codegen.agents.inputs import CallInput, InputBudget, call_sites, inputs_for
+from codegen.agents.inputs import CallInput, InputBudget, call_sites, inputs_for, params_of
 from codegen.agents.selection import Row, suspect_tests
 from codegen.agents.spec import Spec
 from codegen.sandbox.api import Sandbox
@@ -362,7 +362,10 @@ def run_on_shared_inputs(
     ``codes`` on them, in one sandbox execution (``sandbox.calls.call_functions``)."""
     calls = [e.call for e in spec.examples]
     entry = entry_point_of(spec, [*calls, tests])
-    inputs = inputs_for(entry, calls, [tests], budget)
+    function = next((f for f in spec.functions if f.name == entry), None)
+    prose = [function.description] if function else []
+    params = params_of(function.signature, entry) if function else []
+    inputs = inputs_for(entry, calls, [tests], budget, prose=prose, params=params)
     if not inputs:
         return SharedRun(entry, [], BehaviourTable([[] for _ in codes], []), 0.0)
     started = time.perf_counter()

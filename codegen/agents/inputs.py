@@ -3,6 +3,8 @@
 Three sources, in this order (``inputs_for``):
 
 * the spec's worked examples (``Example.call``, e.g. ``f([1, 2], 3)``);
+* the calls its description writes out in any other style (``f(15)  # returns "db1111db"``,
+  ``For N = 150, ...``, ``Input: grid = [[1, 2]], k = 3``): inputs only, never tests;
 * the call sites in the generated tests (``f(...)`` calls whose arguments are literals);
 * type-aware mutation of those seeds, as EvalPlus does (Liu et al. 2023, ``TypedMutGen``):
   an int moves by a little or flips sign, a string loses, gains or swaps characters drawn from
@@ -33,7 +35,7 @@ from typing import Literal
 
 from codegen.json_types import JSONValue
 
-Origin = Literal["example", "test", "mutation"]
+Origin = Literal["example", "docstring", "test", "mutation"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,115 @@ def call_sites(source: str, entry_point: str) -> list[tuple[JSONValue, ...]]:
             args = _literal_args(node)
             if args is not None:
                 found.setdefault(json.dumps(list(args), sort_keys=True), args)
+    return list(found.values())
+
+
+def text_calls(text: str, entry_point: str, limit: int = 16) -> list[tuple[JSONValue, ...]]:
+    """Literal calls of ``entry_point`` written anywhere in prose (a docstring's examples in
+    any style: ``f(15)   # returns "db1111db"``, ``for f(7, 34, 12) == 34``, ``f("a", 3) ->
+    ...``): each ``entry_point(`` with its balanced parentheses, parsed as a call; no
+    expected value is read, so these are inputs only, never trusted tests."""
+    found: dict[str, tuple[JSONValue, ...]] = {}
+    start = 0
+    needle = entry_point + "("
+    while len(found) < limit:
+        at = text.find(needle, start)
+        if at < 0:
+            break
+        start = at + len(needle)
+        if at and (text[at - 1].isalnum() or text[at - 1] in "_."):
+            continue  # another name ending in entry_point
+        depth, end = 0, -1
+        for i in range(at + len(entry_point), min(len(text), at + 2000)):
+            if text[i] in "([{":
+                depth += 1
+            elif text[i] in ")]}":
+                depth -= 1
+                if depth == 0:
+                    end = i + 1
+                    break
+        if end < 0:
+            continue
+        for args in call_sites(text[at:end], entry_point):
+            found.setdefault(json.dumps(list(args), sort_keys=True), args)
+    return list(found.values())
+
+
+def _leading_literal(text: str) -> JSONValue | None:
+    """The longest literal at the start of ``text`` (within its line, or its brackets)."""
+    text = text.lstrip()
+    if not text:
+        return None
+    if text[0] in "([{'\"":
+        depth, quote = 0, ""
+        for i, ch in enumerate(text[:2000]):
+            if quote:
+                if ch == quote and text[i - 1] != "\\":
+                    quote = ""
+                if depth == 0 and not quote:
+                    end = i + 1
+                    break
+                continue
+            if ch in "'\"":
+                quote = ch
+            elif ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+                if depth == 0:
+                    end = i + 1
+                    break
+        else:
+            return None
+        candidates = [text[:end]]
+    else:
+        line = text.split("\n", 1)[0]
+        words = line.replace(",", " ").split()
+        candidates = words[:1]
+    for piece in candidates:
+        try:
+            value = ast.literal_eval(piece.strip())
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, tuple):
+            value = list(value)
+        if _json_shaped(value):
+            return value
+    return None
+
+
+def assigned_calls(
+    text: str, params: Sequence[str], limit: int = 16
+) -> list[tuple[JSONValue, ...]]:
+    """Calls written as parameter values in prose: ``For N = 150, ...``, ``Input: grid =
+    [[1,2],[3,4]], k = 3``, and for one parameter ``Input: 3``. One call per line (or
+    ``Input:`` block) that gives every parameter a literal value, in the signature's order."""
+    if not params:
+        return []
+    found: dict[str, tuple[JSONValue, ...]] = {}
+    blocks = text.replace("Input:", "\nInput:").split("\n")
+    for block in blocks:
+        values: dict[str, JSONValue] = {}
+        for name in params:
+            at = -1
+            for marker in (f"{name} = ", f"{name}="):
+                at = block.find(marker)
+                while at > 0 and (block[at - 1].isalnum() or block[at - 1] == "_"):
+                    at = block.find(marker, at + 1)
+                if at >= 0:
+                    value = _leading_literal(block[at + len(marker) :])
+                    if value is not None:
+                        values[name] = value
+                    break
+        if len(params) == 1 and params[0] not in values and block.strip().startswith("Input:"):
+            value = _leading_literal(block.strip()[len("Input:") :])
+            if value is not None:
+                values[params[0]] = value
+        if len(values) == len(params):
+            args = tuple(values[n] for n in params)
+            found.setdefault(json.dumps(list(args), sort_keys=True), args)
+        if len(found) >= limit:
+            break
     return list(found.values())
 
 
@@ -289,14 +400,36 @@ def mutations(
     return out
 
 
+def params_of(source: str, name: str) -> list[str]:
+    """The positional parameter names of function ``name`` in ``source`` (a module or just a
+    signature line such as ``def f(a: int, b)``); [] when it does not parse."""
+    text = source.strip()
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        try:  # a bare signature line
+            tree = ast.parse(text.split("\n", 1)[0].rstrip().rstrip(":") + ": ...")
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            return [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
+    return []
+
+
 def inputs_for(
     entry_point: str,
     example_calls: Sequence[str] = (),
     test_sources: Sequence[str] = (),
     budget: InputBudget | None = None,
+    prose: Sequence[str] = (),
+    params: Sequence[str] = (),
 ) -> list[CallInput]:
-    """The task's shared inputs: the examples' calls, the tests' call sites, then mutations of
-    both (seeds whose arity differs from the most common one are not mutated)."""
+    """The task's shared inputs: the examples' calls, the calls written in ``prose`` (the
+    spec's description: examples its parser could not read as call and expected value, and
+    with the entry point's ``params`` the values it gives them, ``For N = 150``), the tests'
+    call sites, then mutations of all of them (seeds whose arity differs from the most common
+    one are not mutated)."""
     budget = budget or InputBudget()
     chosen: dict[str, CallInput] = {}
 
@@ -309,6 +442,9 @@ def inputs_for(
     for call in example_calls:
         for args in call_sites(call, entry_point)[:1]:
             add(args, "example")
+    for text in prose:
+        for args in [*text_calls(text, entry_point), *assigned_calls(text, params)]:
+            add(args, "docstring")
     for source in test_sources:
         for args in call_sites(source, entry_point):
             add(args, "test")

@@ -28,6 +28,9 @@ passing (every test it counts green), the share that pass the hidden tests, with
 tests left out (as the crew does) and kept in. ``sandbox_seconds_per_task_at_100``: today's
 execution (tests) and the shared-inputs execution, per task.
 
+``--mapcoder DIR --mbpp-set FILE``: MapCoder's three MBPP runs the same way, the set's
+visible ``sample_io`` as the examples and the rows' own tests as ground truth.
+
 ``--mapcoder DIR``: MapCoder's five HumanEval runs as five candidates per task (each run's
 extracted code); no generated tests, so the rows are the worked examples, CodeT's rule runs
 over them, and the inputs are the prompt's calls (examples and any other literal call of the
@@ -325,6 +328,62 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
     return tasks
 
 
+def load_mapcoder_mbpp(
+    folder: Path, tasks_file: Path, limit: int | None, seed: int
+) -> list[dict[str, Any]]:
+    """MapCoder's MBPP runs (``../shared/replays/mapcoder-mbpp/``): per task, each run's
+    extracted code (``source_codes[-1]``, after the prompt, which carries the typing imports)
+    as one candidate, files in name order. The worked examples are the task set's visible
+    ``sample_io`` (``tasks_file``, the 397-task set: one public example per task, the same for
+    every run); the hidden test is the rows' own ``test``, the one the authors ran (their
+    counts reproduce only against it)."""
+    from codegen.agents.inputs import InputBudget, inputs_for, params_of
+
+    files = sorted(folder.glob("*.jsonl"))
+    runs = [{r["task_id"]: r for r in map(json.loads, f.open())} for f in files]
+    visible = {r["name"]: r.get("sample_io") or [] for r in map(json.loads, tasks_file.open())}
+    tasks = []
+    for key in sorted(runs[0])[:limit]:
+        first = runs[0][key]
+        entry, prompt = first["entry_point"], first["prompt"]
+        examples: list[str] = []
+        for text in visible.get(key, []):
+            try:
+                examples.append(ast.unparse(ast.parse(text.strip())))
+            except SyntaxError:
+                continue
+        samples = []
+        for run in runs:
+            row = run.get(key) or {}
+            code = (row.get("source_codes") or [""])[-1]
+            samples.append(prompt + "\n" + code)
+        programs = list(dict.fromkeys(samples))
+        with_ex = inputs_for(
+            entry,
+            _calls_of(examples),
+            [],
+            InputBudget(seed=seed),
+            prose=[prompt],
+            params=params_of(prompt, entry),
+        )
+        tasks.append(
+            {
+                "task_id": key,
+                "entry_point": entry,
+                "programs": programs,
+                "sample_program": [programs.index(s) for s in samples],
+                "tests": examples,
+                "trusted": [True] * len(examples),
+                "hidden": first["test"],
+                "inputs": [list(i.args) for i in with_ex],
+                "inputs_without_examples": [],
+                "inputs_with_examples": list(range(len(with_ex))),
+                "files": [f.stem for f in files],
+            }
+        )
+    return tasks
+
+
 CALL_LIMIT_S = 1.0  # per call
 MODULE_DEADLINE_S = 10.0  # per program, all its calls
 
@@ -540,6 +599,12 @@ def main() -> None:
         default=None,
         help="instead: MapCoder's HumanEval runs in this folder, one candidate per run",
     )
+    parser.add_argument(
+        "--mbpp-set",
+        type=Path,
+        default=None,
+        help="with --mapcoder: the runs are MBPP's; the task set with the visible sample_io",
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
     parser.add_argument("--draws", type=int, default=200, help="random subsets for N < 100")
     parser.add_argument("--seed", type=int, default=0)
@@ -554,6 +619,8 @@ def main() -> None:
     if args.mapcoder is not None:
         if not any(args.mapcoder.glob("*.jsonl")):
             sys.exit(f"selection: error: no MapCoder runs (*.jsonl) in {args.mapcoder}")
+        if args.mbpp_set is not None and not args.mbpp_set.is_file():
+            sys.exit(f"selection: error: no MBPP task set at {args.mbpp_set}")
     elif not (args.data / CODE_FILE).exists():
         sys.exit(f"selection: error: no CodeT data in {args.data}")
     if args.mapcoder is not None and args.cache == DEFAULT_CACHE:
@@ -562,7 +629,11 @@ def main() -> None:
     from codegen.sandbox import open_sandbox
 
     if args.mapcoder is not None:
-        tasks = load_mapcoder(args.mapcoder, args.limit, args.seed)
+        tasks = (
+            load_mapcoder_mbpp(args.mapcoder, args.mbpp_set, args.limit, args.seed)
+            if args.mbpp_set is not None
+            else load_mapcoder(args.mapcoder, args.limit, args.seed)
+        )
         sizes: tuple[int, ...] = (len(tasks[0]["sample_program"]),)
     else:
         tasks = load_tasks(args.data, args.limit, args.seed)
@@ -685,7 +756,8 @@ def main() -> None:
             sum(cache[t["task_id"]]["correct"][t["sample_program"][f]] for t in tasks)
             for f in range(len(files))
         ]
-        result["model"] = "MapCoder's HumanEval runs, one candidate per run"
+        benchmark = "MBPP" if args.mbpp_set is not None else "HumanEval"
+        result["model"] = f"MapCoder's {benchmark} runs, one candidate per run"
         result["solved_per_run"] = dict(zip(files, per_file, strict=True))
         n = sizes[0]
         result["solved"] = {k: round(v, 2) for k, v in totals[n].items()}

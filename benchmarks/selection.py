@@ -384,8 +384,19 @@ def load_mapcoder_mbpp(
     return tasks
 
 
-CALL_LIMIT_S = 1.0  # per call
-MODULE_DEADLINE_S = 10.0  # per program, all its calls
+# The shared-input run's limits: the crew's own (codegen.agents.agreement), unless
+# --call-limit / --max-timeouts override them for a measurement.
+CALLS: dict[str, float] = {}
+
+
+def call_settings() -> tuple[float, float, int]:
+    from codegen.agents.agreement import CALL_LIMIT_S, DRAFT_DEADLINE_S, MAX_TIMEOUTS
+
+    return (
+        CALLS.get("call_limit_s", CALL_LIMIT_S),
+        CALLS.get("module_deadline_s", DRAFT_DEADLINE_S),
+        int(CALLS.get("max_timeouts", MAX_TIMEOUTS)),
+    )
 
 
 def execute_tests(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
@@ -394,6 +405,7 @@ def execute_tests(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
 
     payload = {k: task[k] for k in ("programs", "tests", "hidden", "entry_point")}
     limits = Limits(timeout_s=600, memory_mb=1024, max_output_bytes=16_000_000)
+    started = time.perf_counter()
     result = sandbox.run(
         {"driver.py": DRIVER, "task.json": json.dumps(payload)},
         ["python3", "-I", "-B", "driver.py"],
@@ -414,6 +426,7 @@ def execute_tests(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
         "correct": [bool(rows.get(i, blank)["correct"]) for i in range(len(task["programs"]))],
         "timed_out": result.timed_out,
         "seconds": round(result.duration_s, 2),
+        "wall_seconds": round(time.perf_counter() - started, 2),
     }
 
 
@@ -423,15 +436,17 @@ def execute_inputs(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
     from codegen.sandbox.calls import call_functions
     from codegen.sandbox.types import Limits
 
+    call_limit, deadline, max_timeouts = call_settings()
     started = time.perf_counter()
     outcomes = call_functions(
         sandbox,
         task["programs"],
         task["entry_point"],
         task["inputs"],
-        CALL_LIMIT_S,
+        call_limit,
         Limits(memory_mb=1024),
-        module_deadline_s=MODULE_DEADLINE_S,
+        module_deadline_s=deadline,
+        max_timeouts=max_timeouts,
         max_value_chars=2000,
     )
     call_seconds = time.perf_counter() - started
@@ -448,7 +463,7 @@ def task_digest(task: dict[str, Any]) -> str:
 
 
 def inputs_digest(task: dict[str, Any]) -> str:
-    blob = json.dumps([task["programs"], task["inputs"], CALL_LIMIT_S, MODULE_DEADLINE_S])
+    blob = json.dumps([task["programs"], task["inputs"], *call_settings()])
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -606,6 +621,15 @@ def main() -> None:
         help="with --mapcoder: the runs are MBPP's; the task set with the visible sample_io",
     )
     parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
+    parser.add_argument(
+        "--call-limit", type=float, default=None, help="seconds per call (the crew's default)"
+    )
+    parser.add_argument(
+        "--max-timeouts",
+        type=int,
+        default=None,
+        help="calls at the limit before a program's run stops (the crew's default)",
+    )
     parser.add_argument("--draws", type=int, default=200, help="random subsets for N < 100")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
@@ -616,6 +640,10 @@ def main() -> None:
         help="execution results per task (reused when the task's inputs are unchanged)",
     )
     args = parser.parse_args()
+    if args.call_limit is not None:
+        CALLS["call_limit_s"] = args.call_limit
+    if args.max_timeouts is not None:
+        CALLS["max_timeouts"] = args.max_timeouts
     if args.mapcoder is not None:
         if not any(args.mapcoder.glob("*.jsonl")):
             sys.exit(f"selection: error: no MapCoder runs (*.jsonl) in {args.mapcoder}")
@@ -712,6 +740,7 @@ def main() -> None:
             else None,
         }
 
+    walls = [cache[t["task_id"]].get("wall_seconds", 0.0) for t in tasks]
     seconds = [cache[t["task_id"]]["seconds"] for t in tasks]
     call_seconds = [cache[t["task_id"]]["call_seconds"] for t in tasks]
     result = {
@@ -741,6 +770,10 @@ def main() -> None:
             "tests": round(sum(seconds) / len(tasks), 2),
             "shared_inputs": round(sum(call_seconds) / len(tasks), 2),
             "ratio": round((sum(seconds) + sum(call_seconds)) / max(sum(seconds), 1e-9), 2),
+            # both measured the same way: wall time around each sandbox execution
+            "tests_wall": round(sum(walls) / len(tasks), 2),
+            "ratio_wall": round((sum(walls) + sum(call_seconds)) / max(sum(walls), 1e-9), 2),
+            "call_limit_s_and_module_deadline_s_and_max_timeouts": list(call_settings()),
         },
         "pass_at_1_percent": {
             str(n): {k: round(100 * v / len(tasks), 2) for k, v in totals[n].items()} for n in sizes

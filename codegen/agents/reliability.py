@@ -136,3 +136,15 @@ def estimate(
 
 def _clip(p: float) -> float:
     return min(MAX_P, max(MIN_P, p))
+
+
+def priors_from_history(
+    models: Sequence[str], reliabilities: Sequence[float | None]
+) -> list[float] | None:
+    """Per draft, the log-odds of its model's history (``[llm] candidates`` entries'
+    ``reliability``); a draft whose model has none weighs 1.0. None when no draft's model has
+    a history: the pick is then today's count."""
+    known = {m: r for m, r in zip(models, reliabilities, strict=True) if r is not None}
+    if not known:
+        return None
+    return Reliability(known).weights(models)

@@ -26,6 +26,7 @@ from codegen.agents.records import (
     SplittingInput,
 )
 from codegen.agents.refine import Event, classify, quiet, refine
+from codegen.agents.reliability import priors_from_history
 from codegen.agents.roles import (
     analyze,
     design_tests,
@@ -167,7 +168,14 @@ def _select(
     if not names and not shared.inputs:
         chosen_index, why, groups, suspect = 0, "no test ran for any draft", [], ()
     elif shared.inputs:
-        agreed = agreement_pick(shared.table, rows if names else [() for _ in drafts], trusted)
+        drafts_of = [Draft(candidate=i) for i in range(len(drafts))]
+        priors = priors_from_history(
+            [crew.llm.model_for("programmer", d).model for d in drafts_of],
+            [crew.llm.reliability_for(d) for d in drafts_of],
+        )
+        agreed = agreement_pick(
+            shared.table, rows if names else [() for _ in drafts], trusted, priors=priors
+        )
         chosen_index, why, suspect, rule = (
             agreed.chosen,
             agreed.why,

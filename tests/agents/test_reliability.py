@@ -77,3 +77,23 @@ def test_equal_priors_are_todays_rule() -> None:
     assert [g.members for g in plain.groups] == [g.members for g in equal.groups]
     with pytest.raises(ValueError, match="priors"):
         agreement_pick(table, rows, priors=[1.0])
+
+
+def test_a_models_history_from_its_candidates_entry_weighs_its_drafts() -> None:
+    from codegen import composition
+    from codegen.agents.endpoint import LLMRoute
+    from codegen.agents.reliability import priors_from_history
+    from codegen.settings import CandidateModel
+
+    entry = CandidateModel(model="strong", reliability=0.95)
+    route = composition.candidate_route(entry)
+    assert route.reliability == 0.95
+    stored = LLMRoute("http://127.0.0.1:1/v1", candidates=(route,)).to_dict()
+    assert LLMRoute.from_dict(stored).candidates[0].reliability == 0.95
+    with pytest.raises(ValueError):
+        CandidateModel(reliability=1.0)
+    # No entry with a history: no priors, today's count.
+    assert priors_from_history(["a", "b"], [None, None]) is None
+    priors = priors_from_history(["strong", "weak", "other"], [0.95, 0.6, None])
+    assert priors is not None
+    assert priors[0] > priors[1] + priors[1] and priors[2] == 1.0

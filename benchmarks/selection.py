@@ -217,7 +217,7 @@ def shared_inputs(
     """The union of two input sets, and the indices of each: without examples (the generated
     tests' call sites and their mutations: CodeT's setting) and with them (the examples' calls
     and the other calls written in the HumanEval prompt too, and mutations of all)."""
-    from codegen.agents.inputs import InputBudget, inputs_for, params_of
+    from codegen.agents.inputs import InputBudget, inputs_for
 
     budget = InputBudget(seed=seed)
     without = inputs_for(entry, [], generated, budget)
@@ -227,7 +227,7 @@ def shared_inputs(
         generated,
         budget,
         prose=[prompt],
-        params=params_of(prompt, entry),
+        signature=prompt,
     )
     union: dict[str, list[Any]] = {}
     for item in [*without, *with_ex]:
@@ -284,7 +284,7 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
     order. There are no generated tests: the rows are the docstring's worked examples, and
     the shared inputs are the prompt's calls (examples and the other literal calls it writes
     out) and their mutations."""
-    from codegen.agents.inputs import InputBudget, inputs_for, params_of
+    from codegen.agents.inputs import InputBudget, inputs_for
     from codegen.evaluation.humaneval import load_problems
 
     problems = load_problems()
@@ -308,7 +308,7 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
             [],
             InputBudget(seed=seed),
             prose=[problem.prompt],
-            params=params_of(problem.prompt, entry),
+            signature=problem.prompt,
         )
         tasks.append(
             {
@@ -337,7 +337,7 @@ def load_mapcoder_mbpp(
     ``sample_io`` (``tasks_file``, the 397-task set: one public example per task, the same for
     every run); the hidden test is the rows' own ``test``, the one the authors ran (their
     counts reproduce only against it)."""
-    from codegen.agents.inputs import InputBudget, inputs_for, params_of
+    from codegen.agents.inputs import InputBudget, inputs_for
 
     files = sorted(folder.glob("*.jsonl"))
     runs = [{r["task_id"]: r for r in map(json.loads, f.open())} for f in files]
@@ -364,7 +364,7 @@ def load_mapcoder_mbpp(
             [],
             InputBudget(seed=seed),
             prose=[prompt],
-            params=params_of(prompt, entry),
+            signature=prompt,
         )
         tasks.append(
             {
@@ -533,18 +533,24 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
 
     def agreement(d: Draw, examples: bool, weighted: bool = False) -> Picked:
         rows = d.rows if examples else only(d.rows, generated_only(d.trusted))
+        priors = reliability.weights(d.sources) if weighted else [1.0] * len(d.rows)
         chosen = agreement_pick(
             d.table,
             rows,
             d.trusted if examples else None,
             members=d.members,
             inputs=d.with_examples if examples else d.without_examples,
-            priors=reliability.weights(d.sources) if weighted else None,
+            priors=priors if weighted else None,
         )
         # group members are programs; map back to the draw's samples
         samples = [i for i, m in enumerate(d.members) if m in set(chosen.group.members)]
         first = samples[0]
         ok, ok_all = verdict(rows[first], chosen.suspect_tests)
+        if weighted:
+            # The pick is the group's most reliable member (its source's weight): that
+            # sample's verdict, not the group's share.
+            best = max(samples, key=lambda i: (priors[i], -i))
+            return Picked(float(d.correct[best]), ok, ok_all)
         # the group shares outputs and suite verdicts: its samples' share of correct ones
         return Picked(sum(d.correct[i] for i in samples) / len(samples), ok, ok_all)
 

@@ -17,7 +17,7 @@ generated suite and which tests are the spec's worked examples (``selection.rows
   left out), scored by members x tests passed. Inside it, drafts with the same outputs on
   every shared input form a group, and the group with the most weight wins (AlphaCode's and
   MBR-exec's clustering by outputs, applied where the tests can no longer tell drafts
-  apart); its first member is the pick.
+  apart); its first member is the pick (with ``priors``, its most reliable member).
 
 The record (``AgreementPick``) says why: every group with its size, weight, support and suite
 passes, the inputs that split the leading groups (with each side's output), and each
@@ -31,7 +31,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from codegen.agents.inputs import CallInput, InputBudget, call_sites, inputs_for, params_of
+from codegen.agents.inputs import CallInput, InputBudget, call_sites, inputs_for
 from codegen.agents.selection import Row, suspect_tests
 from codegen.agents.spec import Spec
 from codegen.sandbox.api import Sandbox
@@ -259,7 +259,9 @@ def agreement_pick(
         signature = (verdicts_row, tuple(classes[people[i]][k] for k in columns))
         by_behaviour.setdefault(signature, []).append(i)
     groups: list[tuple[list[int], BehaviourGroup]] = []
-    for (verdicts_row, _), group_members in by_behaviour.items():
+    for (verdicts_row, _), found in by_behaviour.items():
+        # The most reliable member first (with equal priors: the earliest draft).
+        group_members = sorted(found, key=lambda i: (-prior[i], i))
         groups.append(
             (
                 group_members,
@@ -364,8 +366,8 @@ def run_on_shared_inputs(
     entry = entry_point_of(spec, [*calls, tests])
     function = next((f for f in spec.functions if f.name == entry), None)
     prose = [function.description] if function else []
-    params = params_of(function.signature, entry) if function else []
-    inputs = inputs_for(entry, calls, [tests], budget, prose=prose, params=params)
+    signature = function.signature if function else ""
+    inputs = inputs_for(entry, calls, [tests], budget, prose=prose, signature=signature)
     if not inputs:
         return SharedRun(entry, [], BehaviourTable([[] for _ in codes], []), 0.0)
     started = time.perf_counter()

@@ -5,6 +5,8 @@ Three sources, in this order (``inputs_for``):
 * the spec's worked examples (``Example.call``, e.g. ``f([1, 2], 3)``);
 * the calls its description writes out in any other style (``f(15)  # returns "db1111db"``,
   ``For N = 150, ...``, ``Input: grid = [[1, 2]], k = 3``): inputs only, never tests;
+* with no call anywhere, a few argument lists from the signature's types (annotations, else
+  conventional names: ``n`` an int, ``s`` a string, ``lst`` a list of ints);
 * the call sites in the generated tests (``f(...)`` calls whose arguments are literals);
 * type-aware mutation of those seeds, as EvalPlus does (Liu et al. 2023, ``TypedMutGen``):
   an int moves by a little or flips sign, a string loses, gains or swaps characters drawn from
@@ -35,7 +37,7 @@ from typing import Literal
 
 from codegen.json_types import JSONValue
 
-Origin = Literal["example", "docstring", "test", "mutation"]
+Origin = Literal["example", "docstring", "test", "signature", "mutation"]
 
 
 @dataclass(frozen=True)
@@ -417,19 +419,78 @@ def params_of(source: str, name: str) -> list[str]:
     return []
 
 
+_INT_NAMES = {"n", "k", "m", "x", "y", "z", "a", "b", "c", "num", "number", "base", "decimal"}
+_INT_NAMES |= {"value", "capacity", "shift", "p", "i", "j", "start", "end", "low", "high"}
+_STR_NAMES = {"s", "string", "text", "txt", "word", "message", "sentence", "name", "char"}
+_LIST_NAMES = {"lst", "arr", "l", "nums", "numbers", "xs", "array", "list", "values", "q"}
+_GRID_NAMES = {"grid", "matrix"}
+_TYPED: dict[str, list[JSONValue]] = {
+    "int": [0, 1, 2, 5, 10],
+    "float": [0.0, 1.5, -2.5, 3.0, 10.25],
+    "str": ["", "a", "abc", "Hello world", "aabbcc"],
+    "bool": [True, False, True, False, True],
+    "list[int]": [[], [1], [1, 2, 3], [3, 1, 2, 2], [-1, 0, 5, 10]],
+    "list[float]": [[], [1.0], [1.5, 2.5], [3.0, -1.0, 2.0], [0.5, 0.25, 4.0]],
+    "list[str]": [[], ["a"], ["ab", "c"], ["hello", "world", "a"], ["x", "yy", "zzz"]],
+    "list[list[int]]": [[[1, 0], [0, 1]], [[1, 1, 1], [0, 0, 0]], [[0]], [[1, 2], [3, 4]], []],
+}
+
+
+def _type_key(annotation: ast.expr | None, name: str) -> str | None:
+    if annotation is not None:
+        text = ast.unparse(annotation).replace("List", "list").replace("typing.", "")
+        text = text.replace(" ", "")
+        if text == "list":
+            return "list[int]"
+        return text if text in _TYPED else None
+    if name in _INT_NAMES:
+        return "int"
+    if name in _STR_NAMES:
+        return "str"
+    if name in _LIST_NAMES:
+        return "list[int]"
+    if name in _GRID_NAMES:
+        return "list[list[int]]"
+    return None
+
+
+def signature_seeds(source: str, name: str) -> list[tuple[JSONValue, ...]]:
+    """A few argument lists built from the signature of ``name`` in ``source``: each
+    parameter's annotation (``int``, ``str``, ``List[int]``, ...) or, without one, its
+    conventional name (``n``, ``s``, ``lst``, ``grid``); [] when any parameter's type is
+    unknown. Seeds for mutation when the task has no call anywhere."""
+    try:
+        tree = ast.parse(source.strip())
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        try:
+            tree = ast.parse(source.strip().split("\n", 1)[0].rstrip().rstrip(":") + ": ...")
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            args = [*node.args.posonlyargs, *node.args.args]
+            keys = [_type_key(a.annotation, a.arg) for a in args]
+            if not args or any(k is None for k in keys):
+                return []
+            return [tuple(_TYPED[k][i] for k in keys if k) for i in range(5)]
+    return []
+
+
 def inputs_for(
     entry_point: str,
     example_calls: Sequence[str] = (),
     test_sources: Sequence[str] = (),
     budget: InputBudget | None = None,
     prose: Sequence[str] = (),
-    params: Sequence[str] = (),
+    signature: str = "",
 ) -> list[CallInput]:
     """The task's shared inputs: the examples' calls, the calls written in ``prose`` (the
     spec's description: examples its parser could not read as call and expected value, and
-    with the entry point's ``params`` the values it gives them, ``For N = 150``), the tests'
-    call sites, then mutations of all of them (seeds whose arity differs from the most common
-    one are not mutated)."""
+    the values it gives the parameters of the entry point's ``signature``, ``For N = 150``),
+    the tests' call sites, then mutations of all of them (seeds whose arity differs from the
+    most common one are not mutated). With no call anywhere, the seeds come from the
+    signature's types (``signature_seeds``)."""
+    params = params_of(signature, entry_point) if signature else []
     budget = budget or InputBudget()
     chosen: dict[str, CallInput] = {}
 
@@ -448,6 +509,9 @@ def inputs_for(
     for source in test_sources:
         for args in call_sites(source, entry_point):
             add(args, "test")
+    if not chosen and signature:
+        for args in signature_seeds(signature, entry_point):
+            add(args, "signature")
     seeds = [c.args for c in chosen.values()]
     if seeds:
         arities = [len(s) for s in seeds]

@@ -104,7 +104,7 @@ def test_calls_and_parameter_values_written_in_prose_are_inputs() -> None:
     # ``For n = 6`` gives one of two parameters: not a call.
     assert assigned_calls(PROSE, params) == [(5, "ab")]
     assert assigned_calls("Input: 3\nOutput: (1, 2)", ["n"]) == [(3,)]
-    got = inputs_for("binary_digits", [], [], InputBudget(max_mutations=4), [PROSE], params)
+    got = inputs_for("binary_digits", [], [], InputBudget(max_mutations=4), [PROSE], PROSE)
     assert [(i.args, i.origin) for i in got[:3]] == [
         ((15, "db"), "docstring"),
         ((2, "x"), "docstring"),

@@ -111,3 +111,17 @@ def test_calls_and_parameter_values_written_in_prose_are_inputs() -> None:
         ((5, "ab"), "docstring"),
     ]
     assert {i.origin for i in got[3:]} == {"mutation"} and len(got) == 7
+
+
+def test_a_task_with_no_call_anywhere_gets_seeds_from_its_signature() -> None:
+    from codegen.agents.inputs import signature_seeds
+
+    seeds = signature_seeds("def f(n: int, words: List[str], grid):", "f")
+    assert len(seeds) == 5 and seeds[2] == (2, ["ab", "c"], [[0]])
+    assert signature_seeds("def f(s, lst):", "f")[1] == ("a", [1])
+    assert signature_seeds("def f(mystery):", "f") == []  # an unknown type: no seed
+    got = inputs_for("f", [], [], InputBudget(max_mutations=3), signature="def f(n: int): ...")
+    assert [i.origin for i in got] == ["signature"] * 5 + ["mutation"] * 3
+    # A call anywhere wins: the signature adds nothing then.
+    got = inputs_for("f", ["f(7)"], [], InputBudget(max_mutations=0), signature="def f(n: int):")
+    assert [(i.args, i.origin) for i in got] == [((7,), "example")]

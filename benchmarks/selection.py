@@ -531,9 +531,15 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
         ok, ok_all = verdict(rows[chosen.chosen], chosen.suspect_tests)
         return Picked(_share(chosen.group.members, _self(rows), d.correct), ok, ok_all)
 
-    def agreement(d: Draw, examples: bool, weighted: bool = False) -> Picked:
+    def agreement(d: Draw, examples: bool, weighted: str = "", support: str = "group") -> Picked:
         rows = d.rows if examples else only(d.rows, generated_only(d.trusted))
-        priors = reliability.weights(d.sources) if weighted else [1.0] * len(d.rows)
+        priors = (
+            reliability.probabilities(d.sources)
+            if weighted == "probability"
+            else reliability.weights(d.sources)
+            if weighted == "log_odds"
+            else [1.0] * len(d.rows)
+        )
         chosen = agreement_pick(
             d.table,
             rows,
@@ -541,6 +547,7 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
             members=d.members,
             inputs=d.with_examples if examples else d.without_examples,
             priors=priors if weighted else None,
+            support="similarity" if support == "similarity" else "group",
         )
         # group members are programs; map back to the draw's samples
         samples = [i for i, m in enumerate(d.members) if m in set(chosen.group.members)]
@@ -566,7 +573,11 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
         "oracle": lambda d: Picked(float(any(d.correct))),
     }
     if reliability is not None:
-        rules["weighted"] = lambda d: agreement(d, True, weighted=True)
+        # weighted: each sample's source's estimated accuracy as its prior, MBR-exec's expected
+        # agreement (similarity) over the shared inputs; the two ablations beside it.
+        rules["weighted"] = lambda d: agreement(d, True, "probability", "similarity")
+        rules["weighted_groups"] = lambda d: agreement(d, True, "log_odds", "group")
+        rules["similarity"] = lambda d: agreement(d, True, "", "similarity")
     return rules
 
 

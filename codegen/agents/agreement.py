@@ -30,6 +30,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from codegen.agents.inputs import CallInput, InputBudget, call_sites, inputs_for
 from codegen.agents.selection import Row, suspect_tests
@@ -167,6 +168,8 @@ class BehaviourGroup:
     support: float  # the weight of its consensus set (every draft with its suite verdicts)
     suite_passes: int  # generated tests (not suspect) the group passes
     score: float  # its consensus set's dual-agreement score
+    similarity: float = 0.0  # support "similarity": the weight of every eligible draft times
+    # the share of valid inputs on which it returns what this group returns
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,7 @@ def agreement_pick(
     inputs: Sequence[int] | None = None,
     max_splitting: int = 5,
     priors: Sequence[float] | None = None,
+    support: Literal["group", "similarity"] = "group",
 ) -> AgreementPick:
     """The ``output_agreement`` pick among ``members`` (rows of ``table``; default all), whose
     suite rows are ``rows`` (one per member, in order), over ``inputs`` (default all).
@@ -216,7 +220,15 @@ def agreement_pick(
     ``priors`` (one per member, default all 1.0): how much each member's vote counts, e.g. its
     source's reliability (``agents.reliability``); a consensus set and a behaviour group are
     scored by their members' priors summed instead of counted (rule
-    ``weighted_output_agreement``)."""
+    ``weighted_output_agreement``).
+
+    ``support``: inside the winning consensus set, a behaviour group wins by its own weight
+    (``group``: drafts with exactly its outputs), or by ``similarity`` (MBR-exec's expected
+    agreement, Shi et al. 2022): every eligible draft's weight times the share of valid inputs
+    on which it returns what the group returns, so drafts that differ only on a few inputs
+    still support each other (rule ``similarity_agreement``). With priors that are each
+    draft's probability of being right, this is the group's expected agreement with the
+    correct behaviour."""
     people = list(range(len(table.classes))) if members is None else list(members)
     if not people or len(rows) != len(people):
         raise ValueError("no candidates to pick from" if not people else "rows != members")
@@ -258,6 +270,20 @@ def agreement_pick(
         verdicts_row = tuple(rows[i][t] for t in counted)
         signature = (verdicts_row, tuple(classes[people[i]][k] for k in columns))
         by_behaviour.setdefault(signature, []).append(i)
+
+    def similarity(members_: list[int]) -> float:
+        if support != "similarity":
+            return 0.0
+        own = classes[people[members_[0]]]
+        if not valid:
+            return sum(weight.values())
+        total = 0.0
+        for j in eligible:
+            theirs = classes[people[j]]
+            same = sum(1 for k in valid if own[k] >= 0 and own[k] == theirs[k])
+            total += weight[j] * same / len(valid)
+        return round(total, 6)
+
     groups: list[tuple[list[int], BehaviourGroup]] = []
     for (verdicts_row, _), found in by_behaviour.items():
         # The most reliable member first (with equal priors: the earliest draft).
@@ -271,11 +297,14 @@ def agreement_pick(
                     round(set_weight[verdicts_row], 4),
                     sum(verdicts_row),
                     set_score[verdicts_row],
+                    similarity(group_members),
                 ),
             )
         )
     # The best consensus set, then its largest behaviour (by weight: crashers count less).
-    groups.sort(key=lambda mg: (-mg[1].score, -mg[1].weight, -len(mg[0]), mg[0][0]))
+    groups.sort(
+        key=lambda mg: (-mg[1].score, -mg[1].similarity, -mg[1].weight, -len(mg[0]), mg[0][0])
+    )
     ranked = tuple(g for _, g in groups)
     best = groups[0][1]
     group_of = {i: gi for gi, (ms, _) in enumerate(groups) for i in ms}
@@ -314,12 +343,23 @@ def agreement_pick(
         f"passes {best.suite_passes} of {len(counted)} generated tests (score {best.score:g}, "
         f"{rivals} other behaviour(s) in it or tied)"
         + (f"; {len(suspect)} suspect test(s) left out" if suspect else "")
+        + (
+            f"; expected agreement {best.similarity:.2f} (weighted by each draft's prior)"
+            if support == "similarity"
+            else ""
+        )
     )
     return AgreementPick(
         chosen=best.members[0],
         group=best,
         groups=ranked,
-        rule="output_agreement" if priors is None else "weighted_output_agreement",
+        rule=(
+            "similarity_agreement"
+            if support == "similarity"
+            else "output_agreement"
+            if priors is None
+            else "weighted_output_agreement"
+        ),
         why=why,
         eligible=tuple(people[i] for i in eligible),
         valid_inputs=valid,

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 MIN_P = 0.05
 MAX_P = 0.98
+UNKNOWN = math.e / (1.0 + math.e)  # p whose log-odds are 1.0: a source with no estimate
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,17 @@ class Reliability:
 
     def weights(self, sources: Sequence[str]) -> list[float]:
         return [self.weight(s) for s in sources]
+
+    def probability(self, source: str) -> float:
+        """The estimated accuracy of ``source`` (a source never seen: UNKNOWN, whose log-odds
+        are 1.0, the weight ``weight`` gives it)."""
+        p = self.accuracy.get(source, UNKNOWN)
+        return min(MAX_P, max(MIN_P, p))
+
+    def probabilities(self, sources: Sequence[str]) -> list[float]:
+        """Priors for ``agreement_pick(..., support="similarity")``: under MBR-exec's expected
+        agreement each draft counts by its probability of being right."""
+        return [self.probability(s) for s in sources]
 
 
 def _groups(task: TaskVotes) -> dict[Hashable, list[int]]:
@@ -141,10 +153,11 @@ def _clip(p: float) -> float:
 def priors_from_history(
     models: Sequence[str], reliabilities: Sequence[float | None]
 ) -> list[float] | None:
-    """Per draft, the log-odds of its model's history (``[llm] candidates`` entries'
-    ``reliability``); a draft whose model has none weighs 1.0. None when no draft's model has
-    a history: the pick is then today's count."""
+    """Per draft, its model's history (``[llm] candidates`` entries' ``reliability``) as the
+    prior of ``agreement_pick(..., support="similarity")``; a draft whose model has none
+    counts ``UNKNOWN``. None when no draft's model has a history: the pick is then today's
+    count."""
     known = {m: r for m, r in zip(models, reliabilities, strict=True) if r is not None}
     if not known:
         return None
-    return Reliability(known).weights(models)
+    return Reliability(known).probabilities(models)

@@ -174,7 +174,11 @@ def _select(
             [crew.llm.reliability_for(d) for d in drafts_of],
         )
         agreed = agreement_pick(
-            shared.table, rows if names else [() for _ in drafts], trusted, priors=priors
+            shared.table,
+            rows if names else [() for _ in drafts],
+            trusted,
+            priors=priors,
+            support="group" if priors is None else "similarity",
         )
         chosen_index, why, suspect, rule = (
             agreed.chosen,

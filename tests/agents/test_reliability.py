@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from codegen.agents.agreement import BehaviourTable, agreement_pick
-from codegen.agents.reliability import Reliability, TaskVotes, estimate
+from codegen.agents.reliability import UNKNOWN, Reliability, TaskVotes, estimate
 from codegen.sandbox.calls import CallOutcome
 
 
@@ -95,5 +95,27 @@ def test_a_models_history_from_its_candidates_entry_weighs_its_drafts() -> None:
     # No entry with a history: no priors, today's count.
     assert priors_from_history(["a", "b"], [None, None]) is None
     priors = priors_from_history(["strong", "weak", "other"], [0.95, 0.6, None])
-    assert priors is not None
-    assert priors[0] > priors[1] + priors[1] and priors[2] == 1.0
+    assert priors == [0.95, 0.6, pytest.approx(UNKNOWN)]
+
+
+def test_similarity_support_lets_near_identical_drafts_support_each_other() -> None:
+    # Five inputs. The two strong drafts are right and differ only on input 4 (outside the
+    # domain: one raises, one returns); the two weak drafts return the same wrong value on
+    # inputs 1 to 3. By exact groups the weak pair is the largest; by expected agreement,
+    # the strong drafts support each other on four inputs of five.
+    error = CallOutcome("error", error="ValueError: x")
+    right_a = [ok(1), ok(2), ok(3), ok(4), error]
+    right_b = [ok(1), ok(2), ok(3), ok(4), ok(0)]
+    wrong = [ok(1), ok(9), ok(9), ok(9), ok(0)]
+    table = BehaviourTable.of([right_a, right_b, wrong, wrong])
+    rows = [()] * 4
+    assert agreement_pick(table, rows).group.members == (2, 3)
+    priors = Reliability({"strong": 0.9, "weak": 0.6}).probabilities(
+        ["strong", "strong", "weak", "weak"]
+    )
+    chosen = agreement_pick(table, rows, priors=priors, support="similarity")
+    assert chosen.rule == "similarity_agreement"
+    assert chosen.chosen in (0, 1) and "expected agreement" in chosen.why
+    assert chosen.groups[0].similarity > chosen.groups[-1].similarity
+    # Equal priors: the weak pair's exact agreement still wins (a tie is not invented).
+    assert agreement_pick(table, rows, support="similarity").chosen == 2

@@ -642,6 +642,12 @@ def main() -> None:
         "--call-limit", type=float, default=None, help="seconds per call (the crew's default)"
     )
     parser.add_argument(
+        "--module-deadline",
+        type=float,
+        default=None,
+        help="seconds per program, all its calls (the crew's default)",
+    )
+    parser.add_argument(
         "--max-timeouts",
         type=int,
         default=None,
@@ -659,6 +665,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.call_limit is not None:
         CALLS["call_limit_s"] = args.call_limit
+    if args.module_deadline is not None:
+        CALLS["module_deadline_s"] = args.module_deadline
     if args.max_timeouts is not None:
         CALLS["max_timeouts"] = args.max_timeouts
     if args.mapcoder is not None:

@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/selection.py [--data DIR] [--limit TASKS] [--draws 200]
     .venv/bin/python benchmarks/selection.py --mapcoder ../shared/replays/mapcoder
+    .venv/bin/python benchmarks/selection.py --mapcoder ../shared/replays/mapcoder-mbpp \
+        --mbpp-set ../shared/datasets/mbpp/mbpp-multiple-397.jsonl
 
 CodeT's data (``../shared/replays/codet-codegen16b/``): 100 code samples and 100 test-case
 samples per task. Every distinct program (prompt + completion, cut with CodeT's rule at the
@@ -28,14 +30,20 @@ passing (every test it counts green), the share that pass the hidden tests, with
 tests left out (as the crew does) and kept in. ``sandbox_seconds_per_task_at_100``: today's
 execution (tests) and the shared-inputs execution, per task.
 
-``--mapcoder DIR --mbpp-set FILE``: MapCoder's three MBPP runs the same way, the set's
-visible ``sample_io`` as the examples and the rows' own tests as ground truth.
-
 ``--mapcoder DIR``: MapCoder's five HumanEval runs as five candidates per task (each run's
 extracted code); no generated tests, so the rows are the worked examples, CodeT's rule runs
 over them, and the inputs are the prompt's calls (examples and any other literal call of the
-entry point it writes out) and their mutations. Prints tasks solved
-per rule beside each run's own count (``best_single``) and the oracle.
+entry point it writes out; else seeds from the signature's types) and their mutations. Each
+run is a source: ``codegen.agents.reliability.estimate`` gives each an accuracy from example
+verdicts and agreement over the tasks (no hidden test), and three more rules use it:
+``weighted`` (MBR-exec's expected agreement over the shared inputs, each draft counting its
+source's accuracy; the pick is the winning group's most reliable member, scored as that one
+sample), ``weighted_groups`` (exact groups by summed log-odds) and ``similarity`` (expected
+agreement, equal votes). Prints tasks solved per rule beside each run's own count
+(``best_single``), the oracle and the estimate (``reliability``).
+
+``--mapcoder DIR --mbpp-set FILE``: MapCoder's three MBPP runs the same way, the set's
+visible ``sample_io`` as the examples and the rows' own tests as ground truth.
 """
 
 from __future__ import annotations

@@ -119,3 +119,16 @@ def test_similarity_support_lets_near_identical_drafts_support_each_other() -> N
     assert chosen.groups[0].similarity > chosen.groups[-1].similarity
     # Equal priors: the weak pair's exact agreement still wins (a tie is not invented).
     assert agreement_pick(table, rows, support="similarity").chosen == 2
+
+
+def test_each_drafts_history_comes_from_its_candidates_entry() -> None:
+    from codegen.agents.endpoint import CandidateRoute
+    from codegen.agents.llm import LLMClient
+    from codegen.agents.llm_types import Draft
+
+    entries = (CandidateRoute(model="strong", reliability=0.9), CandidateRoute(model="weak"))
+    llm = LLMClient(base_url="http://127.0.0.1:9/v1", api_key="sk-unused", candidates=entries)
+    # Draft i takes entry i, the list repeated past its end.
+    assert [llm.reliability_for(Draft(candidate=i)) for i in range(3)] == [0.9, None, 0.9]
+    assert llm.model_for("programmer", Draft(candidate=2)).model == "strong"
+    assert LLMClient(base_url="http://127.0.0.1:9/v1", api_key="x").reliability_for(Draft()) is None

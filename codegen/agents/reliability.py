@@ -157,7 +157,9 @@ def priors_from_history(
     prior of ``agreement_pick(..., support="similarity")``; a draft whose model has none
     counts ``UNKNOWN``. None when no draft's model has a history: the pick is then today's
     count."""
-    known = {m: r for m, r in zip(models, reliabilities, strict=True) if r is not None}
-    if not known:
+    if len(models) != len(reliabilities):
+        raise ValueError("models != reliabilities")
+    if all(r is None for r in reliabilities):
         return None
-    return Reliability(known).probabilities(models)
+    # Each draft its own entry's figure (two entries may name one model on two endpoints).
+    return [min(MAX_P, max(MIN_P, UNKNOWN if r is None else r)) for r in reliabilities]

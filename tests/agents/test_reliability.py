@@ -132,3 +132,10 @@ def test_each_drafts_history_comes_from_its_candidates_entry() -> None:
     assert [llm.reliability_for(Draft(candidate=i)) for i in range(3)] == [0.9, None, 0.9]
     assert llm.model_for("programmer", Draft(candidate=2)).model == "strong"
     assert LLMClient(base_url="http://127.0.0.1:9/v1", api_key="x").reliability_for(Draft()) is None
+
+
+def test_with_no_shared_input_the_most_reliable_draft_passing_the_examples_wins() -> None:
+    table = BehaviourTable([[] for _ in range(3)], [])  # no input could be derived
+    rows = [(True,), (True,), (False,)]
+    chosen = agreement_pick(table, rows, [True], priors=[0.6, 0.9, 0.95], support="similarity")
+    assert chosen.chosen == 1 and chosen.eligible == (0, 1)

@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/selection.py [--data DIR] [--limit TASKS] [--draws 200]
     .venv/bin/python benchmarks/selection.py --mapcoder ../shared/replays/mapcoder
+    .venv/bin/python benchmarks/selection.py --mapcoder ../shared/replays/mapcoder-mbpp \
+        --mbpp-set ../shared/datasets/mbpp/mbpp-multiple-397.jsonl
 
 CodeT's data (``../shared/replays/codet-codegen16b/``): 100 code samples and 100 test-case
 samples per task. Every distinct program (prompt + completion, cut with CodeT's rule at the
@@ -12,7 +14,8 @@ them; CodeT's prompts had them removed), and against the hidden tests for ground
 sandbox execution per task. Then, in one more execution per task
 (``codegen.sandbox.calls.call_functions``), every distinct program is called on the shared
 inputs of ``codegen.agents.inputs``: the generated tests' call sites and their type-aware
-mutations (CodeT's setting), plus the examples' calls and their mutations (with examples).
+mutations (CodeT's setting), plus the examples' calls, the other calls the prompt writes out
+and their mutations (with examples).
 The results are cached (``--cache``), and every strategy reads the same matrices.
 
 For N = 5, 10, 25, 100 (``--draws`` random subsets of the 100 samples for N < 100) it prints
@@ -29,8 +32,18 @@ execution (tests) and the shared-inputs execution, per task.
 
 ``--mapcoder DIR``: MapCoder's five HumanEval runs as five candidates per task (each run's
 extracted code); no generated tests, so the rows are the worked examples, CodeT's rule runs
-over them, and the inputs are the examples' calls and their mutations. Prints tasks solved
-per rule beside each run's own count (``best_single``) and the oracle.
+over them, and the inputs are the prompt's calls (examples and any other literal call of the
+entry point it writes out; else seeds from the signature's types) and their mutations. Each
+run is a source: ``codegen.agents.reliability.estimate`` gives each an accuracy from example
+verdicts and agreement over the tasks (no hidden test), and three more rules use it:
+``weighted`` (MBR-exec's expected agreement over the shared inputs, each draft counting its
+source's accuracy; the pick is the winning group's most reliable member, scored as that one
+sample), ``weighted_groups`` (exact groups by summed log-odds) and ``similarity`` (expected
+agreement, equal votes). Prints tasks solved per rule beside each run's own count
+(``best_single``), the oracle and the estimate (``reliability``).
+
+``--mapcoder DIR --mbpp-set FILE``: MapCoder's three MBPP runs the same way, the set's
+visible ``sample_io`` as the examples and the rows' own tests as ground truth.
 """
 
 from __future__ import annotations
@@ -207,16 +220,23 @@ def _calls_of(assertions: list[str]) -> list[str]:
 
 
 def shared_inputs(
-    entry: str, examples: list[str], generated: list[str], seed: int
+    entry: str, examples: list[str], generated: list[str], seed: int, prompt: str = ""
 ) -> tuple[list[list[Any]], list[int], list[int]]:
     """The union of two input sets, and the indices of each: without examples (the generated
     tests' call sites and their mutations: CodeT's setting) and with them (the examples' calls
-    too, and mutations of both)."""
+    and the other calls written in the HumanEval prompt too, and mutations of all)."""
     from codegen.agents.inputs import InputBudget, inputs_for
 
     budget = InputBudget(seed=seed)
     without = inputs_for(entry, [], generated, budget)
-    with_ex = inputs_for(entry, _calls_of(examples), generated, budget)
+    with_ex = inputs_for(
+        entry,
+        _calls_of(examples),
+        generated,
+        budget,
+        prose=[prompt],
+        signature=prompt,
+    )
     union: dict[str, list[Any]] = {}
     for item in [*without, *with_ex]:
         union.setdefault(item.key(), list(item.args))
@@ -240,14 +260,15 @@ def load_tasks(data: Path, limit: int | None, seed: int) -> list[dict[str, Any]]
     tasks = []
     for row in gen[:limit]:
         entry = row["entry_point"]
-        examples = example_tests(problems[task_key(row["task_id"])].prompt, entry)
+        prompt = problems[task_key(row["task_id"])].prompt
+        examples = example_tests(prompt, entry)
         generated: list[str] = []
         for sample in tests[test_prompt[row["task_id"]]]:
             generated.extend(generated_tests(sample, entry))
         generated = [t for t in dict.fromkeys(generated) if t not in examples]
         samples = [row["prompt"] + truncate(s) for s in code[row["prompt"]]]
         programs = list(dict.fromkeys(samples))
-        inputs, without, with_ex = shared_inputs(entry, examples, generated, seed)
+        inputs, without, with_ex = shared_inputs(entry, examples, generated, seed, prompt)
         tasks.append(
             {
                 "task_id": row["task_id"],
@@ -269,7 +290,8 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
     """MapCoder's HumanEval runs (``../shared/replays/mapcoder/``): per task, each run's
     extracted code (``source_codes[-1]``, after the prompt) as one candidate, files in name
     order. There are no generated tests: the rows are the docstring's worked examples, and
-    the shared inputs are the examples' calls and their mutations."""
+    the shared inputs are the prompt's calls (examples and the other literal calls it writes
+    out) and their mutations."""
     from codegen.agents.inputs import InputBudget, inputs_for
     from codegen.evaluation.humaneval import load_problems
 
@@ -288,7 +310,14 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
             code = (row.get("source_codes") or [""])[-1]
             samples.append(problem.prompt + "\n" + code)
         programs = list(dict.fromkeys(samples))
-        with_ex = inputs_for(entry, _calls_of(examples), [], InputBudget(seed=seed))
+        with_ex = inputs_for(
+            entry,
+            _calls_of(examples),
+            [],
+            InputBudget(seed=seed),
+            prose=[problem.prompt],
+            signature=problem.prompt,
+        )
         tasks.append(
             {
                 "task_id": problem.task_id,
@@ -307,8 +336,75 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
     return tasks
 
 
-CALL_LIMIT_S = 1.0  # per call
-MODULE_DEADLINE_S = 10.0  # per program, all its calls
+def load_mapcoder_mbpp(
+    folder: Path, tasks_file: Path, limit: int | None, seed: int
+) -> list[dict[str, Any]]:
+    """MapCoder's MBPP runs (``../shared/replays/mapcoder-mbpp/``): per task, each run's
+    extracted code (``source_codes[-1]``, after the prompt, which carries the typing imports)
+    as one candidate, files in name order. The worked examples are the task set's visible
+    ``sample_io`` (``tasks_file``, the 397-task set: one public example per task, the same for
+    every run); the hidden test is the rows' own ``test``, the one the authors ran (their
+    counts reproduce only against it)."""
+    from codegen.agents.inputs import InputBudget, inputs_for
+
+    files = sorted(folder.glob("*.jsonl"))
+    runs = [{r["task_id"]: r for r in map(json.loads, f.open())} for f in files]
+    visible = {r["name"]: r.get("sample_io") or [] for r in map(json.loads, tasks_file.open())}
+    tasks = []
+    for key in sorted(runs[0])[:limit]:
+        first = runs[0][key]
+        entry, prompt = first["entry_point"], first["prompt"]
+        examples: list[str] = []
+        for text in visible.get(key, []):
+            try:
+                examples.append(ast.unparse(ast.parse(text.strip())))
+            except SyntaxError:
+                continue
+        samples = []
+        for run in runs:
+            row = run.get(key) or {}
+            code = (row.get("source_codes") or [""])[-1]
+            samples.append(prompt + "\n" + code)
+        programs = list(dict.fromkeys(samples))
+        with_ex = inputs_for(
+            entry,
+            _calls_of(examples),
+            [],
+            InputBudget(seed=seed),
+            prose=[prompt],
+            signature=prompt,
+        )
+        tasks.append(
+            {
+                "task_id": key,
+                "entry_point": entry,
+                "programs": programs,
+                "sample_program": [programs.index(s) for s in samples],
+                "tests": examples,
+                "trusted": [True] * len(examples),
+                "hidden": first["test"],
+                "inputs": [list(i.args) for i in with_ex],
+                "inputs_without_examples": [],
+                "inputs_with_examples": list(range(len(with_ex))),
+                "files": [f.stem for f in files],
+            }
+        )
+    return tasks
+
+
+# The shared-input run's limits: the crew's own (codegen.agents.agreement), unless
+# --call-limit / --max-timeouts override them for a measurement.
+CALLS: dict[str, float] = {}
+
+
+def call_settings() -> tuple[float, float, int]:
+    from codegen.agents.agreement import CALL_LIMIT_S, DRAFT_DEADLINE_S, MAX_TIMEOUTS
+
+    return (
+        CALLS.get("call_limit_s", CALL_LIMIT_S),
+        CALLS.get("module_deadline_s", DRAFT_DEADLINE_S),
+        int(CALLS.get("max_timeouts", MAX_TIMEOUTS)),
+    )
 
 
 def execute_tests(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
@@ -317,6 +413,7 @@ def execute_tests(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
 
     payload = {k: task[k] for k in ("programs", "tests", "hidden", "entry_point")}
     limits = Limits(timeout_s=600, memory_mb=1024, max_output_bytes=16_000_000)
+    started = time.perf_counter()
     result = sandbox.run(
         {"driver.py": DRIVER, "task.json": json.dumps(payload)},
         ["python3", "-I", "-B", "driver.py"],
@@ -337,6 +434,7 @@ def execute_tests(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
         "correct": [bool(rows.get(i, blank)["correct"]) for i in range(len(task["programs"]))],
         "timed_out": result.timed_out,
         "seconds": round(result.duration_s, 2),
+        "wall_seconds": round(time.perf_counter() - started, 2),
     }
 
 
@@ -346,15 +444,17 @@ def execute_inputs(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
     from codegen.sandbox.calls import call_functions
     from codegen.sandbox.types import Limits
 
+    call_limit, deadline, max_timeouts = call_settings()
     started = time.perf_counter()
     outcomes = call_functions(
         sandbox,
         task["programs"],
         task["entry_point"],
         task["inputs"],
-        CALL_LIMIT_S,
+        call_limit,
         Limits(memory_mb=1024),
-        module_deadline_s=MODULE_DEADLINE_S,
+        module_deadline_s=deadline,
+        max_timeouts=max_timeouts,
         max_value_chars=2000,
     )
     call_seconds = time.perf_counter() - started
@@ -371,7 +471,7 @@ def task_digest(task: dict[str, Any]) -> str:
 
 
 def inputs_digest(task: dict[str, Any]) -> str:
-    blob = json.dumps([task["programs"], task["inputs"], CALL_LIMIT_S, MODULE_DEADLINE_S])
+    blob = json.dumps([task["programs"], task["inputs"], *call_settings()])
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -386,6 +486,7 @@ class Draw:
     table: Any  # codegen.agents.agreement.BehaviourTable
     without_examples: tuple[int, ...]  # input columns of each setting
     with_examples: tuple[int, ...]
+    sources: tuple[str, ...] = ()  # each sample's model (MapCoder: its run), when known
 
 
 @dataclass(frozen=True)
@@ -407,7 +508,10 @@ def _share(members: Sequence[int], positions: dict[int, list[int]], correct: lis
     return sum(correct[i] for i in picked) / len(picked)
 
 
-def strategies() -> dict[str, Strategy]:
+def strategies(reliability: Any = None) -> dict[str, Strategy]:
+    """The rules; with ``reliability`` (``codegen.agents.reliability.Reliability``, estimated
+    over the run's tasks) also ``weighted``: agreement with each sample weighing its source's
+    log-odds."""
     from codegen.agents.agreement import agreement_pick
     from codegen.agents.selection import dual_agreement, pick
 
@@ -435,23 +539,37 @@ def strategies() -> dict[str, Strategy]:
         ok, ok_all = verdict(rows[chosen.chosen], chosen.suspect_tests)
         return Picked(_share(chosen.group.members, _self(rows), d.correct), ok, ok_all)
 
-    def agreement(d: Draw, examples: bool) -> Picked:
+    def agreement(d: Draw, examples: bool, weighted: str = "", support: str = "group") -> Picked:
         rows = d.rows if examples else only(d.rows, generated_only(d.trusted))
+        priors = (
+            reliability.probabilities(d.sources)
+            if weighted == "probability"
+            else reliability.weights(d.sources)
+            if weighted == "log_odds"
+            else [1.0] * len(d.rows)
+        )
         chosen = agreement_pick(
             d.table,
             rows,
             d.trusted if examples else None,
             members=d.members,
             inputs=d.with_examples if examples else d.without_examples,
+            priors=priors if weighted else None,
+            support="similarity" if support == "similarity" else "group",
         )
         # group members are programs; map back to the draw's samples
         samples = [i for i, m in enumerate(d.members) if m in set(chosen.group.members)]
         first = samples[0]
         ok, ok_all = verdict(rows[first], chosen.suspect_tests)
+        if weighted:
+            # The pick is the group's most reliable member (its source's weight): that
+            # sample's verdict, not the group's share.
+            best = max(samples, key=lambda i: (priors[i], -i))
+            return Picked(float(d.correct[best]), ok, ok_all)
         # the group shares outputs and suite verdicts: its samples' share of correct ones
         return Picked(sum(d.correct[i] for i in samples) / len(samples), ok, ok_all)
 
-    return {
+    rules: dict[str, Strategy] = {
         "random": lambda d: Picked(sum(d.correct) / len(d.correct)),
         # CodeT's own setting: its generated tests only (no docstring examples), so the
         # examples neither score nor split its groups.
@@ -462,6 +580,50 @@ def strategies() -> dict[str, Strategy]:
         "agreement_without_examples": lambda d: agreement(d, False),
         "oracle": lambda d: Picked(float(any(d.correct))),
     }
+    if reliability is not None:
+        # weighted: each sample's source's estimated accuracy as its prior, MBR-exec's expected
+        # agreement (similarity) over the shared inputs; the two ablations beside it.
+        rules["weighted"] = lambda d: agreement(d, True, "probability", "similarity")
+        rules["weighted_groups"] = lambda d: agreement(d, True, "log_odds", "group")
+        rules["similarity"] = lambda d: agreement(d, True, "", "similarity")
+    return rules
+
+
+def votes_of(draw: Draw) -> Any:
+    """What ``codegen.agents.reliability.estimate`` sees of one task: each sample's source,
+    eligibility and behaviour group under today's (unweighted) agreement pick."""
+    from codegen.agents.agreement import agreement_pick
+    from codegen.agents.reliability import TaskVotes
+
+    chosen = agreement_pick(
+        draw.table, draw.rows, draw.trusted, members=draw.members, inputs=draw.with_examples
+    )
+    return TaskVotes(
+        sources=draw.sources,
+        eligible=tuple(v.group >= 0 for v in chosen.candidates),
+        behaviours=tuple(v.group for v in chosen.candidates),
+    )
+
+
+def draw_all(
+    task: dict[str, Any], ran: dict[str, Any], chosen: Sequence[int] | None = None
+) -> Draw:
+    """The samples ``chosen`` (default all) of ``task`` as every rule sees them."""
+    from codegen.agents.agreement import BehaviourTable
+
+    picked = list(range(len(task["sample_program"]))) if chosen is None else list(chosen)
+    programs = [task["sample_program"][i] for i in picked]
+    files = task.get("files") or []
+    return Draw(
+        rows=[tuple(ran["passes"][p]) for p in programs],
+        trusted=task["trusted"],
+        correct=[ran["correct"][p] for p in programs],
+        members=programs,
+        table=BehaviourTable(ran["classes"], [{} for _ in task["inputs"]]),
+        without_examples=tuple(task["inputs_without_examples"]),
+        with_examples=tuple(task["inputs_with_examples"]),
+        sources=tuple(files[i] if i < len(files) else "" for i in picked),
+    )
 
 
 def _self(rows: list[tuple[bool, ...]]) -> dict[int, list[int]]:
@@ -477,7 +639,28 @@ def main() -> None:
         default=None,
         help="instead: MapCoder's HumanEval runs in this folder, one candidate per run",
     )
+    parser.add_argument(
+        "--mbpp-set",
+        type=Path,
+        default=None,
+        help="with --mapcoder: the runs are MBPP's; the task set with the visible sample_io",
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
+    parser.add_argument(
+        "--call-limit", type=float, default=None, help="seconds per call (the crew's default)"
+    )
+    parser.add_argument(
+        "--module-deadline",
+        type=float,
+        default=None,
+        help="seconds per program, all its calls (the crew's default)",
+    )
+    parser.add_argument(
+        "--max-timeouts",
+        type=int,
+        default=None,
+        help="calls at the limit before a program's run stops (the crew's default)",
+    )
     parser.add_argument("--draws", type=int, default=200, help="random subsets for N < 100")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
@@ -488,19 +671,30 @@ def main() -> None:
         help="execution results per task (reused when the task's inputs are unchanged)",
     )
     args = parser.parse_args()
+    if args.call_limit is not None:
+        CALLS["call_limit_s"] = args.call_limit
+    if args.module_deadline is not None:
+        CALLS["module_deadline_s"] = args.module_deadline
+    if args.max_timeouts is not None:
+        CALLS["max_timeouts"] = args.max_timeouts
     if args.mapcoder is not None:
         if not any(args.mapcoder.glob("*.jsonl")):
             sys.exit(f"selection: error: no MapCoder runs (*.jsonl) in {args.mapcoder}")
+        if args.mbpp_set is not None and not args.mbpp_set.is_file():
+            sys.exit(f"selection: error: no MBPP task set at {args.mbpp_set}")
     elif not (args.data / CODE_FILE).exists():
         sys.exit(f"selection: error: no CodeT data in {args.data}")
     if args.mapcoder is not None and args.cache == DEFAULT_CACHE:
         args.cache = DEFAULT_CACHE.with_name("codegen-selection-mapcoder-exec.json")
 
-    from codegen.agents.agreement import BehaviourTable
     from codegen.sandbox import open_sandbox
 
     if args.mapcoder is not None:
-        tasks = load_mapcoder(args.mapcoder, args.limit, args.seed)
+        tasks = (
+            load_mapcoder_mbpp(args.mapcoder, args.mbpp_set, args.limit, args.seed)
+            if args.mbpp_set is not None
+            else load_mapcoder(args.mapcoder, args.limit, args.seed)
+        )
         sizes: tuple[int, ...] = (len(tasks[0]["sample_program"]),)
     else:
         tasks = load_tasks(args.data, args.limit, args.seed)
@@ -538,28 +732,25 @@ def main() -> None:
     exec_seconds = time.perf_counter() - started
 
     rng = random.Random(args.seed)
-    rules = strategies()
+    reliability = None
+    if args.mapcoder is not None:
+        # Each run is one source; its reliability is estimated over this run's tasks from
+        # example verdicts and agreement only (no hidden test), then every pick uses it.
+        from codegen.agents.reliability import estimate
+
+        reliability = estimate([votes_of(draw_all(task, cache[task["task_id"]])) for task in tasks])
+    rules = strategies(reliability)
     totals = {n: dict.fromkeys(rules, 0.0) for n in sizes}
     # precision of `passed`: (tasks called passing, correct share summed), per rule and N
     called = {n: {k: [0.0, 0.0, 0.0, 0.0] for k in rules} for n in sizes}
     for task in tasks:
         ran = cache[task["task_id"]]
-        table = BehaviourTable(ran["classes"], [{} for _ in task["inputs"]])
-        rows = [tuple(ran["passes"][p]) for p in task["sample_program"]]
-        correct = [ran["correct"][p] for p in task["sample_program"]]
+        samples = len(task["sample_program"])
         for n in sizes:
-            draws = 1 if n >= len(rows) else args.draws
+            draws = 1 if n >= samples else args.draws
             for _ in range(draws):
-                chosen = range(len(rows)) if n >= len(rows) else rng.sample(range(len(rows)), n)
-                draw = Draw(
-                    rows=[rows[i] for i in chosen],
-                    trusted=task["trusted"],
-                    correct=[correct[i] for i in chosen],
-                    members=[task["sample_program"][i] for i in chosen],
-                    table=table,
-                    without_examples=tuple(task["inputs_without_examples"]),
-                    with_examples=tuple(task["inputs_with_examples"]),
-                )
+                chosen = range(samples) if n >= samples else rng.sample(range(samples), n)
+                draw = draw_all(task, ran, list(chosen))
                 for name, rule in rules.items():
                     got = rule(draw)
                     totals[n][name] += got.share / draws
@@ -582,6 +773,7 @@ def main() -> None:
             else None,
         }
 
+    walls = [cache[t["task_id"]].get("wall_seconds", 0.0) for t in tasks]
     seconds = [cache[t["task_id"]]["seconds"] for t in tasks]
     call_seconds = [cache[t["task_id"]]["call_seconds"] for t in tasks]
     result = {
@@ -611,6 +803,10 @@ def main() -> None:
             "tests": round(sum(seconds) / len(tasks), 2),
             "shared_inputs": round(sum(call_seconds) / len(tasks), 2),
             "ratio": round((sum(seconds) + sum(call_seconds)) / max(sum(seconds), 1e-9), 2),
+            # both measured the same way: wall time around each sandbox execution
+            "tests_wall": round(sum(walls) / len(tasks), 2),
+            "ratio_wall": round((sum(walls) + sum(call_seconds)) / max(sum(walls), 1e-9), 2),
+            "call_limit_s_and_module_deadline_s_and_max_timeouts": list(call_settings()),
         },
         "pass_at_1_percent": {
             str(n): {k: round(100 * v / len(tasks), 2) for k, v in totals[n].items()} for n in sizes
@@ -626,12 +822,20 @@ def main() -> None:
             sum(cache[t["task_id"]]["correct"][t["sample_program"][f]] for t in tasks)
             for f in range(len(files))
         ]
-        result["model"] = "MapCoder's HumanEval runs, one candidate per run"
+        benchmark = "MBPP" if args.mbpp_set is not None else "HumanEval"
+        result["model"] = f"MapCoder's {benchmark} runs, one candidate per run"
         result["solved_per_run"] = dict(zip(files, per_file, strict=True))
         n = sizes[0]
         result["solved"] = {k: round(v, 2) for k, v in totals[n].items()}
         result["solved"]["best_single"] = max(per_file)
         result["agreement_minus_best_single"] = round(totals[n]["agreement"] - max(per_file), 2)
+        result["weighted_minus_best_single"] = round(totals[n]["weighted"] - max(per_file), 2)
+        assert reliability is not None
+        result["reliability"] = {
+            "accuracy": dict(reliability.accuracy),
+            "weight": {f: round(reliability.weight(f), 3) for f in files},
+            "iterations": reliability.iterations,
+        }
         print(json.dumps(result, indent=2))
         return
     pass_at_1 = result["pass_at_1_percent"]

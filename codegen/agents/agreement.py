@@ -17,7 +17,7 @@ generated suite and which tests are the spec's worked examples (``selection.rows
   left out), scored by members x tests passed. Inside it, drafts with the same outputs on
   every shared input form a group, and the group with the most weight wins (AlphaCode's and
   MBR-exec's clustering by outputs, applied where the tests can no longer tell drafts
-  apart); its first member is the pick.
+  apart); its first member is the pick (with ``priors``, its most reliable member).
 
 The record (``AgreementPick``) says why: every group with its size, weight, support and suite
 passes, the inputs that split the leading groups (with each side's output), and each
@@ -30,6 +30,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from codegen.agents.inputs import CallInput, InputBudget, call_sites, inputs_for
 from codegen.agents.selection import Row, suspect_tests
@@ -167,6 +168,8 @@ class BehaviourGroup:
     support: float  # the weight of its consensus set (every draft with its suite verdicts)
     suite_passes: int  # generated tests (not suspect) the group passes
     score: float  # its consensus set's dual-agreement score
+    similarity: float = 0.0  # support "similarity": the weight of every eligible draft times
+    # the share of valid inputs on which it returns what this group returns
 
 
 @dataclass(frozen=True)
@@ -208,12 +211,30 @@ def agreement_pick(
     members: Sequence[int] | None = None,
     inputs: Sequence[int] | None = None,
     max_splitting: int = 5,
+    priors: Sequence[float] | None = None,
+    support: Literal["group", "similarity"] = "group",
 ) -> AgreementPick:
     """The ``output_agreement`` pick among ``members`` (rows of ``table``; default all), whose
-    suite rows are ``rows`` (one per member, in order), over ``inputs`` (default all)."""
+    suite rows are ``rows`` (one per member, in order), over ``inputs`` (default all).
+
+    ``priors`` (one per member, default all 1.0): how much each member's vote counts, e.g. its
+    source's reliability (``agents.reliability``); a consensus set and a behaviour group are
+    scored by their members' priors summed instead of counted (rule
+    ``weighted_output_agreement``).
+
+    ``support``: inside the winning consensus set, a behaviour group wins by its own weight
+    (``group``: drafts with exactly its outputs), or by ``similarity`` (MBR-exec's expected
+    agreement, Shi et al. 2022): every eligible draft's weight times the share of valid inputs
+    on which it returns what the group returns, so drafts that differ only on a few inputs
+    still support each other (rule ``similarity_agreement``). With priors that are each
+    draft's probability of being right, this is the group's expected agreement with the
+    correct behaviour."""
     people = list(range(len(table.classes))) if members is None else list(members)
     if not people or len(rows) != len(people):
         raise ValueError("no candidates to pick from" if not people else "rows != members")
+    if priors is not None and len(priors) != len(people):
+        raise ValueError("priors != members")
+    prior = [1.0] * len(people) if priors is None else [float(p) for p in priors]
     n_tests = len(rows[0]) if rows else 0
     trusted = list(trusted) if trusted is not None else [False] * n_tests
     columns = tuple(range(table.inputs)) if inputs is None else tuple(inputs)
@@ -229,7 +250,8 @@ def agreement_pick(
         k for k in columns if 2 * sum(classes[people[i]][k] >= 0 for i in eligible) >= len(eligible)
     )
     weight = {
-        i: (sum(classes[people[i]][k] >= 0 for k in valid) / len(valid) if valid else 1.0)
+        i: prior[i]
+        * (sum(classes[people[i]][k] >= 0 for k in valid) / len(valid) if valid else 1.0)
         for i in eligible
     }
     # CodeT's consensus sets over the suite: same verdicts on the counted tests; score =
@@ -238,7 +260,7 @@ def agreement_pick(
     for i in eligible:
         by_verdicts.setdefault(tuple(rows[i][t] for t in counted), []).append(i)
     set_score = {
-        row: float(len(ms) * sum(row)) if counted else float(len(ms))
+        row: round(sum(prior[i] for i in ms) * (sum(row) if counted else 1), 9)
         for row, ms in by_verdicts.items()
     }
     set_weight = {row: sum(weight[i] for i in ms) for row, ms in by_verdicts.items()}
@@ -248,8 +270,24 @@ def agreement_pick(
         verdicts_row = tuple(rows[i][t] for t in counted)
         signature = (verdicts_row, tuple(classes[people[i]][k] for k in columns))
         by_behaviour.setdefault(signature, []).append(i)
+
+    def similarity(members_: list[int]) -> float:
+        if support != "similarity":
+            return 0.0
+        own = classes[people[members_[0]]]
+        if not valid:
+            return sum(weight.values())
+        total = 0.0
+        for j in eligible:
+            theirs = classes[people[j]]
+            same = sum(1 for k in valid if own[k] >= 0 and own[k] == theirs[k])
+            total += weight[j] * same / len(valid)
+        return round(total, 6)
+
     groups: list[tuple[list[int], BehaviourGroup]] = []
-    for (verdicts_row, _), group_members in by_behaviour.items():
+    for (verdicts_row, _), found in by_behaviour.items():
+        # The most reliable member first (with equal priors: the earliest draft).
+        group_members = sorted(found, key=lambda i: (-prior[i], i))
         groups.append(
             (
                 group_members,
@@ -259,11 +297,14 @@ def agreement_pick(
                     round(set_weight[verdicts_row], 4),
                     sum(verdicts_row),
                     set_score[verdicts_row],
+                    similarity(group_members),
                 ),
             )
         )
     # The best consensus set, then its largest behaviour (by weight: crashers count less).
-    groups.sort(key=lambda mg: (-mg[1].score, -mg[1].weight, -len(mg[0]), mg[0][0]))
+    groups.sort(
+        key=lambda mg: (-mg[1].score, -mg[1].similarity, -mg[1].weight, -len(mg[0]), mg[0][0])
+    )
     ranked = tuple(g for _, g in groups)
     best = groups[0][1]
     group_of = {i: gi for gi, (ms, _) in enumerate(groups) for i in ms}
@@ -302,12 +343,23 @@ def agreement_pick(
         f"passes {best.suite_passes} of {len(counted)} generated tests (score {best.score:g}, "
         f"{rivals} other behaviour(s) in it or tied)"
         + (f"; {len(suspect)} suspect test(s) left out" if suspect else "")
+        + (
+            f"; expected agreement {best.similarity:.2f} (weighted by each draft's prior)"
+            if support == "similarity"
+            else ""
+        )
     )
     return AgreementPick(
         chosen=best.members[0],
         group=best,
         groups=ranked,
-        rule="output_agreement",
+        rule=(
+            "similarity_agreement"
+            if support == "similarity"
+            else "output_agreement"
+            if priors is None
+            else "weighted_output_agreement"
+        ),
         why=why,
         eligible=tuple(people[i] for i in eligible),
         valid_inputs=valid,
@@ -318,9 +370,12 @@ def agreement_pick(
 
 
 # -- the crew's side: the drafts on the spec's and the suite's inputs, in one execution ------
-CALL_LIMIT_S = 1.0  # per call
-DRAFT_DEADLINE_S = 10.0  # per draft, all its calls
-MAX_TIMEOUTS = 3  # a draft that hangs this often is not called again
+# Measured on CodeT's data (docs/humaneval.md): a draft's first call at the limit stops its run
+# (its other inputs count as timeouts), which cut the shared-input time where drafts hang or
+# recurse exponentially, with the same picks as 1 s / 10 s / 3 timeouts on the tasks compared.
+CALL_LIMIT_S = 0.25  # per call
+DRAFT_DEADLINE_S = 3.0  # per draft, all its calls
+MAX_TIMEOUTS = 1  # a draft that hangs this often is not called again
 
 
 @dataclass(frozen=True)
@@ -352,7 +407,10 @@ def run_on_shared_inputs(
     ``codes`` on them, in one sandbox execution (``sandbox.calls.call_functions``)."""
     calls = [e.call for e in spec.examples]
     entry = entry_point_of(spec, [*calls, tests])
-    inputs = inputs_for(entry, calls, [tests], budget)
+    function = next((f for f in spec.functions if f.name == entry), None)
+    prose = [function.description] if function else []
+    signature = function.signature if function else ""
+    inputs = inputs_for(entry, calls, [tests], budget, prose=prose, signature=signature)
     if not inputs:
         return SharedRun(entry, [], BehaviourTable([[] for _ in codes], []), 0.0)
     started = time.perf_counter()

@@ -25,13 +25,16 @@ class CandidateRoute:
 
     ``api_key_env`` is the *name* of the environment variable holding the key for
     ``base_url``, read where the call is made; a candidate with its own ``base_url`` and no
-    ``api_key_env`` sends no key (the main key never goes to another host unasked)."""
+    ``api_key_env`` sends no key (the main key never goes to another host unasked).
+    ``reliability``: the model's verified share correct from a history, if the user has one
+    (``agents.reliability.priors_from_history``)."""
 
     model: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
     base_url: str | None = None
     api_key_env: str | None = None
+    reliability: float | None = None
 
     def applied_to(self, programmer: RoleModel) -> RoleModel:
         """The programmer's model with this candidate's overrides."""

@@ -1,9 +1,13 @@
 """Shared inputs for output agreement: every candidate of a task is called on the same list.
 
-Three sources, in this order (``inputs_for``):
+Sources, in this order (``inputs_for``; the seeds are read by ``agents.seeds``):
 
 * the spec's worked examples (``Example.call``, e.g. ``f([1, 2], 3)``);
+* the calls its description writes out in any other style (``f(15)  # returns "db1111db"``,
+  ``For N = 150, ...``, ``Input: grid = [[1, 2]], k = 3``): inputs only, never tests;
 * the call sites in the generated tests (``f(...)`` calls whose arguments are literals);
+* with no call anywhere, a few argument lists from the signature's types (annotations, else
+  conventional names: ``n`` an int, ``s`` a string, ``lst`` a list of ints);
 * type-aware mutation of those seeds, as EvalPlus does (Liu et al. 2023, ``TypedMutGen``):
   an int moves by a little or flips sign, a string loses, gains or swaps characters drawn from
   its own alphabet, a list loses, duplicates, reorders or mutates an element, a dict a value;
@@ -22,7 +26,6 @@ not inputs. Nothing here executes model-written code.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import random
@@ -31,9 +34,29 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from codegen.agents.seeds import (
+    assigned_calls,
+    call_sites,
+    params_of,
+    signature_seeds,
+    text_calls,
+)
 from codegen.json_types import JSONValue
 
-Origin = Literal["example", "test", "mutation"]
+__all__ = [
+    "CallInput",
+    "InputBudget",
+    "assigned_calls",
+    "call_sites",
+    "inputs_for",
+    "mutate_value",
+    "mutations",
+    "params_of",
+    "signature_seeds",
+    "text_calls",
+]
+
+Origin = Literal["example", "docstring", "test", "signature", "mutation"]
 
 
 @dataclass(frozen=True)
@@ -55,59 +78,6 @@ class CallInput:
 
     def key(self) -> str:
         return json.dumps(list(self.args), sort_keys=True)
-
-
-def _json_shaped(value: object, depth: int = 0) -> bool:
-    if depth > 16:
-        return False
-    if value is None or isinstance(value, bool | int | str):
-        return True
-    if isinstance(value, float):
-        return True
-    if isinstance(value, list):
-        return all(_json_shaped(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _json_shaped(v, depth + 1) for k, v in value.items())
-    return False
-
-
-def _literal_args(call: ast.Call) -> tuple[JSONValue, ...] | None:
-    if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
-        return None
-    values: list[JSONValue] = []
-    for arg in call.args:
-        try:
-            value = ast.literal_eval(arg)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return None
-        if not _json_shaped(value):
-            return None
-        values.append(value)
-    return tuple(values)
-
-
-def _called_name(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):  # solution.f(...)
-        return func.attr
-    return None
-
-
-def call_sites(source: str, entry_point: str) -> list[tuple[JSONValue, ...]]:
-    """The literal argument lists of every call to ``entry_point`` in ``source`` (a test
-    module, an assertion or one call expression), in order, without repeats."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return []
-    found: dict[str, tuple[JSONValue, ...]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _called_name(node.func) == entry_point:
-            args = _literal_args(node)
-            if args is not None:
-                found.setdefault(json.dumps(list(args), sort_keys=True), args)
-    return list(found.values())
 
 
 # -- type-aware mutation ------------------------------------------------------------------
@@ -294,9 +264,16 @@ def inputs_for(
     example_calls: Sequence[str] = (),
     test_sources: Sequence[str] = (),
     budget: InputBudget | None = None,
+    prose: Sequence[str] = (),
+    signature: str = "",
 ) -> list[CallInput]:
-    """The task's shared inputs: the examples' calls, the tests' call sites, then mutations of
-    both (seeds whose arity differs from the most common one are not mutated)."""
+    """The task's shared inputs: the examples' calls, the calls written in ``prose`` (the
+    spec's description: examples its parser could not read as call and expected value, and
+    the values it gives the parameters of the entry point's ``signature``, ``For N = 150``),
+    the tests' call sites, then mutations of all of them (seeds whose arity differs from the
+    most common one are not mutated). With no call anywhere, the seeds come from the
+    signature's types (``signature_seeds``)."""
+    params = params_of(signature, entry_point) if signature else []
     budget = budget or InputBudget()
     chosen: dict[str, CallInput] = {}
 
@@ -309,9 +286,15 @@ def inputs_for(
     for call in example_calls:
         for args in call_sites(call, entry_point)[:1]:
             add(args, "example")
+    for text in prose:
+        for args in [*text_calls(text, entry_point), *assigned_calls(text, params)]:
+            add(args, "docstring")
     for source in test_sources:
         for args in call_sites(source, entry_point):
             add(args, "test")
+    if not chosen and signature:
+        for args in signature_seeds(signature, entry_point):
+            add(args, "signature")
     seeds = [c.args for c in chosen.values()]
     if seeds:
         arities = [len(s) for s in seeds]

@@ -145,6 +145,11 @@ class LLMClient:
             return None
         return candidate_at(self.candidates, draft.candidate)
 
+    def reliability_for(self, draft: Draft) -> float | None:
+        """The history-based reliability of a programmer draft's model, if its entry gives one."""
+        entry = self._candidate("programmer", draft)
+        return entry.reliability if entry is not None else None
+
     def _client_for(self, role: str, draft: Draft | None) -> openai.OpenAI:
         """The SDK client of one call: a candidate's own endpoint and key, else ``client``."""
         entry = self._candidate(role, draft)

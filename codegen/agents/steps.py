@@ -26,6 +26,7 @@ from codegen.agents.records import (
     SplittingInput,
 )
 from codegen.agents.refine import Event, classify, quiet, refine
+from codegen.agents.reliability import priors_from_history
 from codegen.agents.roles import (
     analyze,
     design_tests,
@@ -164,10 +165,23 @@ def _select(
     trusted = [test_function(n).startswith(EXAMPLE_PREFIX) for n in names]
     agreed: AgreementPick | None = None
     rule = "examples_then_agreement"
-    if not names and not shared.inputs:
+    drafts_of = [Draft(candidate=i) for i in range(len(drafts))]
+    priors = priors_from_history(
+        [crew.llm.model_for("programmer", d).model for d in drafts_of],
+        [crew.llm.reliability_for(d) for d in drafts_of],
+    )
+    if not names and not shared.inputs and priors is None:
         chosen_index, why, groups, suspect = 0, "no test ran for any draft", [], ()
-    elif shared.inputs:
-        agreed = agreement_pick(shared.table, rows if names else [() for _ in drafts], trusted)
+    elif shared.inputs or priors is not None:
+        # With a history, also without shared inputs: the most reliable draft among those
+        # passing the most examples, not the earliest.
+        agreed = agreement_pick(
+            shared.table,
+            rows if names else [() for _ in drafts],
+            trusted,
+            priors=priors,
+            support="group" if priors is None else "similarity",
+        )
         chosen_index, why, suspect, rule = (
             agreed.chosen,
             agreed.why,

@@ -92,6 +92,10 @@ class CandidateModel(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     base_url: str | None = None
     api_key_env: str | None = None
+    # The model's history: the share of its drafts verified correct before (e.g. its pass@1 on
+    # a past evaluation). Drafts of a model with a history weigh its log-odds in the pick
+    # (agents.reliability); with no entry giving one, every draft counts the same.
+    reliability: float | None = Field(default=None, gt=0, lt=1)
 
     @field_validator("base_url")
     @classmethod

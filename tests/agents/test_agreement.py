@@ -111,7 +111,7 @@ def test_a_draft_that_hangs_or_crashes_on_generated_inputs_loses_weight(box: San
     shared = run_on_shared_inputs(box, codes, SECOND, SECOND_TESTS, LIMITS)
     classes = shared.table.classes
     assert TIMEOUT in classes[0] and ERROR in classes[1]
-    # The hanging draft was stopped after its third timeout; every input still has an outcome.
+    # The hanging draft was stopped after its first timeout; every input still has an outcome.
     assert all(len(row) == len(shared.inputs) for row in classes)
     chosen = agreement_pick(shared.table, rows_all_pass(4), [True, False])
     assert chosen.chosen in (2, 3) and set(chosen.group.members) == {2, 3}

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 
-from codegen.agents.inputs import InputBudget, call_sites, inputs_for
+from codegen.agents.inputs import (
+    InputBudget,
+    assigned_calls,
+    call_sites,
+    inputs_for,
+    params_of,
+    text_calls,
+)
 
 TESTS = """
 from solution import second_largest
@@ -68,3 +75,53 @@ def test_strings_dicts_and_floats_keep_their_types() -> None:
 
 def test_no_seed_no_input() -> None:
     assert inputs_for("f", [], ["assert g(1) == 2"]) == []
+
+
+# A docstring whose worked examples are not ``>>>`` lines: no (call, expected) pair parses,
+# but the calls and the parameter values written in it are inputs all the same.
+PROSE = '''
+def binary_digits(n: int, prefix):
+    """Write n in binary between two copies of prefix.
+
+    Examples:
+        binary_digits(15, "db")   # returns "db1111db"
+        for binary_digits(2, "x") == "x10x"
+        mybinary_digits(3, "no") is another function
+
+    Example 1:
+        Input: n = 5, prefix = "ab"
+        Output: "ab101ab"
+    For n = 6 the output needs a prefix too.
+    """
+'''
+
+
+def test_calls_and_parameter_values_written_in_prose_are_inputs() -> None:
+    params = params_of(PROSE, "binary_digits")
+    assert params == ["n", "prefix"]
+    assert params_of("def binary_digits(n: int, prefix) -> str", "binary_digits") == params
+    assert text_calls(PROSE, "binary_digits") == [(15, "db"), (2, "x")]
+    # ``For n = 6`` gives one of two parameters: not a call.
+    assert assigned_calls(PROSE, params) == [(5, "ab")]
+    assert assigned_calls("Input: 3\nOutput: (1, 2)", ["n"]) == [(3,)]
+    got = inputs_for("binary_digits", [], [], InputBudget(max_mutations=4), [PROSE], PROSE)
+    assert [(i.args, i.origin) for i in got[:3]] == [
+        ((15, "db"), "docstring"),
+        ((2, "x"), "docstring"),
+        ((5, "ab"), "docstring"),
+    ]
+    assert {i.origin for i in got[3:]} == {"mutation"} and len(got) == 7
+
+
+def test_a_task_with_no_call_anywhere_gets_seeds_from_its_signature() -> None:
+    from codegen.agents.inputs import signature_seeds
+
+    seeds = signature_seeds("def f(n: int, words: List[str], grid):", "f")
+    assert len(seeds) == 5 and seeds[2] == (2, ["ab", "c"], [[0]])
+    assert signature_seeds("def f(s, lst):", "f")[1] == ("a", [1])
+    assert signature_seeds("def f(mystery):", "f") == []  # an unknown type: no seed
+    got = inputs_for("f", [], [], InputBudget(max_mutations=3), signature="def f(n: int): ...")
+    assert [i.origin for i in got] == ["signature"] * 5 + ["mutation"] * 3
+    # A call anywhere wins: the signature adds nothing then.
+    got = inputs_for("f", ["f(7)"], [], InputBudget(max_mutations=0), signature="def f(n: int):")
+    assert [(i.args, i.origin) for i in got] == [((7,), "example")]

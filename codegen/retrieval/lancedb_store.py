@@ -130,9 +130,9 @@ class LanceDBStore:
         """The sidecar's size, calibrated probe count and calibration figures, read from its
         meta file alone (no index load); None without a sidecar."""
         directory = self._sidecar_dir()
-        if directory is None:
-            return None
-        return FaissSidecar.read_meta(directory, self.table_name)
+        meta = FaissSidecar.read_meta(directory, self.table_name) if directory else None
+        # The per-list radii (thousands of numbers) are the index's, not a figure to show.
+        return {k: v for k, v in meta.items() if k != "list_radius"} if meta else None
 
     def _drop_sidecar(self) -> None:
         directory = self._sidecar_dir()

@@ -246,3 +246,24 @@ def test_hybrid_runs_the_bm25_leg_beside_the_dense_leg(
     hits = store.search("f12", _gaussian(1, seed=10)[0], K, mode="hybrid")
     assert len(hits) == K
     assert threads and threads[0].startswith("codegen-bm25")
+
+
+def test_lists_are_probed_by_similarity_plus_radius(
+    gaussian_index: tuple[Path, np.ndarray],
+) -> None:
+    from codegen.retrieval.ann import RADIUS_WEIGHT, _probe_lists
+
+    uri, data = gaussian_index
+    sidecar = LanceDBStore(uri=str(uri), ann_min_rows=1000)._faiss()
+    assert sidecar is not None and sidecar.radius is not None
+    centroids = sidecar.index.quantizer.reconstruct_n(0, sidecar.index.nlist)
+    _, assigned = sidecar.index.quantizer.search(data, 1)
+    for c in (0, 7, 100):  # each list's radius: its farthest member's distance
+        members = data[assigned[:, 0] == c]
+        far = float(np.max(np.linalg.norm(members - centroids[c], axis=1)))
+        assert sidecar.radius[c] == pytest.approx(far, abs=1e-3)  # float16 residuals
+    q = _gaussian(1, seed=11)
+    lists, coarse = _probe_lists(sidecar.index.quantizer, RADIUS_WEIGHT * sidecar.radius, q, 8)
+    order = centroids @ q[0] + RADIUS_WEIGHT * sidecar.radius
+    assert set(lists[0]) == set(np.argsort(-order)[:8])
+    assert coarse[0] == pytest.approx(centroids[lists[0]] @ q[0], abs=1e-5)

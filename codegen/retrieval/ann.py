@@ -22,7 +22,7 @@ distribution and 0.942 (some queries 0.0) on another (issue 23).
 The inverted lists hold the vectors as float16 (faiss ``SQfp16``): a probe is a memory-bound
 scan, so half the bytes is about 1.6x faster per probe (200k stdlib-chunk vectors, 192 of 410
 lists: 7.0 against 11.4 ms p50). The ``RERANK`` x k best candidates are then rescored exactly
-from the float32 vectors, kept in a memory-mapped file beside the index, so hits carry exact
+from the float32 vectors (a file beside the index, read into memory), so hits carry exact
 cosine similarities and the order within the float16 rounding (~1e-4) is the true one.
 
 Which lists a query probes: not simply the nprobe centroids most similar to it, but those with
@@ -98,7 +98,7 @@ def recall_at_k(scores: np.ndarray, truth_kth: float) -> float:
 class FaissSidecar:
     index: Any  # faiss IVF SQfp16 index with inner-product metric over unit vectors
     payload: list[Any]  # pyarrow RecordBatches of HIT_COLUMNS, in faiss position order
-    vectors: np.ndarray  # float32 unit vectors in faiss position order (memory-mapped)
+    vectors: np.ndarray  # float32 unit vectors in faiss position order, for exact rescoring
     nprobe: int = 16  # the calibrated count read from the meta file, when it has one
     calibration: dict[str, Any] | None = None
     radius: np.ndarray | None = None  # per list: its farthest member's distance from the centroid
@@ -232,7 +232,7 @@ class FaissSidecar:
         index = faiss.read_index(str(index_path))
         reader = pa.ipc.open_file(pa.memory_map(str(payload_path), "r"))
         payload = [reader.get_batch(i) for i in range(reader.num_record_batches)]
-        vectors = _mapped(vectors_path, index.d)
+        vectors = _mapped(vectors_path, index.d, in_memory=True)
         radius = np.array(meta.get("list_radius", []), dtype=np.float32)
         if len(radius) != index.nlist or meta.get("radius_weight") != RADIUS_WEIGHT:
             return None  # another probe order than the calibration's: rebuild
@@ -344,10 +344,12 @@ def calibrate(
     target: RecallTarget,
     bias: np.ndarray,
 ) -> tuple[int, dict[str, Any]]:
-    """The smallest probe count on PROBE_LADDER (capped at nlist) whose recall@K meets the
-    target on each group of calibration queries (the mean by its 95% lower bound): the first
-    ``own`` rows are the index's own vectors (each scored without itself), the rest real
-    queries.
+    """One PROBE_LADDER step (capped at nlist) above the smallest probe count whose recall@K
+    meets the target on each group of calibration queries (the mean by its 95% lower bound):
+    the first ``own`` rows are the index's own vectors (each scored without itself), the rest
+    real queries. The step is headroom for the minimum: the worst of 100 calibration queries
+    does not bound the worst of the next 200 (2M stdlib chunks: 96 probes met the target, 0.9
+    at worst, on the calibration's queries, and left one of the benchmark's 200 at 0.0).
 
     ``truth`` holds each query's exact K + 1 best similarities, best first. Recall counts a
     hit tied with the true K-th neighbour as found, as the benchmark does. The hits are
@@ -359,7 +361,7 @@ def calibrate(
     kth = np.where(np.arange(len(queries)) < own, truth[:, K], truth[:, K - 1])
     groups = {"own_sample": slice(0, own), "real_queries": slice(own, len(queries))}
     tried: dict[str, dict[str, float]] = {}
-    chosen, figures = nlist, {}
+    chosen, figures, met_at = nlist, {}, None
     for nprobe in sorted({min(p, nlist) for p in PROBE_LADDER} | {nlist}):
         lists, coarse = _probe_lists(index.quantizer, bias, queries, nprobe)
         positions = _preassigned(index, queries, RERANK * (K + 1), lists, coarse, None)
@@ -385,16 +387,19 @@ def calibrate(
             for name, fig in figures.items()
             for stat in ("mean", "min")
         }
+        chosen = nprobe
+        if met_at is not None:
+            break  # the headroom step's figures are the ones stored
         if all(
             fig["recall_at_10_mean_lower_95"] >= target.mean
             and fig["recall_at_10_min"] >= target.minimum
             for fig in figures.values()
         ):
-            chosen = nprobe
-            break
+            met_at = nprobe
     return chosen, {
         "target_recall_at_10_mean": target.mean,
         "target_recall_at_10_min": target.minimum,
+        "met_at_nprobe": met_at,
         "nprobe": chosen,
         "nlist": nlist,
         "at_nprobe": figures,
@@ -489,11 +494,15 @@ def _exact_top(
     return [(int(found[i]), float(scores[i])) for i in best]
 
 
-def _mapped(path: Path, dim: int) -> np.ndarray:
-    """The float32 vectors file, memory-mapped read-only: only the rows rescored are read."""
+def _mapped(path: Path, dim: int, *, in_memory: bool = False) -> np.ndarray:
+    """The float32 vectors file, memory-mapped read-only, or read into memory: a query
+    rescoring 20 rows of a mapped file that the page cache lost waits on the disk for each
+    (2M rows on a busy machine: p50 22 ms for the whole call against 12.5 ms once warm)."""
     rows = path.stat().st_size // (4 * dim) if path.exists() else 0
     if rows == 0:
         return np.zeros((0, dim), dtype=np.float32)
+    if in_memory:
+        return np.fromfile(path, dtype=np.float32).reshape(rows, dim)
     return np.memmap(path, dtype=np.float32, mode="r", shape=(rows, dim))
 
 

@@ -204,10 +204,10 @@ class FaissSidecar:
             "list_radius": [round(float(r), 6) for r in radius],
         }
         meta_path.write_text(json.dumps(meta))
-        loaded = cls.load(directory, name)
+        # The index in memory, not a second copy read back from disk (1.5 GB at 2M rows).
+        loaded = cls.load(directory, name, index=index)
         if loaded is None:
             raise RuntimeError(f"the faiss sidecar just written to {directory} does not load")
-        loaded.index = index  # the one in memory; skip re-reading gigabytes
         return loaded
 
     @classmethod
@@ -221,7 +221,7 @@ class FaissSidecar:
         return meta if meta.get("format") == FORMAT_VERSION else None
 
     @classmethod
-    def load(cls, directory: Path, name: str) -> FaissSidecar | None:
+    def load(cls, directory: Path, name: str, *, index: Any = None) -> FaissSidecar | None:
         index_path, payload_path, vectors_path, _ = cls.paths(directory, name)
         meta = cls.read_meta(directory, name)
         if meta is None:
@@ -229,7 +229,7 @@ class FaissSidecar:
         import faiss
         import pyarrow as pa
 
-        index = faiss.read_index(str(index_path))
+        index = index if index is not None else faiss.read_index(str(index_path))
         reader = pa.ipc.open_file(pa.memory_map(str(payload_path), "r"))
         payload = [reader.get_batch(i) for i in range(reader.num_record_batches)]
         vectors = _mapped(vectors_path, index.d, in_memory=True)

@@ -45,11 +45,12 @@ class LanceDBStore:
     Small tables are searched exactly (a flat scan is both exact and fast below ~100k rows).
     At ``ann_min_rows`` and above, ``refresh`` builds LanceDB's IVF index (queries re-rank its
     candidates with the full vectors, ``refine_factor``) and, for a local table, a faiss
-    IVF-Flat sidecar with a calibrated probe count that answers the dense leg of every query
+    IVF sidecar with a calibrated probe count that answers the dense leg of every query
     (filters become a faiss IDSelector) and returns the hits without touching the table
     (codegen/retrieval/ann.py). Hybrid queries then fuse the sidecar's dense ranking with
-    LanceDB's BM25 ranking in process (RRF). Writes drop the sidecar until the next refresh;
-    meanwhile, and for object-store URIs, LanceDB's own index answers.
+    LanceDB's BM25 ranking, run beside it on a worker thread, in process (RRF). Writes drop
+    the sidecar until the next refresh; meanwhile, and for object-store URIs, LanceDB's own
+    index answers.
     """
 
     uri: str

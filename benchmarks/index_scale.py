@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from codegen.corpus.model import Chunk
-from codegen.retrieval.ann import K, nlist_for, recall_at_k
+from codegen.retrieval.ann import RERANK, K, nlist_for, recall_at_k
 from codegen.retrieval.embedders import Embedder, EmbedderConfig, make_embedder
 from codegen.retrieval.evaluation import functions_from_file, stdlib_eval_set
 from codegen.retrieval.lancedb_store import LanceDBStore
@@ -415,7 +415,10 @@ def main() -> None:
         },
         "full_search": at_stored,
         "faiss_sidecar": {
-            "type": f"IVF{nlist_for(args.n)},Flat (faiss, inner product on unit vectors)",
+            "type": (
+                f"IVF{nlist_for(args.n)},SQfp16 (faiss, inner product on unit vectors; the "
+                f"{RERANK} x k best rescored exactly from float32)"
+            ),
             "by_forced_nprobe": faiss_sweep,
         },
         "filtered_and_hybrid": filtered,

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,11 +45,12 @@ class LanceDBStore:
     Small tables are searched exactly (a flat scan is both exact and fast below ~100k rows).
     At ``ann_min_rows`` and above, ``refresh`` builds LanceDB's IVF index (queries re-rank its
     candidates with the full vectors, ``refine_factor``) and, for a local table, a faiss
-    IVF-Flat sidecar with a calibrated probe count that answers the dense leg of every query
+    IVF sidecar with a calibrated probe count that answers the dense leg of every query
     (filters become a faiss IDSelector) and returns the hits without touching the table
     (codegen/retrieval/ann.py). Hybrid queries then fuse the sidecar's dense ranking with
-    LanceDB's BM25 ranking in process (RRF). Writes drop the sidecar until the next refresh;
-    meanwhile, and for object-store URIs, LanceDB's own index answers.
+    LanceDB's BM25 ranking, run beside it on a worker thread, in process (RRF). Writes drop
+    the sidecar until the next refresh; meanwhile, and for object-store URIs, LanceDB's own
+    index answers.
     """
 
     uri: str
@@ -73,6 +75,7 @@ class LanceDBStore:
     _has_ann: bool | None = field(default=None, init=False, repr=False)
     _sidecar: FaissSidecar | None = field(default=None, init=False, repr=False)
     _sidecar_checked: bool = field(default=False, init=False, repr=False)
+    _lexical_pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     META_TABLE = "index_meta"
 
@@ -128,9 +131,9 @@ class LanceDBStore:
         """The sidecar's size, calibrated probe count and calibration figures, read from its
         meta file alone (no index load); None without a sidecar."""
         directory = self._sidecar_dir()
-        if directory is None:
-            return None
-        return FaissSidecar.read_meta(directory, self.table_name)
+        meta = FaissSidecar.read_meta(directory, self.table_name) if directory else None
+        # The per-list radii (thousands of numbers) are the index's, not a figure to show.
+        return {k: v for k, v in meta.items() if k != "list_radius"} if meta else None
 
     def _drop_sidecar(self) -> None:
         directory = self._sidecar_dir()
@@ -358,10 +361,14 @@ class LanceDBStore:
         sidecar = self._faiss() if mode != "keyword" else None
         if sidecar is not None:
             keep = sidecar.select(_equalities(filters)) if where else None
-            dense = sidecar.hits(_need(vector), k, nprobe=self.faiss_nprobe, keep=keep)
-            if mode == "vector":
+            # Hybrid: the BM25 leg runs on a worker thread while this one runs the dense leg
+            # (both release the GIL), so the call costs the slower leg, not their sum.
+            vector = _need(vector)
+            lexical = self._lexical(table, query, k, where) if mode == "hybrid" else None
+            dense = sidecar.hits(vector, k, nprobe=self.faiss_nprobe, keep=keep)
+            if lexical is None:
                 return dense
-            return self._fused(table, query, dense, k, where)
+            return _fused(dense, lexical.result(), k)
         if mode == "vector":
             rows = self._vector_query(table, _need(vector), k, where).select(_VEC_COLUMNS)
             return [hit_from_row(r, 1.0 - r["_distance"]) for r in rows.to_list()]
@@ -370,21 +377,20 @@ class LanceDBStore:
             return [hit_from_row(r, r["_score"]) for r in rows]
         return self._hybrid(table, query, _need(vector), k, where)
 
-    def _fused(
-        self, table: Any, query: str, dense: list[SearchHit], k: int, where: str | None
-    ) -> list[SearchHit]:
-        """Hybrid with the sidecar's dense ranking: LanceDB's BM25 ranking of the same depth,
-        fused in process by reciprocal rank, as LanceDB's hybrid query + RRFReranker does."""
-        lexical = []
-        if query.strip():
+    def _lexical(
+        self, table: Any, query: str, k: int, where: str | None
+    ) -> Future[list[SearchHit]]:
+        """LanceDB's BM25 ranking of depth k, started on the store's worker thread."""
+        if self._lexical_pool is None:
+            self._lexical_pool = ThreadPoolExecutor(4, thread_name_prefix="codegen-bm25")
+
+        def ranked() -> list[SearchHit]:
+            if not query.strip():
+                return []
             rows = self._keyword_query(table, query, k, where).select(HIT_COLUMNS).to_list()
-            lexical = [hit_from_row(r, 0.0) for r in rows]
-        by_id = {h.chunk_id: h for h in [*lexical, *dense]}
-        scores = dict(rrf_fuse([[h.chunk_id for h in dense], [h.chunk_id for h in lexical]]))
-        # Ties keep the order dense first, then lexical, as LanceDB's stable sort of its merge.
-        order = list(dict.fromkeys(h.chunk_id for h in [*dense, *lexical]))
-        order.sort(key=lambda i: -scores[i])
-        return [dataclasses.replace(by_id[i], score=scores[i]) for i in order[:k]]
+            return [hit_from_row(r, 0.0) for r in rows]
+
+        return self._lexical_pool.submit(ranked)
 
     def _hybrid(
         self, table: Any, query: str, vector: np.ndarray, k: int, where: str | None
@@ -403,6 +409,17 @@ class LanceDBStore:
             q = q.where(where, prefilter=True)
         rows = q.select(HIT_COLUMNS).to_list()
         return [hit_from_row(r, r["_relevance_score"]) for r in rows]
+
+
+def _fused(dense: list[SearchHit], lexical: list[SearchHit], k: int) -> list[SearchHit]:
+    """Hybrid with the sidecar's dense ranking: the dense and BM25 rankings of the same depth
+    fused in process by reciprocal rank, as LanceDB's hybrid query + RRFReranker does."""
+    by_id = {h.chunk_id: h for h in [*lexical, *dense]}
+    scores = dict(rrf_fuse([[h.chunk_id for h in dense], [h.chunk_id for h in lexical]]))
+    # Ties keep the order dense first, then lexical, as LanceDB's stable sort of its merge.
+    order = list(dict.fromkeys(h.chunk_id for h in [*dense, *lexical]))
+    order.sort(key=lambda i: -scores[i])
+    return [dataclasses.replace(by_id[i], score=scores[i]) for i in order[:k]]
 
 
 def _sub_vectors(dim: int) -> int:

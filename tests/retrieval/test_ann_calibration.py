@@ -186,3 +186,84 @@ def test_hybrid_through_the_sidecar_ranks_as_lancedb_hybrid_does(tmp_path: Path)
         theirs = today.search(text, q, K, mode="hybrid", filters=filters)
         assert [h.chunk_id for h in ours] == [h.chunk_id for h in theirs]
         assert [h.score for h in ours] == pytest.approx([h.score for h in theirs], rel=1e-6)
+
+
+def test_hits_carry_exact_similarities_although_the_lists_hold_float16(
+    gaussian_index: tuple[Path, np.ndarray],
+) -> None:
+    uri, data = gaussian_index
+    store = LanceDBStore(uri=str(uri), ann_min_rows=1000)
+    sidecar = store._faiss()
+    assert sidecar is not None
+    assert sidecar.index.code_size == 2 * DIM  # float16 lists
+    for q in _gaussian(20, seed=8):
+        hits = store.search("", q, K, mode="vector", filters=Filters(source="docs"))
+        hits += store.search("", q, K, mode="vector")
+        for hit in hits:
+            row = int(hit.chunk_id[1:])
+            # float32 cosine of the stored vector: the rescoring's, not float16's (~1e-4 off)
+            assert hit.score == pytest.approx(float(data[row] @ q), abs=1e-6)
+
+
+def test_filtered_search_probes_as_many_lists_as_unfiltered(
+    gaussian_index: tuple[Path, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import faiss
+
+    uri, _ = gaussian_index
+    store = LanceDBStore(uri=str(uri), ann_min_rows=1000)
+    sidecar = store._faiss()
+    assert sidecar is not None
+    probes: list[int] = []
+    original = faiss.SearchParametersIVF
+
+    def recording(**kwargs: object) -> object:
+        probes.append(int(kwargs["nprobe"]))  # type: ignore[call-overload]
+        return original(**kwargs)
+
+    monkeypatch.setattr(faiss, "SearchParametersIVF", recording)
+    store.search("", _gaussian(1, seed=9)[0], K, mode="vector", filters=Filters(source="docs"))
+    # Half the rows kept, k found at the calibrated count: no widening to nprobe / share.
+    assert probes == [sidecar.nprobe]
+
+
+def test_hybrid_runs_the_bm25_leg_beside_the_dense_leg(
+    gaussian_index: tuple[Path, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    uri, _ = gaussian_index
+    store = LanceDBStore(uri=str(uri), ann_min_rows=1000)
+    store.build_keyword_index()
+    threads: list[str] = []
+    original = LanceDBStore._keyword_query
+
+    def recording(self: LanceDBStore, *args: object) -> object:
+        threads.append(threading.current_thread().name)
+        return original(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LanceDBStore, "_keyword_query", recording)
+    hits = store.search("f12", _gaussian(1, seed=10)[0], K, mode="hybrid")
+    assert len(hits) == K
+    assert threads and threads[0].startswith("codegen-bm25")
+
+
+def test_lists_are_probed_by_similarity_plus_radius(
+    gaussian_index: tuple[Path, np.ndarray],
+) -> None:
+    from codegen.retrieval.ann import RADIUS_WEIGHT, _probe_lists
+
+    uri, data = gaussian_index
+    sidecar = LanceDBStore(uri=str(uri), ann_min_rows=1000)._faiss()
+    assert sidecar is not None and sidecar.radius is not None
+    centroids = sidecar.index.quantizer.reconstruct_n(0, sidecar.index.nlist)
+    _, assigned = sidecar.index.quantizer.search(data, 1)
+    for c in (0, 7, 100):  # each list's radius: its farthest member's distance
+        members = data[assigned[:, 0] == c]
+        far = float(np.max(np.linalg.norm(members - centroids[c], axis=1)))
+        assert sidecar.radius[c] == pytest.approx(far, abs=1e-3)  # float16 residuals
+    q = _gaussian(1, seed=11)
+    lists, coarse = _probe_lists(sidecar.index.quantizer, RADIUS_WEIGHT * sidecar.radius, q, 8)
+    order = centroids @ q[0] + RADIUS_WEIGHT * sidecar.radius
+    assert set(lists[0]) == set(np.argsort(-order)[:8])
+    assert coarse[0] == pytest.approx(centroids[lists[0]] @ q[0], abs=1e-5)

@@ -148,7 +148,7 @@ def info(as_json: bool) -> None:
             for group, fig in at.items()
         )
         click.echo(
-            f"ann index     faiss IVF{ann['nlist']},Flat over {ann['rows']} rows, nprobe "
+            f"ann index     faiss IVF{ann['nlist']},SQfp16 over {ann['rows']} rows, nprobe "
             f"{ann['nprobe']} (calibrated recall@10: {figures})"
         )
     modes = data["structured_outputs"] or {"(no endpoint used yet)": "json_schema first"}

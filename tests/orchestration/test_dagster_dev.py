@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -81,12 +82,19 @@ def test_make_run_serves_the_code_location(isolated_home: Path) -> None:
         text=True,
         start_new_session=True,
     )
+    # Drained all along: a full pipe (64 KiB of daemon logs on a slow machine) would block
+    # every process writing to it, make's own exit message included, and SIGTERM would seem
+    # to leave them behind.
+    lines: list[str] = []
+    assert proc.stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
         info = None
         while time.monotonic() < deadline:
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            assert proc.poll() is None, "".join(lines)[-4000:]
             try:
                 info = requests.get(f"{base}/server_info", timeout=2).json()
                 entries = requests.post(
@@ -149,5 +157,6 @@ def test_make_run_serves_the_code_location(isolated_home: Path) -> None:
     assert rc in (0, 2, -signal.SIGTERM), f"make run exited with {rc}"
     assert (isolated_home / "dagster_home" / "dagster.yaml").exists()
     # Dagster's notices about its own API are not for users (the `dagster dev` one included).
-    output = proc.stdout.read() if proc.stdout else ""
+    reader.join(timeout=30)  # every writer is gone: the pipe is at its end
+    output = "".join(lines)
     assert not re.search(r"(Beta|Preview|Supersession)Warning", output), output[-2000:]

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
@@ -48,6 +49,18 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
+# `dagster dev` warns that it is superseded by `dg dev` before it loads our code location, so
+# codegen.orchestration's filter cannot reach it; PYTHONWARNINGS can (a literal message prefix,
+# matched without importing Dagster).
+DEV_NOTICE = "ignore:Function `dev_command` is superseded"
+
+
+def _without_dagster_notices(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with the `dagster dev` notice filtered, the user's own filters kept."""
+    own = environ.get("PYTHONWARNINGS", "")
+    return {**environ, "PYTHONWARNINGS": f"{own},{DEV_NOTICE}" if own else DEV_NOTICE}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codegen.orchestration.dev")
     parser.add_argument("--host", default="127.0.0.1")
@@ -64,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     proc = subprocess.Popen(
         [str(dagster), "dev", "--host", args.host, "--port", str(args.port)],
         start_new_session=True,
+        env=_without_dagster_notices(os.environ),
     )
     stopping: list[int] = []
 

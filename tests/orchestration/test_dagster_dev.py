@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -51,15 +52,34 @@ def started_for(home: Path) -> list[int]:
     return pids
 
 
+SIGNAL_FIELDS = ("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
+
+
 def describe(pid: int) -> str:
     """A leftover process as a failure message shows it: state, group and command line."""
     proc = Path(f"/proc/{pid}")
     try:
         state, ppid, pgrp = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:3]
         argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
+        status = dict(line.split(":\t", 1) for line in (proc / "status").read_text().splitlines())
+        wchan = (proc / "wchan").read_text()
+    except (OSError, ValueError):
         return "(gone)"
-    return f"state {state} ppid {ppid} pgrp {pgrp}: {argv[:200]}"
+    # Which signals it blocks, ignores, catches and has pending: why it did not stop.
+    masks = " ".join(f"{k} {status.get(k, '?').strip()}" for k in SIGNAL_FIELDS)
+    return f"state {state} ppid {ppid} pgrp {pgrp} wchan {wchan} {masks}: {argv[:160]}"
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def free_port() -> int:
@@ -68,18 +88,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="2026-12-03: twice in CI at load ~18, beside the deploy load test, make, the "
-    "supervisor and dagster dev were all still there 90 s after SIGTERM (passes alone and "
-    "in the background); not yet diagnosed",
-)
 def test_make_run_serves_the_code_location(isolated_home: Path) -> None:
     port = free_port()
     # `make run` is what the README promises; the venv is already current here, so it goes
     # straight to `dagster dev` with DAGSTER_HOME from the environment (set by conftest).
     proc = subprocess.Popen(
-        ["make", "--no-print-directory", "run", f"PORT={port}", f"PYTHON={sys.executable}"],
+        # As a shell or a service manager starts it: SIGTERM and SIGINT at their defaults. An
+        # ignored SIGTERM is inherited, and GNU make then ignores it too and passes nothing on
+        # (every process asleep, as twice in CI).
+        [
+            *("env", "--default-signal=TERM,INT", "make", "--no-print-directory", "run"),
+            *(f"PORT={port}", f"PYTHON={sys.executable}"),
+        ],
         cwd=ROOT,
         env=dict(os.environ),
         stdout=subprocess.PIPE,
@@ -143,21 +163,39 @@ def test_make_run_serves_the_code_location(isolated_home: Path) -> None:
         home = isolated_home / "dagster_home"
         running = started_for(home)
         proc.send_signal(signal.SIGTERM)
+        unforwarded = ""
         try:
             rc = proc.wait(timeout=90)
-            # make forwards the signal and exits at once; the supervisor then stops dagster
-            # dev's group (SIGINT, then SIGTERM and SIGKILL after grace periods).
-            deadline = time.monotonic() + 120
-            while started_for(home) and time.monotonic() < deadline:
-                time.sleep(0.5)
         except subprocess.TimeoutExpired:
+            # Twice in CI (load ~18, beside the deploy load test) make itself was still there,
+            # every process asleep and none signalled, as when make inherits an ignored
+            # SIGTERM; never reproduced here otherwise. What make left undone is recorded,
+            # then our own part is still checked: the supervisor, signalled as make would,
+            # stops everything.
             rc = None
+            unforwarded = "; ".join(f"{pid} {describe(pid)}" for pid in started_for(home))
+            for pid in children(proc.pid):
+                os.kill(pid, signal.SIGTERM)
+        # The supervisor stops dagster dev's group (SIGINT, then SIGTERM and SIGKILL after
+        # grace periods), then make exits.
+        deadline = time.monotonic() + 120
+        while started_for(home) and time.monotonic() < deadline:
+            time.sleep(0.5)
         left = {pid: describe(pid) for pid in started_for(home)}
         for pid in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     # make, the supervisor, dagster dev, its webserver, daemon and code server were found.
     assert len(running) >= 4, running
-    assert not left, f"make run left processes behind after SIGTERM: {left}"
-    assert rc in (0, 2, -signal.SIGTERM), f"make run exited with {rc}"
+    assert not left, (
+        f"make run left processes behind after SIGTERM: {left}; this test's own signal "
+        f"masks: {describe(os.getpid())}; make's output ended: {''.join(lines)[-3000:]}"
+    )
     assert (isolated_home / "dagster_home" / "dagster.yaml").exists()
+    # Dagster's notices about its own API are not for users (the `dagster dev` one included).
+    reader.join(timeout=30)  # every writer is gone: the pipe is at its end
+    output = "".join(lines)
+    assert not re.search(r"(Beta|Preview|Supersession)Warning", output), output[-2000:]
+    if unforwarded:
+        pytest.xfail(f"make did not pass SIGTERM on within 90 s: {unforwarded}")
+    assert rc in (0, 2, -signal.SIGTERM), f"make run exited with {rc}"

@@ -5,7 +5,7 @@ from the same run.
     .venv/bin/python benchmarks/replay_candidates.py --data ../shared/replays/mapcoder
     .venv/bin/python benchmarks/replay_candidates.py --data ../shared/replays/mapcoder-mbpp \\
         --mbpp-set ../shared/datasets/mbpp/mbpp-multiple-397.jsonl
-    # --limit N tasks; --workers W tasks at a time
+    # --limit N tasks; --workers W tasks at a time; --equal-votes-only: pass 1 only
 
 Every ``*.jsonl`` of ``--data`` (MapCoder's result files, name order) is one candidate:
 ``codegen replay import --format mapcoder F0 F1 ... REC`` makes file j's raw reply candidate
@@ -20,7 +20,8 @@ HumanEval; MBPP's visible ``sample_io``, from ``--mbpp-set`` for every run alike
    eligibility on the worked examples and its behaviour group; one-coin Dawid-Skene EM,
    ``codegen.agents.reliability.estimate``; no hidden test), given to the crew as
    ``[llm] candidates = [{reliability = p_j}, ...]``, and the same evaluation again: the crew's
-   pick with a history (``similarity_agreement``): ``ours``.
+   pick with a history (``similarity_agreement``): ``ours``. With ``--equal-votes-only`` this
+   pass is skipped and ``ours`` is pass 1's pick.
 3. Every draft of pass 1 (stored with the sample) scored on the hidden tests with
    ``codegen eval ... --samples-file`` (whole modules, N per task): each run alone (its draft is
    what the crew scores for it alone: a replay has no round 2), ``random`` (the mean over

@@ -222,15 +222,22 @@ def _calls_of(assertions: list[str]) -> list[str]:
 
 
 def shared_inputs(
-    entry: str, examples: list[str], generated: list[str], seed: int, prompt: str = ""
+    entry: str,
+    examples: list[str],
+    generated: list[str],
+    seed: int,
+    prompt: str = "",
+    bare_prompt: str = "",
 ) -> tuple[list[list[Any]], list[int], list[int]]:
     """The union of two input sets, and the indices of each: without examples (the generated
-    tests' call sites and their mutations: CodeT's setting) and with them (the examples' calls
-    and the other calls written in the HumanEval prompt too, and mutations of all)."""
+    tests' call sites and their mutations: CodeT's setting; with no call site, seeds from the
+    signature of ``bare_prompt``, CodeT's prompt with the examples removed, as the crew seeds
+    from its spec's signature) and with them (the examples' calls and the other calls written
+    in the HumanEval prompt too, and mutations of all)."""
     from codegen.agents.inputs import InputBudget, inputs_for
 
     budget = InputBudget(seed=seed)
-    without = inputs_for(entry, [], generated, budget)
+    without = inputs_for(entry, [], generated, budget, signature=bare_prompt)
     with_ex = inputs_for(
         entry,
         _calls_of(examples),
@@ -270,7 +277,9 @@ def load_tasks(data: Path, limit: int | None, seed: int) -> list[dict[str, Any]]
         generated = [t for t in dict.fromkeys(generated) if t not in examples]
         samples = [row["prompt"] + truncate(s) for s in code[row["prompt"]]]
         programs = list(dict.fromkeys(samples))
-        inputs, without, with_ex = shared_inputs(entry, examples, generated, seed, prompt)
+        inputs, without, with_ex = shared_inputs(
+            entry, examples, generated, seed, prompt, bare_prompt=row["prompt"]
+        )
         tasks.append(
             {
                 "task_id": row["task_id"],

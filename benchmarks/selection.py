@@ -19,7 +19,9 @@ and their mutations (with examples).
 The results are cached (``--cache``), and every strategy reads the same matrices.
 
 For N = 5, 10, 25, 100 (``--draws`` random subsets of the 100 samples for N < 100) it prints
-pass@1 of: ``random`` (the baseline), ``codet`` (dual agreement, ``codegen.agents.selection``),
+pass@1 of: ``random`` (the baseline), ``codet`` (dual agreement, ``codegen.agents.selection``,
+over the generated tests; over the examples on a task with no generated test) and
+``codet_without_examples`` (never the examples: one group on such a task),
 ``ours`` (``codegen.agents.selection.pick``: examples first, then agreement without suspect
 tests), ``agreement`` (``codegen.agents.agreement.agreement_pick``: examples first, then
 agreement on outputs with the suite's verdicts), each also ``_without_examples`` (given no
@@ -220,15 +222,22 @@ def _calls_of(assertions: list[str]) -> list[str]:
 
 
 def shared_inputs(
-    entry: str, examples: list[str], generated: list[str], seed: int, prompt: str = ""
+    entry: str,
+    examples: list[str],
+    generated: list[str],
+    seed: int,
+    prompt: str = "",
+    bare_prompt: str = "",
 ) -> tuple[list[list[Any]], list[int], list[int]]:
     """The union of two input sets, and the indices of each: without examples (the generated
-    tests' call sites and their mutations: CodeT's setting) and with them (the examples' calls
-    and the other calls written in the HumanEval prompt too, and mutations of all)."""
+    tests' call sites and their mutations: CodeT's setting; with no call site, seeds from the
+    signature of ``bare_prompt``, CodeT's prompt with the examples removed, as the crew seeds
+    from its spec's signature) and with them (the examples' calls and the other calls written
+    in the HumanEval prompt too, and mutations of all)."""
     from codegen.agents.inputs import InputBudget, inputs_for
 
     budget = InputBudget(seed=seed)
-    without = inputs_for(entry, [], generated, budget)
+    without = inputs_for(entry, [], generated, budget, signature=bare_prompt)
     with_ex = inputs_for(
         entry,
         _calls_of(examples),
@@ -268,7 +277,9 @@ def load_tasks(data: Path, limit: int | None, seed: int) -> list[dict[str, Any]]
         generated = [t for t in dict.fromkeys(generated) if t not in examples]
         samples = [row["prompt"] + truncate(s) for s in code[row["prompt"]]]
         programs = list(dict.fromkeys(samples))
-        inputs, without, with_ex = shared_inputs(entry, examples, generated, seed, prompt)
+        inputs, without, with_ex = shared_inputs(
+            entry, examples, generated, seed, prompt, bare_prompt=row["prompt"]
+        )
         tasks.append(
             {
                 "task_id": row["task_id"],
@@ -525,10 +536,12 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
         kept = [ok for t, ok in enumerate(row) if t not in set(suspect)]
         return all(kept), all(row)
 
-    def codet(d: Draw) -> Picked:
-        # With no generated tests at all (MapCoder's runs), CodeT's rule over the examples.
+    def codet(d: Draw, examples: bool = True) -> Picked:
+        # With no generated tests at all (MapCoder's runs; 6 of CodeT's 164 tasks), CodeT's
+        # rule over the examples; without examples (CodeT's own setting, as the rules it is
+        # compared with there) it has nothing to go on: every sample in one group.
         generated = generated_only(d.trusted)
-        rows = only(d.rows, generated) if generated else d.rows
+        rows = only(d.rows, generated) if generated or not examples else d.rows
         chosen = dual_agreement(rows)
         row = rows[chosen.chosen]
         return Picked(_share(chosen.group.members, _self(rows), d.correct), all(row), all(row))
@@ -574,6 +587,7 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
         # CodeT's own setting: its generated tests only (no docstring examples), so the
         # examples neither score nor split its groups.
         "codet": codet,
+        "codet_without_examples": lambda d: codet(d, False),
         "ours": lambda d: ours(d, True),
         "ours_without_examples": lambda d: ours(d, False),
         "agreement": lambda d: agreement(d, True),
@@ -845,6 +859,12 @@ def main() -> None:
                 pass_at_1[str(n)]["agreement_without_examples"] - pass_at_1[str(n)]["codet"], 2
             ),
             "with_examples": round(pass_at_1[str(n)]["agreement"] - pass_at_1[str(n)]["codet"], 2),
+            # both rules blind to the examples (CodeT's setting for the baseline too)
+            "without_examples_both": round(
+                pass_at_1[str(n)]["agreement_without_examples"]
+                - pass_at_1[str(n)]["codet_without_examples"],
+                2,
+            ),
         }
         for n in sizes
     }

@@ -229,6 +229,10 @@ class CrewState:
             context=self.context.chunks if self.context else [],
             history=solution.history,
             structured_outputs=self.spec.structured_outputs if self.spec else "",
+            drafts=[d.code for d in self.draft.drafts]
+            if self.draft and len(self.draft.drafts) > 1
+            else [],
+            selection=self.solution.selection if self.solution else None,
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from codegen.agents.records import ContextChunk, Round
+from codegen.agents.records import ContextChunk, Round, Selection
 from codegen.agents.spec import Spec
 from codegen.agents.usage import Usage
 from codegen.json_types import JSONObject
@@ -78,6 +78,9 @@ class CrewOutcome:
     context: list[ContextChunk] = field(default_factory=list)
     history: list[Round] = field(default_factory=list)
     structured_outputs: str = ""  # how the analyzer's server took the JSON request
+    # With several drafts: each one's code (candidate order) and how the pick was made.
+    drafts: list[str] = field(default_factory=list)
+    selection: Selection | None = None
 
     def to_dict(self) -> JSONObject:
         report = self.test_report

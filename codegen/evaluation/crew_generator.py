@@ -102,6 +102,8 @@ def crew_generator(
             rounds=outcome.rounds,
             own_tests_passed=report.passed if report else None,
             own_tests_total=report.total if report else None,
+            drafts=list(outcome.drafts) or None,
+            selection=outcome.selection.to_dict() if outcome.selection else None,
         )
 
     return generate

@@ -61,6 +61,8 @@ class CandidateDict(TypedDict, total=False):
     rounds: int
     own_tests_passed: int | None
     own_tests_total: int | None
+    drafts: list[str]
+    selection: JSONObject
 
 
 @dataclass
@@ -79,9 +81,18 @@ class Candidate:
     rounds: int = 0
     own_tests_passed: int | None = None  # the crew's own generated suite, for contrast
     own_tests_total: int | None = None
+    # With several drafts: each draft's code (candidate order; ``code`` is the one picked,
+    # after refinement) and the selection record, so a benchmark can score every draft and
+    # compare the pick with other rules on the same run. None with one draft.
+    drafts: list[str] | None = None
+    selection: JSONObject | None = None
 
     def to_dict(self) -> CandidateDict:
-        return cast(CandidateDict, asdict(self))
+        out = asdict(self)
+        for key in ("drafts", "selection"):  # one draft: stored as before
+            if out[key] is None:
+                del out[key]
+        return cast(CandidateDict, out)
 
     @classmethod
     def from_dict(cls, data: CandidateDict) -> Candidate:

@@ -9,6 +9,8 @@ Formats (one JSON object a line in every case):
   own public half (``prompt``, ``entry_point``, visible ``sample_io``). With ``--tasks FILE``
   (a task file, ``codegen eval tasks`` shape) every row's task comes from that file instead,
   so the derived replies match the request the crew is given from the same file.
+  Several files (runs on the same tasks, e.g. one per model) make one recording: file j's
+  reply becomes candidate j's, so ``--candidates N`` gives the crew one draft from each run.
 * ``codet`` (microsoft/CodeT ``data/generated_data``): ``{prompt, samples[]}`` joined to the
   task by ``prompt`` through ``HumanEval_for_code_generation.jsonl``. Sample i, as sent (a
   function body that may run on past the function), becomes candidate i's round-1 reply.
@@ -27,11 +29,12 @@ Formats (one JSON object a line in every case):
 The crew also calls roles these sources never had (MapCoder has no analyzer, no reviewer).
 Unless ``recorded_only``, the importer adds replies for them *derived from the task's public
 prompt* (the same text the crew is given), marked ``source: derived``: the analyzer's spec
-(the entry point's real signature and docstring, its ``>>>`` examples and the task's visible
-example assertions), a test module asserting those examples, a reviewer ``APPROVED`` and a
-README from the docstring. They carry no model output and no hidden test (a task's ``test``
-and ``canonical_solution`` are blanked before anything is derived); without them a replayed
-crew stops at its first step.
+(the entry point's real signature and docstring, its ``>>>`` examples, else the ones it
+writes in prose styles such as ``f(x) ➞ y``, and the task's visible example assertions), a
+test module asserting those examples, a reviewer ``APPROVED`` and a README from the
+docstring. They carry no model output and no hidden test (a task's ``test`` and
+``canonical_solution`` are blanked before anything is derived); without them a replayed crew
+stops at its first step.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from codegen.evaluation.tasks import (
     safe_key,
 )
 from codegen.json_types import JSONObject
+from codegen.replay.examples import written_examples
 from codegen.replay.recording import DERIVED, Entry, RecordingError
 from codegen.replay.spec_json import SpecJSON
 
@@ -65,7 +69,7 @@ CODET_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")  # CodeT's STOP_TOKE
 
 DERIVED_NOTES = (
     "replies with source 'derived' were built by codegen replay import from the task's public "
-    "prompt (signature, docstring and its >>> examples) and its visible example assertions, "
+    "prompt (signature, docstring and its worked examples) and its visible example assertions, "
     "for roles the source run did not have"
 )
 
@@ -202,11 +206,17 @@ def _visible_examples(problem: Problem) -> list[tuple[str, str]]:
     return found
 
 
-def _examples(problem: Problem) -> list[tuple[str, str]]:
-    """The docstring's ``>>>`` examples, then the visible example assertions."""
+def _docstring_examples(problem: Problem) -> list[tuple[str, str]]:
+    """The docstring's ``>>>`` examples; with none, the ones it writes in prose styles
+    (``f(x) ➞ y``, ``f(x) == y``, ``f(x) should return y.``: ``replay.examples``)."""
     node = _entry_function(problem)
     docstring = (ast.get_docstring(node) or "") if node else ""
-    found = _doc_examples(docstring)
+    return _doc_examples(docstring) or written_examples(docstring, problem.entry_point)
+
+
+def _examples(problem: Problem) -> list[tuple[str, str]]:
+    """The docstring's examples, then the visible example assertions."""
+    found = _docstring_examples(problem)
     return found + [e for e in _visible_examples(problem) if e not in found]
 
 
@@ -231,10 +241,10 @@ def derived_spec(problem: Problem) -> SpecJSON:
 
 
 def derived_tests(problem: Problem) -> str:
-    """A pytest module asserting the docstring's examples and the visible assertions (those
-    not of the ``CALL == EXPECTED`` shape verbatim), or that the function exists."""
-    node = _entry_function(problem)
-    examples = _doc_examples(ast.get_docstring(node) or "") if node else []
+    """A pytest module asserting the docstring's examples (``>>>``, else prose styles) and
+    the visible assertions (those not of the ``CALL == EXPECTED`` shape verbatim), or that
+    the function exists."""
+    examples = _docstring_examples(problem)
     name = problem.entry_point
     asserts = [
         (f"docstring_example_{i}", f"assert {c} == {w}") for i, (c, w) in enumerate(examples)
@@ -291,9 +301,13 @@ def mapcoder_rows(path: Path, tasks: TaskSet | None = None) -> Iterator[tuple[Pr
         yield problem, responses[-1]
 
 
-def import_mapcoder(path: Path, tasks: TaskSet | None = None) -> Iterator[tuple[Entry, Problem]]:
+def import_mapcoder(
+    path: Path, tasks: TaskSet | None = None, candidate: int = 0
+) -> Iterator[tuple[Entry, Problem]]:
     for problem, reply in mapcoder_rows(path, tasks):
-        entry = Entry(role="programmer", task=problem.task_id, candidate=0, round=1, content=reply)
+        entry = Entry(
+            role="programmer", task=problem.task_id, candidate=candidate, round=1, content=reply
+        )
         yield entry, problem
 
 
@@ -425,18 +439,23 @@ def import_file(
     recorded_only: bool = False,
     tasks_file: Path | None = None,
     tests_file: Path | None = None,
+    more: tuple[Path, ...] = (),
 ) -> list[Entry]:
     """All entries of ``path`` in format ``fmt``, plus derived ones for the missing roles.
 
     ``tasks_file``: mapcoder: the task file the rows' tasks come from; codet: the file to
-    join by prompt."""
+    join by prompt. ``more``: mapcoder only: further runs on the same tasks, file j + 1's
+    replies as candidate j + 1's (the derived replies come from the first file's rows)."""
     problems: dict[str, Problem] = {}  # by task id: what derived replies are built from
+    if more and fmt != "mapcoder":
+        raise RecordingError("several source files are read only with --format mapcoder")
     if fmt == "mapcoder":
         tasks = _task_set(tasks_file) if tasks_file is not None else None
         entries = []
-        for entry, problem in import_mapcoder(path, tasks):
-            entries.append(entry)
-            problems[problem.task_id] = problem
+        for candidate, source in enumerate((path, *more)):
+            for entry, problem in import_mapcoder(source, tasks, candidate):
+                entries.append(entry)
+                problems.setdefault(problem.task_id, problem)
     elif fmt == "codet":
         folder = path.parent
         tasks = tasks_file or folder / "HumanEval_for_code_generation.jsonl"

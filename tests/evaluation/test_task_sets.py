@@ -224,6 +224,11 @@ def test_the_crew_sees_the_visible_examples_and_never_the_hidden_test(
     recorded = read_recording(record)
     assert {(e.role, e.task) for e in recorded.entries} >= {("programmer", "MBPP/1")}
     assert result["pass_at_k"] == {"pass@1": 1.0} and result["crew_statuses"] == {"passed": 1}
+    # Every draft's code and the selection are stored with the sample (benchmarks score them).
+    [stored] = (Path(result["results_dir"]) / "samples").glob("*.json")
+    [sample] = json.loads(stored.read_text())["candidates"]
+    assert len(sample["drafts"]) == 2 and all("def square" in d for d in sample["drafts"])
+    assert sample["selection"]["chosen"] in (0, 1) and len(sample["selection"]["candidates"]) == 2
     analyzer = "\n".join(r.prompt_text for r in posts if r.role == "analyzer")
     assert "assert square(2) == 4" in analyzer  # the visible example
     for r in posts:

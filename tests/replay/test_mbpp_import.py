@@ -214,3 +214,25 @@ def test_crew_replayed_on_mbpp_rows_is_scored_against_the_rows_own_tests(
     shown = "\n".join(r.prompt_text for r in srv.requests)
     assert "is_not_prime(2) == False" in shown  # the visible example reaches the crew
     assert not [h for h in HIDDEN if h in shown]  # the rows' own tests never do
+
+
+def test_several_runs_import_as_one_recording_one_candidate_each(
+    rows: list[Any], tmp_path: Path
+) -> None:
+    first = write_jsonl(tmp_path / "run-a.jsonl", rows)
+    other = [{**r, "responses": [f"```python\n# run b\n{r['responses'][-1]}\n```"]} for r in rows]
+    second = write_jsonl(tmp_path / "run-b.jsonl", other)
+    out = tmp_path / "replay.jsonl"
+    command = ["replay", "import", "--format", "mapcoder", str(first), str(second), str(out)]
+    assert main(command) == 0
+    entries = read_recording(out).entries
+    code = {(e.task, e.candidate): e.content for e in entries if e.role == "programmer"}
+    assert code == {
+        **{(r["name"], 0): r["responses"][-1] for r in rows},
+        **{(r["name"], 1): r["responses"][-1] for r in other},
+    }
+    # The derived roles once per task, not once per run.
+    analyzers = [e.task for e in entries if e.role == "analyzer"]
+    assert sorted(analyzers) == sorted(r["name"] for r in rows)
+    codet = ["replay", "import", "--format", "human-eval", str(first), str(second), str(out)]
+    assert main(codet) == 1

@@ -89,7 +89,7 @@ def serve(recording: Path, host: str, port: int, log_file: Path | None) -> None:
 @click.option(
     "--format", "fmt", type=click.Choice(FORMATS), required=True, help="The input's format."
 )
-@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--tasks",
@@ -113,28 +113,37 @@ def serve(recording: Path, host: str, port: int, log_file: Path | None) -> None:
 )
 def import_cmd(
     fmt: str,
-    source: Path,
+    sources: tuple[Path, ...],
     out: Path,
     tasks_file: Path | None,
     tests_file: Path | None,
     recorded_only: bool,
 ) -> None:
     """Turn SOURCE (a public generation file: HumanEval, or MapCoder's MBPP) into the
-    recording OUT."""
+    recording OUT. mapcoder: several SOURCE files (runs on the same tasks) make one
+    recording, file j's replies candidate j's (``codegen eval --candidates N``)."""
     from codegen.replay.importers import DERIVED_NOTES, import_file
     from codegen.replay.recording import write_recording
 
     started = time.perf_counter()
+    source, *more = sources
+    if any(out.resolve() == s.resolve() for s in sources):
+        raise click.UsageError("OUT must not be SOURCE")
     try:
         entries = import_file(
-            fmt, source, recorded_only=recorded_only, tasks_file=tasks_file, tests_file=tests_file
+            fmt,
+            source,
+            recorded_only=recorded_only,
+            tasks_file=tasks_file,
+            tests_file=tests_file,
+            more=tuple(more),
         )
     except (RecordingError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    if out.resolve() == source.resolve():
-        raise click.UsageError("OUT must not be SOURCE")
     notes = "" if recorded_only else DERIVED_NOTES
-    count = write_recording(out, entries, source=f"{fmt}:{source.name}", notes=notes)
+    count = write_recording(
+        out, entries, source=f"{fmt}:{'+'.join(s.name for s in sources)}", notes=notes
+    )
     by_source = Counter(f"{e.role} ({e.source})" for e in entries)
     tasks = len({e.task for e in entries})
     click.echo(

@@ -39,6 +39,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -126,6 +127,9 @@ def codet_share(selection: dict[str, Any], correct: list[bool]) -> float | None:
 
 
 def main() -> None:
+    # A stop (SIGTERM) unwinds like Ctrl-C: the replay server is terminated in `finally` and
+    # subprocess.run kills the eval it waits on, so nothing is left behind.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=SHARED / "replays" / "mapcoder")
     parser.add_argument("--mbpp-set", type=Path, default=None)

@@ -529,16 +529,19 @@ def _list_shape(index: Any) -> tuple[np.ndarray, np.ndarray]:
         centres = residuals[np.linspace(0, size - 1, min(SUBS, size)).astype(int)]
         for _ in range(4):
             nearest = _nearest(residuals, norms, centres)
-            sums = np.zeros_like(centres)
-            np.add.at(sums, nearest, residuals)
-            counts = np.bincount(nearest, minlength=len(centres))
+            onehot = np.zeros((len(centres), size), dtype=np.float32)
+            onehot[nearest, np.arange(size)] = 1.0
+            counts = onehot.sum(axis=1)
             filled = counts > 0
+            sums = np.einsum("ks,sd->kd", onehot, residuals)
             centres[filled] = sums[filled] / counts[filled, None]
         nearest = _nearest(residuals, norms, centres)
         gap = residuals - centres[nearest]
+        distance = np.sqrt(np.einsum("ij,ij->i", gap, gap))
+        order = np.argsort(nearest, kind="stable")
+        used, first = np.unique(nearest[order], return_index=True)
         spread = np.zeros(len(centres), dtype=np.float32)
-        np.maximum.at(spread, nearest, np.sqrt(np.einsum("ij,ij->i", gap, gap)))
-        used = np.flatnonzero(np.bincount(nearest, minlength=len(centres)))
+        spread[used] = np.maximum.reduceat(distance[order], first)
         chosen = used[np.arange(SUBS) % len(used)]  # unused slots repeat a used one
         subs[c, :, :-1] = centres[chosen] + centroids[c]
         subs[c, :, -1] = spread[chosen]
@@ -546,8 +549,11 @@ def _list_shape(index: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _nearest(points: np.ndarray, norms: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """Index of each point's nearest centre (squared euclidean)."""
-    distances = norms[:, None] - 2 * points @ centres.T + np.einsum("ij,ij->i", centres, centres)
+    """Index of each point's nearest centre (squared euclidean). einsum, not a numpy matmul:
+    thousands of small BLAS calls beside faiss's OpenMP threads spun on 2 cores (200k rows,
+    1,788 lists: 113 s with numpy's BLAS threads, 6.9 s with one)."""
+    products = np.einsum("id,kd->ik", points, centres)
+    distances = norms[:, None] - 2 * products + np.einsum("ij,ij->i", centres, centres)
     return np.argmin(distances, axis=1)
 
 

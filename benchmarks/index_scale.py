@@ -17,7 +17,7 @@ Queries are the real MiniLM embeddings of held-out docstring-sentence queries. R
 counts a hit as close as the true 10th neighbour (a tie) as found.
 
 The index is the store's own (LanceDBStore.build_ann_index: a faiss IVF-Flat sidecar with
-its probe count calibrated at build time on its own sample, plus up to 100 real docstring
+its probe count calibrated at build time on its own sample, plus up to 1,000 real docstring
 queries disjoint from the benchmark's, and LanceDB's IVF_SQ index) and queries go through
 LanceDBStore.search, so the figures are those of the product path: the whole call, query
 vector in, hits with text, uri, line span and score out. ``full_search`` is at the stored
@@ -146,6 +146,10 @@ def duplicated(base: np.ndarray, n: int, seed: int, block: int) -> Iterator[np.n
         yield v.astype(np.float32)
 
 
+def major_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+
+
 def figures(
     hit_ms: list[float],
     hit_recalls: list[float],
@@ -176,24 +180,36 @@ def exact_kth(matrix: np.ndarray, q: np.ndarray) -> float:
 
 def full_search(
     store: LanceDBStore, queries: np.ndarray, kths: list[float], p95_brute: float
-) -> dict[str, float]:
+) -> dict[str, float | int | None]:
     """The whole unfiltered search call at the store's current probes, and the faiss query
     alone (positions and scores, no hits)."""
     sidecar = store._faiss()
     assert sidecar is not None
     for q in queries[:5]:  # warm caches, as a long-running server would be
         store.search("", q, K, mode="vector")
-    hit_ms, hit_rec, id_ms, id_rec = [], [], [], []
+    hit_ms, hit_rec, id_ms, id_rec, faulted = [], [], [], [], []
     for q, kth in zip(queries, kths, strict=True):
+        faults = major_faults()
         t0 = time.perf_counter()
         hits = store.search("", q, K, mode="vector")
         hit_ms.append((time.perf_counter() - t0) * 1000)
+        faulted.append(major_faults() - faults)
         hit_rec.append(recall_at_k(np.array([h.score for h in hits]), kth))
         t0 = time.perf_counter()
         found = sidecar.search(q, K, nprobe=store.faiss_nprobe)
         id_ms.append((time.perf_counter() - t0) * 1000)
         id_rec.append(recall_at_k(np.array([score for _, score in found]), kth))
-    return figures(hit_ms, hit_rec, id_ms, id_rec, p95_brute)
+    clean = [ms for ms, f in zip(hit_ms, faulted, strict=True) if f == 0]
+    return {
+        **figures(hit_ms, hit_rec, id_ms, id_rec, p95_brute),
+        # Page faults that read the disk (the mapped hit payload) during the full call: the
+        # ids-only query right after it finds those pages in memory.
+        "search_hits_calls_with_major_faults": sum(f > 0 for f in faulted),
+        "search_hits_major_faults": int(sum(faulted)),
+        "search_hits_ms_p95_calls_without_faults": (
+            round(float(np.percentile(clean, 95)), 2) if clean else None
+        ),
+    }
 
 
 def filtered_and_hybrid(
@@ -235,7 +251,7 @@ def main() -> None:
     ap.add_argument(
         "--calibration-queries",
         type=int,
-        default=100,
+        default=1000,
         help="real docstring queries (never the benchmark's) for the calibration; 0: none",
     )
     ap.add_argument("--workdir", default=".codegen/bench/index_scale")

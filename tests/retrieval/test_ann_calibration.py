@@ -248,22 +248,27 @@ def test_hybrid_runs_the_bm25_leg_beside_the_dense_leg(
     assert threads and threads[0].startswith("codegen-bm25")
 
 
-def test_lists_are_probed_by_similarity_plus_radius(
+def test_lists_are_probed_by_their_best_sub_centroid(
     gaussian_index: tuple[Path, np.ndarray],
 ) -> None:
-    from codegen.retrieval.ann import RADIUS_WEIGHT, _probe_lists
+    from codegen.retrieval.ann import RADIUS_WEIGHT, SUBS
 
     uri, data = gaussian_index
     sidecar = LanceDBStore(uri=str(uri), ann_min_rows=1000)._faiss()
-    assert sidecar is not None and sidecar.radius is not None
-    centroids = sidecar.index.quantizer.reconstruct_n(0, sidecar.index.nlist)
+    assert sidecar is not None and sidecar.radius is not None and sidecar.subs is not None
+    nlist = sidecar.index.nlist
+    assert sidecar.subs.shape == (nlist, SUBS, data.shape[1] + 1)
+    centroids = sidecar.index.quantizer.reconstruct_n(0, nlist)
     _, assigned = sidecar.index.quantizer.search(data, 1)
-    for c in (0, 7, 100):  # each list's radius: its farthest member's distance
+    for c in (0, 7, 100):  # every member lies within some sub-centroid's radius
         members = data[assigned[:, 0] == c]
         far = float(np.max(np.linalg.norm(members - centroids[c], axis=1)))
         assert sidecar.radius[c] == pytest.approx(far, abs=1e-3)  # float16 residuals
+        subs, reach = sidecar.subs[c, :, :-1], sidecar.subs[c, :, -1]
+        gaps = np.linalg.norm(members[:, None, :] - subs[None], axis=2) - reach
+        assert np.all(gaps.min(axis=1) <= 1e-3)
     q = _gaussian(1, seed=11)
-    lists, coarse = _probe_lists(sidecar.index.quantizer, RADIUS_WEIGHT * sidecar.radius, q, 8)
-    order = centroids @ q[0] + RADIUS_WEIGHT * sidecar.radius
-    assert set(lists[0]) == set(np.argsort(-order)[:8])
+    lists, coarse = sidecar._order.lists(q, 8)
+    best = (sidecar.subs[:, :, :-1] @ q[0] + RADIUS_WEIGHT * sidecar.subs[:, :, -1]).max(axis=1)
+    assert list(lists[0]) == list(np.argsort(-best, kind="stable")[:8])
     assert coarse[0] == pytest.approx(centroids[lists[0]] @ q[0], abs=1e-5)

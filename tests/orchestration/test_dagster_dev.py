@@ -93,8 +93,10 @@ def test_make_run_serves_the_code_location(isolated_home: Path) -> None:
     # `make run` is what the README promises; the venv is already current here, so it goes
     # straight to `dagster dev` with DAGSTER_HOME from the environment (set by conftest).
     proc = subprocess.Popen(
-        # As a shell or a service manager starts it: SIGTERM and SIGINT at their defaults. An
-        # ignored SIGTERM is inherited, and GNU make then ignores it too and passes nothing on
+        # As a shell or a service manager starts it: SIGTERM and SIGINT at their defaults. A
+        # test run started in the background (`cmd &` in a script) ignores SIGINT; Dagster's
+        # in-process runs then set SIGTERM to SIGINT's handler (`capture_interrupts`), so this
+        # worker may ignore SIGTERM. make inherits that, ignores it too and passes nothing on
         # (every process asleep, as twice in CI).
         [
             *("env", "--default-signal=TERM,INT", "make", "--no-print-directory", "run"),
@@ -169,7 +171,7 @@ def test_make_run_serves_the_code_location(isolated_home: Path) -> None:
         except subprocess.TimeoutExpired:
             # Twice in CI (load ~18, beside the deploy load test) make itself was still there,
             # every process asleep and none signalled, as when make inherits an ignored
-            # SIGTERM; never reproduced here otherwise. What make left undone is recorded,
+            # SIGTERM (above). Should it happen again, what make left undone is recorded,
             # then our own part is still checked: the supervisor, signalled as make would,
             # stops everything.
             rc = None

@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+from vector_sources import DUPLICATE_NOISE, rows, vectors
 
 from codegen.corpus.model import Chunk
 from codegen.retrieval.ann import RERANK, K, nlist_for, recall_at_k
@@ -64,7 +65,6 @@ def peak_rss_gb() -> float:
 SOURCES = ("quality-index", "stdlib-chunks", "duplicates")
 QUALITY_FILES = 120  # benchmarks/retrieval_quality.py --max-files 120: the quality index's set
 DUPLICATE_BASE = 20_000  # real embeddings behind the duplicates source, each copied n / this
-DUPLICATE_NOISE = 0.001  # per-dimension Gaussian noise of each copy
 
 
 def embedded(chunks: list[Chunk], embedder: Embedder, cache: Path) -> np.ndarray:
@@ -119,31 +119,6 @@ def real_embeddings(
         f"{len(chunks)} real embeddings: every stdlib function chunk, topped up with stdlib "
         "test-suite functions"
     )
-
-
-def synthesise(base: np.ndarray, n: int, seed: int, block: int) -> Iterator[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    for start in range(0, n, block):
-        m = min(block, n - start)
-        i = rng.integers(0, len(base), m)
-        j = rng.integers(0, len(base), m)
-        lam = rng.uniform(0.0, 0.3, (m, 1)).astype(np.float32)
-        v = base[i] + lam * base[j]
-        v += rng.standard_normal(v.shape, dtype=np.float32) * 0.01
-        v /= np.linalg.norm(v, axis=1, keepdims=True)
-        yield v.astype(np.float32)
-
-
-def duplicated(base: np.ndarray, n: int, seed: int, block: int) -> Iterator[np.ndarray]:
-    """Row r is base[r % len(base)] plus N(0, DUPLICATE_NOISE^2 I), normalised: each real
-    embedding copied n / len(base) times, near-duplicates as an undeduplicated corpus has."""
-    rng = np.random.default_rng(seed)
-    for start in range(0, n, block):
-        m = min(block, n - start)
-        v = base[np.arange(start, start + m) % len(base)]
-        v = v + rng.standard_normal(v.shape, dtype=np.float32) * DUPLICATE_NOISE
-        v /= np.linalg.norm(v, axis=1, keepdims=True)
-        yield v.astype(np.float32)
 
 
 def major_faults() -> int:
@@ -217,12 +192,16 @@ def filtered_and_hybrid(
 ) -> dict[str, float]:
     """A source filter keeping half the rows (recall against brute force over those rows) and
     hybrid (BM25 + dense, RRF), through LanceDBStore.search at the store's defaults."""
+    # The exact answers first, as full_search's are: a brute force over 1M rows right before
+    # each timed query slowed that query, filtered or not (numpy's BLAS threads still
+    # spinning against faiss's on 2 cores, the caches flushed): 2M duplicates rows, load 7,
+    # p50 40 ms against 18-25 ms for the same queries alone.
     even = matrix[0::2]
+    kths = [exact_kth(even, q) for q in queries]
     filtered_ms, recalls, hybrid_ms, hybrid_found = [], [], [], []
     only_even = Filters(source="synthetic-even")
     store.search("", queries[0], K, mode="vector", filters=only_even)  # the filter's bitmap
-    for n, q in enumerate(queries):
-        kth = exact_kth(even, q)
+    for n, (q, kth) in enumerate(zip(queries, kths, strict=True)):
         t0 = time.perf_counter()
         hits = store.search("", q, K, mode="vector", filters=only_even)
         filtered_ms.append((time.perf_counter() - t0) * 1000)
@@ -299,41 +278,14 @@ def main() -> None:
     matrix = np.empty((args.n, embedder.dim), dtype=np.float32)  # for the exact baseline
     t0 = time.perf_counter()
     written = 0
-    generate = duplicated if args.source == "duplicates" else synthesise
 
     def batches() -> Iterator[pa.RecordBatch]:
         nonlocal written
         offset = 0
-        for block in generate(base, args.n, seed=0, block=args.block):
-            m = len(block)
-            matrix[offset : offset + m] = block
-            ids = [f"v{offset + r:08d}" for r in range(m)]
-            empty = [""] * m
-            # Two sources (a filter keeps half the rows) and a few words for BM25, so that
-            # filtered and hybrid queries have something to do at this scale.
-            keywords = [f"alpha{(offset + r) % 997} beta{(offset + r) % 1009}" for r in range(m)]
-            sources = [
-                "synthetic-even" if (offset + r) % 2 == 0 else "synthetic-odd" for r in range(m)
-            ]
-            yield pa.record_batch(
-                {
-                    "id": ids,
-                    "vector": pa.FixedSizeListArray.from_arrays(pa.array(block.reshape(-1)), 384),
-                    "text": empty,
-                    "keywords": keywords,
-                    "uri": [f"synthetic://{i}" for i in ids],
-                    "title": empty,
-                    "source": sources,
-                    "language": ["python"] * m,
-                    "kind": ["function"] * m,
-                    "document_id": empty,
-                    "start_line": pa.array(np.ones(m, dtype=np.int32)),
-                    "end_line": pa.array(np.ones(m, dtype=np.int32)),
-                    "metadata": ["{}"] * m,
-                },
-                schema=schema,
-            )
-            offset += m
+        for block in vectors(args.source, base, args.n, args.block):
+            matrix[offset : offset + len(block)] = block
+            yield rows(block, offset, schema)
+            offset += len(block)
             written = offset
             if offset % 500_000 == 0:
                 log(f"generated {offset} rows")

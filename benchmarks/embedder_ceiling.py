@@ -218,6 +218,24 @@ def read_chunk_texts(path: Path) -> list[str]:
         return [json.loads(line)["text"] for line in fh if line.strip()]
 
 
+def timed_text_sets(
+    sample: int, corpus_sample: int, chunks: Path | None, workdir: Path
+) -> tuple[tuple[tuple[str, list[str]], ...], int]:
+    """The texts timed, (label, texts) per set: the first ``sample`` stdlib functions of
+    retrieval_quality.py's sample, and a seeded ``corpus_sample`` of the default corpus's
+    chunks (``chunks``, or built in ``workdir``); and how many chunks that corpus has."""
+    found, _ = stdlib_eval_set(
+        Path(sysconfig.get_paths()["stdlib"]), max_queries=1000, max_files=120
+    )
+    functions = [c.text for c in found[:sample]]
+    corpus = read_chunk_texts(chunks) if chunks else default_corpus_texts(workdir)
+    rng = np.random.default_rng(0)
+    picked = rng.choice(len(corpus), size=min(corpus_sample, len(corpus)), replace=False)
+    corpus_texts = [corpus[i] for i in sorted(picked)]
+    sets = (("stdlib_functions", functions), ("default_corpus_chunks", corpus_texts))
+    return sets, len(corpus)
+
+
 def measured_throughput(
     embedders: dict[str, Any], texts: list[str], rounds: int
 ) -> tuple[dict[str, list[float]], list[float]]:
@@ -357,15 +375,7 @@ def main() -> None:
         "minilm-torch": MiniLMEmbedder(),
         "minilm": OnnxMiniLMEmbedder(cache_dir=args.model_cache),
     }
-    chunks, _ = stdlib_eval_set(
-        Path(sysconfig.get_paths()["stdlib"]), max_queries=1000, max_files=120
-    )
-    functions = [c.text for c in chunks[: args.sample]]  # retrieval_quality.py's sample
-    corpus = read_chunk_texts(args.chunks) if args.chunks else default_corpus_texts(workdir)
-    rng = np.random.default_rng(0)
-    picked = rng.choice(len(corpus), size=min(args.corpus_sample, len(corpus)), replace=False)
-    corpus_sample = [corpus[i] for i in sorted(picked)]
-    sets = (("stdlib_functions", functions), ("default_corpus_chunks", corpus_sample))
+    sets, corpus_total = timed_text_sets(args.sample, args.corpus_sample, args.chunks, workdir)
     measured: dict[str, dict[str, float]] = {}
     paired: dict[str, dict[str, Any]] = {}
     for label, texts in sets:
@@ -393,7 +403,7 @@ def main() -> None:
         label: ceiling_for(label, texts, shape, rates, measured[label]) | paired[label]
         for label, texts in sets
     }
-    report["default_corpus_chunks_total"] = len(corpus)
+    report["default_corpus_chunks_total"] = corpus_total
     report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report["total_seconds"] = round(time.perf_counter() - started, 1)
     print(json.dumps(report, indent=2))

@@ -13,6 +13,35 @@ from collections.abc import Sequence
 from codegen.json_types import JSONValue
 
 
+def bracket_end(text: str, start: int, stop: int | None = None) -> int:
+    """The index just after the bracket or quoted string opened at ``text[start]`` closes
+    (brackets of all three kinds count together, as in ``f([1, (2)])``), or -1 when it does
+    not close before ``stop`` (default: the end). Brackets inside ``'...'`` or ``"..."`` do not
+    count, and a backslash in a string escapes the next character."""
+    stop = len(text) if stop is None else min(stop, len(text))
+    depth, quote, escaped = 0, "", False
+    for i in range(start, stop):
+        ch = text[i]
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+                if depth == 0:
+                    return i + 1
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return -1
+
+
 def _json_shaped(value: object, depth: int = 0) -> bool:
     if depth > 16:
         return False
@@ -81,15 +110,7 @@ def text_calls(text: str, entry_point: str, limit: int = 16) -> list[tuple[JSONV
         start = at + len(needle)
         if at and (text[at - 1].isalnum() or text[at - 1] in "_."):
             continue  # another name ending in entry_point
-        depth, end = 0, -1
-        for i in range(at + len(entry_point), min(len(text), at + 2000)):
-            if text[i] in "([{":
-                depth += 1
-            elif text[i] in ")]}":
-                depth -= 1
-                if depth == 0:
-                    end = i + 1
-                    break
+        end = bracket_end(text, at + len(entry_point), stop=at + 2000)
         if end < 0:
             continue
         for args in call_sites(text[at:end], entry_point):
@@ -103,25 +124,8 @@ def _leading_literal(text: str) -> JSONValue | None:
     if not text:
         return None
     if text[0] in "([{'\"":
-        depth, quote = 0, ""
-        for i, ch in enumerate(text[:2000]):
-            if quote:
-                if ch == quote and text[i - 1] != "\\":
-                    quote = ""
-                if depth == 0 and not quote:
-                    end = i + 1
-                    break
-                continue
-            if ch in "'\"":
-                quote = ch
-            elif ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth -= 1
-                if depth == 0:
-                    end = i + 1
-                    break
-        else:
+        end = bracket_end(text, 0, stop=2000)
+        if end < 0:
             return None
         candidates = [text[:end]]
     else:

@@ -15,29 +15,12 @@ from __future__ import annotations
 import ast
 import re
 
+from codegen.agents.seeds import bracket_end
+
 _LEAD = re.compile(r"^(?:>>>|\*|-|for\b|e\.g\.|examples?\s*:)\s*", re.IGNORECASE)
 _SEPARATOR = re.compile(
     r"^#?\s*(?:==>|==|➞|=>|->|→|=|should\s+return|returns?)\s*(?P<want>.+)$", re.IGNORECASE
 )
-
-
-def _call_end(line: str, start: int) -> int:
-    """The index after the parenthesis closing the call opened at ``line[start]``, or -1."""
-    depth, quote = 0, ""
-    for i in range(start, len(line)):
-        ch = line[i]
-        if quote:
-            if ch == quote and line[i - 1] != "\\":
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return -1
 
 
 def _literal(text: str) -> str | None:
@@ -80,7 +63,7 @@ def written_examples(text: str, entry_point: str) -> list[tuple[str, str]]:
             line = _LEAD.sub("", line, count=1)
         if not line.startswith(entry_point + "("):
             continue
-        end = _call_end(line, len(entry_point))
+        end = bracket_end(line, len(entry_point))
         if end < 0:
             continue
         call, rest = line[:end], line[end:].strip()

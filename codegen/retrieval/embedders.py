@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -226,11 +226,14 @@ def calibration_digest() -> str:
     return digest.hexdigest()[:12]
 
 
-def _export_minilm_onnx(model_dir: Path, target: Path, quantize: bool) -> None:
+def _export_minilm_onnx(
+    model_dir: Path, target: Path, quantize: bool, fusion: Mapping[str, bool] | None = None
+) -> None:
     """MiniLM with sentence-transformers' mean pooling and L2 normalisation, as one ONNX graph
     (inputs: input_ids, attention_mask, token_type_ids; output: unit vectors), optionally
     int8: weights per channel, activations with static scales calibrated on real code.
-    Written to a temp name, then renamed: a reader never sees half a file."""
+    ``fusion``: see ``_fuse_transformer_ops``. Written to a temp name, then renamed: a reader
+    never sees half a file."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
@@ -282,7 +285,7 @@ def _export_minilm_onnx(model_dir: Path, target: Path, quantize: bool) -> None:
                 opset_version=17,
                 dynamo=False,
             )
-            _fuse_transformer_ops(fp32, fused, model_dir)
+            _fuse_transformer_ops(fp32, fused, model_dir, fusion)
             if quantize:
                 import onnx
                 from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -421,11 +424,21 @@ def _quiet_root_logger() -> Iterator[None]:
         root.setLevel(level)
 
 
-def _fuse_transformer_ops(source: Path, target: Path, model_dir: Path) -> None:
+def _fuse_transformer_ops(
+    source: Path, target: Path, model_dir: Path, fusion: Mapping[str, bool] | None = None
+) -> None:
     """ONNX Runtime's offline BERT fusions (bias+GELU, skip+LayerNorm) before quantization,
-    which the online optimizer cannot apply once the MatMuls are quantized."""
+    which the online optimizer cannot apply once the MatMuls are quantized. ``fusion``:
+    FusionOptions flags set otherwise than the default's (the variants that
+    benchmarks/embedder_variants.py times against it)."""
+    from onnxruntime.transformers.fusion_options import FusionOptions
     from onnxruntime.transformers.optimizer import optimize_model
 
+    options = FusionOptions("bert")  # what optimize_model uses when given none
+    for name, value in (fusion or {}).items():
+        if not hasattr(options, name):
+            raise EmbedderError(f"ONNX Runtime's FusionOptions has no {name!r}")
+        setattr(options, name, value)
     config = json.loads((model_dir / "config.json").read_text())
     model = optimize_model(
         str(source),
@@ -433,6 +446,7 @@ def _fuse_transformer_ops(source: Path, target: Path, model_dir: Path) -> None:
         num_heads=int(config["num_attention_heads"]),
         hidden_size=int(config["hidden_size"]),
         opt_level=1,
+        optimization_options=options,
     )
     model.save_model_to_file(str(target))
 

@@ -12,6 +12,7 @@ from codegen.agents.inputs import (
     params_of,
     text_calls,
 )
+from codegen.agents.seeds import bracket_end
 
 TESTS = """
 from solution import second_largest
@@ -125,3 +126,25 @@ def test_a_task_with_no_call_anywhere_gets_seeds_from_its_signature() -> None:
     # A call anywhere wins: the signature adds nothing then.
     got = inputs_for("f", ["f(7)"], [], InputBudget(max_mutations=0), signature="def f(n: int):")
     assert [(i.args, i.origin) for i in got] == [((7,), "example")]
+
+
+def test_bracket_end_skips_brackets_in_strings_and_says_when_nothing_closes() -> None:
+    assert bracket_end("f([1, (2)], {3: 4}) == 5", 1) == len("f([1, (2)], {3: 4})")
+    # Brackets and the other quote inside a string do not count.
+    assert bracket_end("""f(")", '(]', "it's") + 1""", 1) == len("""f(")", '(]', "it's")""")
+    # An escaped quote stays inside its string; an escaped backslash does not escape it.
+    assert bracket_end(r'f("a\")") == 1', 1) == len(r'f("a\")")')
+    assert bracket_end(r'f("a\\", 2) == 1', 1) == len(r'f("a\\", 2)')
+    # A string opened at ``start`` ends at its closing quote.
+    assert bracket_end("'a(b' rest", 0) == len("'a(b'")
+    # Unterminated: an open bracket or string, or the close past ``stop``.
+    assert bracket_end("f((1)", 1) == -1
+    assert bracket_end("f(')", 1) == -1
+    assert bracket_end("f(1, 2)", 1, stop=6) == -1
+    assert bracket_end("f(1, 2)", 1, stop=7) == 7
+
+
+def test_a_call_on_a_string_of_brackets_is_read_whole() -> None:
+    # HumanEval/56, /119 and /132 write such calls; a bracket in a string is not the call's.
+    prose = 'is_nested("[]]") ➞ False\nis_nested("[[]][[") ➞ True'
+    assert text_calls(prose, "is_nested") == [("[]]",), ("[[]][[",)]

@@ -130,6 +130,15 @@ def test_onnx_export_fuses_attention_and_keeps_embeddings_fp32(
     assert ops.count("MatMulIntegerToFloat") == 18 and "MatMulInteger" not in ops
 
 
+def test_an_unknown_fusion_flag_is_an_error_not_the_default_graph(tmp_path: Path) -> None:
+    # benchmarks/embedder_variants.py names its variants by these flags: a misspelt one
+    # would otherwise time the default against itself.
+    with pytest.raises(EmbedderError, match="use_multihead_attention"):
+        embedders._fuse_transformer_ops(
+            tmp_path / "in.onnx", tmp_path / "out.onnx", tmp_path, {"use_multihead_attention": True}
+        )
+
+
 def test_calibration_is_real_stdlib_code_of_every_length() -> None:
     texts = calibration_texts()
     assert len(texts) == 256 and len(set(texts)) > 250  # the stdlib repeats a few methods

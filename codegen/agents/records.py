@@ -100,13 +100,16 @@ class SelectionGroup:
     """Drafts that behave the same (same per-test outcomes; with output agreement also the
     same outputs on every shared input), and the group's score. ``weight`` (the members'
     weights: the share of valid inputs each returns a value on) and ``support`` (every
-    eligible draft's weighted agreement with the group) are set by output agreement."""
+    eligible draft's weighted agreement with the group) are set by output agreement;
+    ``posterior`` (the probability that the group's behaviour is the correct one) by
+    ``posterior_agreement``."""
 
     members: list[int]
     passes: int
     score: float
     weight: float | None = None
     support: float | None = None
+    posterior: float | None = None
 
     @property
     def size(self) -> int:
@@ -123,6 +126,8 @@ class SelectionGroup:
             out["weight"] = self.weight
         if self.support is not None:
             out["support"] = self.support
+        if self.posterior is not None:
+            out["posterior"] = self.posterior
         return out
 
     @classmethod
@@ -134,6 +139,7 @@ class SelectionGroup:
             _float(data.get("score")) or 0.0,
             _float(data.get("weight")),
             _float(data.get("support")),
+            _float(data.get("posterior")),
         )
 
 
@@ -254,6 +260,8 @@ class Selection:
     inputs: list[SharedInput] = field(default_factory=list)
     splitting_inputs: list[SplittingInput] = field(default_factory=list)
     inputs_seconds: float | None = None
+    # posterior_agreement: the worked examples the pick fails (outvoted by agreeing drafts)
+    outvoted_examples: list[str] = field(default_factory=list)
 
     def to_dict(self) -> JSONObject:
         out: JSONObject = {
@@ -269,6 +277,8 @@ class Selection:
             out["inputs"] = [i.to_dict() for i in self.inputs]
             out["splitting_inputs"] = [s.to_dict() for s in self.splitting_inputs]
             out["inputs_seconds"] = self.inputs_seconds
+        if self.outvoted_examples:
+            out["outvoted_examples"] = list[JSONValue](self.outvoted_examples)
         return out
 
     @classmethod
@@ -286,4 +296,7 @@ class Selection:
                 SplittingInput.from_dict(i) for i in _objects(data.get("splitting_inputs"))
             ],
             inputs_seconds=_float(data.get("inputs_seconds")),
+            outvoted_examples=[
+                t for t in _list(data.get("outvoted_examples")) if isinstance(t, str)
+            ],
         )

@@ -18,14 +18,17 @@ generated suite and which tests are the spec's worked examples (``selection.rows
   every shared input form a group, and the group with the most weight wins (AlphaCode's and
   MBR-exec's clustering by outputs, applied where the tests can no longer tell drafts
   apart); its first member is the pick (with ``priors``, its most reliable member).
-* ``posterior_pick`` (rule ``posterior_agreement``, the crew's pick when the candidates' models
-  have a reliability history): no check is a hard filter. Every behaviour of every candidate is
-  a hypothesis for the correct one, scored by its posterior under the one-coin Dawid-Skene
-  model of ``agents.reliability`` (each draft right with its source's probability ``p``) with
-  the checks as fallible evidence too (``CheckErrors``): a prompt's worked examples are all
-  right, or (rarely) the prompt is sloppy and each of them may be wrong; a generated test is
-  wrong with a fixed probability. A worked example still outweighs any one draft, but several
-  reliable drafts that agree on one behaviour failing it the same way can outvote it.
+* With ``priors`` and ``errors`` (the crew's pick when the candidates' models have a
+  reliability history) a check can be wrong too: ``suspect_checks`` scores every behaviour of
+  every candidate by its posterior under the one-coin Dawid-Skene model of
+  ``agents.reliability`` (each draft right with its source's probability ``p``) with the checks
+  as fallible evidence (``CheckErrors``: a prompt's worked examples are all right, or, rarely,
+  the prompt is sloppy and each of them may be wrong; a generated test is wrong with a fixed
+  probability), and a check the behaviours that fail it hold more than half the posterior of
+  is left out: a worked example is then *outvoted* (no longer a filter), a generated test
+  suspect. A worked example still outweighs any one draft, but several reliable drafts that
+  agree on one behaviour failing it can outvote it. ``posterior_pick`` (rule
+  ``posterior_agreement``) is that posterior's own pick, an ablation.
 
 The record (``AgreementPick``) says why: every group with its size, weight, support and suite
 passes, the inputs that split the leading groups (with each side's output), and each
@@ -213,8 +216,8 @@ class AgreementPick:
     splitting: tuple[SplittingInput, ...]
     candidates: tuple[CandidateVerdicts, ...]
     suspect_tests: tuple[int, ...] = ()
-    # rule posterior_agreement: the worked examples (test columns) the pick fails, i.e. the
-    # ones the agreeing drafts outvoted
+    # the worked examples (test columns) outvoted: judged wrong by the drafts' posterior
+    # (``errors``), or for rule posterior_agreement the examples its pick fails
     outvoted_examples: tuple[int, ...] = ()
 
 
@@ -227,6 +230,7 @@ def agreement_pick(
     max_splitting: int = 5,
     priors: Sequence[float] | None = None,
     support: Literal["group", "similarity"] = "group",
+    errors: CheckErrors | None = None,
 ) -> AgreementPick:
     """The ``output_agreement`` pick among ``members`` (rows of ``table``; default all), whose
     suite rows are ``rows`` (one per member, in order), over ``inputs`` (default all).
@@ -242,7 +246,11 @@ def agreement_pick(
     on which it returns what the group returns, so drafts that differ only on a few inputs
     still support each other (rule ``similarity_agreement``). With priors that are each
     draft's probability of being right, this is the group's expected agreement with the
-    correct behaviour."""
+    correct behaviour.
+
+    ``errors`` (with ``priors``, each draft's probability of being right): the checks
+    ``suspect_checks`` finds more likely wrong than right are left out first: such a worked
+    example filters nothing (``outvoted_examples``), such a generated test is suspect."""
     people = list(range(len(table.classes))) if members is None else list(members)
     if not people or len(rows) != len(people):
         raise ValueError("no candidates to pick from" if not people else "rows != members")
@@ -252,8 +260,16 @@ def agreement_pick(
     n_tests = len(rows[0]) if rows else 0
     trusted = list(trusted) if trusted is not None else [False] * n_tests
     columns = tuple(range(table.inputs)) if inputs is None else tuple(inputs)
-    examples = [t for t in range(n_tests) if trusted[t]]
-    suspect = suspect_tests(rows, trusted)
+    judged_wrong: tuple[int, ...] = ()
+    if errors is not None:
+        if priors is None:
+            raise ValueError("errors needs priors (each draft's probability of being right)")
+        judged_wrong = suspect_checks(table, rows, trusted, prior, people, columns, errors)
+    outvoted = tuple(t for t in judged_wrong if trusted[t])
+    examples = [t for t in range(n_tests) if trusted[t] and t not in outvoted]
+    suspect = tuple(
+        sorted(set(suspect_tests(rows, trusted)).union(t for t in judged_wrong if not trusted[t]))
+    )
     counted = [t for t in range(n_tests) if not trusted[t] and t not in suspect]
     passed_examples = [sum(rows[i][t] for t in examples) for i in range(len(people))]
     best_examples = max(passed_examples)
@@ -347,6 +363,11 @@ def agreement_pick(
         f"{rivals} other behaviour(s) in it or tied)"
         + (f"; {len(suspect)} suspect test(s) left out" if suspect else "")
         + (
+            f"; {len(outvoted)} worked example(s) outvoted: the drafts' posterior says wrong"
+            if outvoted
+            else ""
+        )
+        + (
             f"; expected agreement {best.similarity:.2f} (weighted by each draft's prior)"
             if support == "similarity"
             else ""
@@ -369,6 +390,7 @@ def agreement_pick(
         splitting=tuple(splitting),
         candidates=verdicts,
         suspect_tests=suspect,
+        outvoted_examples=outvoted,
     )
 
 
@@ -554,6 +576,33 @@ def posterior_pick(
         suspect_tests=suspect,
         outvoted_examples=outvoted,
     )
+
+
+def suspect_checks(
+    table: BehaviourTable,
+    rows: Sequence[Row],
+    trusted: Sequence[bool] | None,
+    priors: Sequence[float],
+    members: Sequence[int] | None = None,
+    inputs: Sequence[int] | None = None,
+    errors: CheckErrors = CHECK_ERRORS,
+) -> tuple[int, ...]:
+    """The checks (test columns: worked examples and generated tests) more likely wrong than
+    right: under ``posterior_pick``'s model, the behaviours failing the check hold more than
+    half of the posterior (given that some candidate's behaviour is the correct one). A check
+    no candidate passes is never among them: it filters nothing, and for a generated test
+    ``selection.suspect_tests`` decides as before."""
+    if not rows or not rows[0]:
+        return ()
+    model = posterior_pick(table, rows, trusted, priors, members, inputs, errors)
+    representative: dict[int, int] = {}
+    for index, verdict in enumerate(model.candidates):
+        representative.setdefault(verdict.group, index)
+
+    def wrong(t: int) -> float:
+        return sum(model.groups[g].posterior for g, i in representative.items() if not rows[i][t])
+
+    return tuple(t for t in range(len(rows[0])) if any(row[t] for row in rows) and wrong(t) > 0.5)
 
 
 # -- the crew's side: the drafts on the spec's and the suite's inputs, in one execution ------

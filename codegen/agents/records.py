@@ -100,16 +100,13 @@ class SelectionGroup:
     """Drafts that behave the same (same per-test outcomes; with output agreement also the
     same outputs on every shared input), and the group's score. ``weight`` (the members'
     weights: the share of valid inputs each returns a value on) and ``support`` (every
-    eligible draft's weighted agreement with the group) are set by output agreement;
-    ``posterior`` (the probability that the group's behaviour is the correct one) by
-    ``posterior_agreement``."""
+    eligible draft's weighted agreement with the group) are set by output agreement."""
 
     members: list[int]
     passes: int
     score: float
     weight: float | None = None
     support: float | None = None
-    posterior: float | None = None
 
     @property
     def size(self) -> int:
@@ -126,8 +123,6 @@ class SelectionGroup:
             out["weight"] = self.weight
         if self.support is not None:
             out["support"] = self.support
-        if self.posterior is not None:
-            out["posterior"] = self.posterior
         return out
 
     @classmethod
@@ -139,7 +134,6 @@ class SelectionGroup:
             _float(data.get("score")) or 0.0,
             _float(data.get("weight")),
             _float(data.get("support")),
-            _float(data.get("posterior")),
         )
 
 
@@ -260,7 +254,8 @@ class Selection:
     inputs: list[SharedInput] = field(default_factory=list)
     splitting_inputs: list[SplittingInput] = field(default_factory=list)
     inputs_seconds: float | None = None
-    # posterior_agreement: the worked examples the pick fails (outvoted by agreeing drafts)
+    # With a history: the worked examples outvoted (the drafts' posterior says wrong), which
+    # filtered nothing
     outvoted_examples: list[str] = field(default_factory=list)
 
     def to_dict(self) -> JSONObject:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from codegen.agents import prompts
 from codegen.agents.agreement import (
+    CHECK_ERRORS,
     AgreementPick,
     agreement_pick,
-    posterior_pick,
     run_on_shared_inputs,
 )
 from codegen.agents.context import queries_for, retrieve_context
@@ -178,14 +178,17 @@ def _select(
     if not names and not shared.inputs and priors is None:
         chosen_index, why, groups, suspect = 0, "no test ran for any draft", [], ()
     elif shared.inputs or priors is not None:
-        # With a history (also without shared inputs): the most probable behaviour, the worked
-        # examples and generated tests as fallible evidence beside the drafts' reliability.
-        if priors is None:
-            agreed = agreement_pick(shared.table, rows if names else [() for _ in drafts], trusted)
-        else:
-            agreed = posterior_pick(
-                shared.table, rows if names else [() for _ in drafts], trusted, priors
-            )
+        # With a history (also without shared inputs): the most reliable draft among those
+        # passing the most examples, not the earliest; and a worked example or generated test
+        # that reliable agreeing drafts show more likely wrong than right is left out first.
+        agreed = agreement_pick(
+            shared.table,
+            rows if names else [() for _ in drafts],
+            trusted,
+            priors=priors,
+            support="group" if priors is None else "similarity",
+            errors=None if priors is None else CHECK_ERRORS,
+        )
         chosen_index, why, suspect, rule = (
             agreed.chosen,
             agreed.why,
@@ -193,14 +196,7 @@ def _select(
             agreed.rule,
         )
         groups = [
-            SelectionGroup(
-                list(g.members),
-                g.suite_passes,
-                g.score,
-                g.weight,
-                g.support,
-                g.posterior if agreed.rule == "posterior_agreement" else None,
-            )
+            SelectionGroup(list(g.members), g.suite_passes, g.score, g.weight, g.support)
             for g in agreed.groups
         ]
     else:

@@ -471,8 +471,10 @@ def posterior_pick(
     up to a constant shared by all groups), plus ``errors.examples_log_likelihood`` of the
     examples it fails and ``errors.tests_log_likelihood`` of the generated tests it fails. The
     best score wins (ties: the group answering more valid inputs, then the most reliable
-    member); the pick is its most reliable member. With every prior equal this still differs
-    from ``agreement_pick`` (no hard example filter): the crew calls it only with a history."""
+    member); the pick is its most reliable member. The crew does not pick by it: its groups'
+    posteriors decide which checks ``suspect_checks`` leaves out, and ``benchmarks/selection.py``
+    reports its own pick as an ablation (exact groups split right drafts that differ only
+    outside the domain; docs/humaneval.md)."""
     people = list(range(len(table.classes))) if members is None else list(members)
     if not people or len(rows) != len(people):
         raise ValueError("no candidates to pick from" if not people else "rows != members")

@@ -20,7 +20,8 @@ HumanEval; MBPP's visible ``sample_io``, from ``--mbpp-set`` for every run alike
    eligibility on the worked examples and its behaviour group; one-coin Dawid-Skene EM,
    ``codegen.agents.reliability.estimate``; no hidden test), given to the crew as
    ``[llm] candidates = [{reliability = p_j}, ...]``, and the same evaluation again: the crew's
-   pick with a history (``similarity_agreement``): ``ours``. With ``--equal-votes-only`` this
+   pick with a history (``similarity_agreement``, the checks the drafts' posterior shows
+   more likely wrong than right left out first): ``ours``. With ``--equal-votes-only`` this
    pass is skipped and ``ours`` is pass 1's pick.
 3. Every draft of pass 1 (stored with the sample) scored on the hidden tests with
    ``codegen eval ... --samples-file`` (whole modules, N per task): each run alone (its draft is
@@ -272,7 +273,7 @@ def main() -> None:
                     "ours": ours,
                     "ours_rule": "output_agreement"
                     if args.equal_votes_only
-                    else "similarity_agreement with the estimated history",
+                    else "similarity_agreement with the estimated history and fallible checks",
                     "oracle": int(oracle),
                     "ours_minus_best": ours - per_run[best],
                 },

@@ -37,11 +37,14 @@ extracted code); no generated tests, so the rows are the worked examples, CodeT'
 over them, and the inputs are the prompt's calls (examples and any other literal call of the
 entry point it writes out; else seeds from the signature's types) and their mutations. Each
 run is a source: ``codegen.agents.reliability.estimate`` gives each an accuracy from example
-verdicts and agreement over the tasks (no hidden test), and three more rules use it:
+verdicts and agreement over the tasks (no hidden test), and five more rules use it:
 ``weighted`` (MBR-exec's expected agreement over the shared inputs, each draft counting its
 source's accuracy; the pick is the winning group's most reliable member, scored as that one
-sample), ``weighted_groups`` (exact groups by summed log-odds) and ``similarity`` (expected
-agreement, equal votes). Prints tasks solved per rule beside each run's own count
+sample), ``weighted_groups`` (exact groups by summed log-odds), ``similarity`` (expected
+agreement, equal votes), ``weighted_checks`` (the crew's pick with a history: ``weighted``
+after leaving out the checks ``codegen.agents.agreement.suspect_checks`` shows more likely
+wrong than right) and ``posterior`` (``posterior_pick``: that posterior's own pick, exact
+groups, no hard filter; an ablation). Prints tasks solved per rule beside each run's own count
 (``best_single``), the oracle and the estimate (``reliability``).
 
 ``--mapcoder DIR --mbpp-set FILE``: MapCoder's three MBPP runs the same way, the set's
@@ -523,7 +526,7 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
     """The rules; with ``reliability`` (``codegen.agents.reliability.Reliability``, estimated
     over the run's tasks) also ``weighted``: agreement with each sample weighing its source's
     log-odds."""
-    from codegen.agents.agreement import agreement_pick
+    from codegen.agents.agreement import CHECK_ERRORS, agreement_pick, posterior_pick
     from codegen.agents.selection import dual_agreement, pick
 
     def generated_only(trusted: list[bool]) -> list[int]:
@@ -552,7 +555,9 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
         ok, ok_all = verdict(rows[chosen.chosen], chosen.suspect_tests)
         return Picked(_share(chosen.group.members, _self(rows), d.correct), ok, ok_all)
 
-    def agreement(d: Draw, examples: bool, weighted: str = "", support: str = "group") -> Picked:
+    def agreement(
+        d: Draw, examples: bool, weighted: str = "", support: str = "group", checks: bool = False
+    ) -> Picked:
         rows = d.rows if examples else only(d.rows, generated_only(d.trusted))
         priors = (
             reliability.probabilities(d.sources)
@@ -569,6 +574,7 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
             inputs=d.with_examples if examples else d.without_examples,
             priors=priors if weighted else None,
             support="similarity" if support == "similarity" else "group",
+            errors=CHECK_ERRORS if checks else None,
         )
         # group members are programs; map back to the draw's samples
         samples = [i for i, m in enumerate(d.members) if m in set(chosen.group.members)]
@@ -581,6 +587,18 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
             return Picked(float(d.correct[best]), ok, ok_all)
         # the group shares outputs and suite verdicts: its samples' share of correct ones
         return Picked(sum(d.correct[i] for i in samples) / len(samples), ok, ok_all)
+
+    def posterior(d: Draw) -> Picked:
+        # posterior_agreement: no hard example filter; the pick is one sample (the most
+        # reliable member of the most probable behaviour), scored as that sample.
+        priors = reliability.probabilities(d.sources)
+        chosen = posterior_pick(
+            d.table, d.rows, d.trusted, priors, members=d.members, inputs=d.with_examples
+        )
+        samples = [i for i, m in enumerate(d.members) if m in set(chosen.group.members)]
+        best = max(samples, key=lambda i: (priors[i], -i))
+        ok, ok_all = verdict(d.rows[best], chosen.suspect_tests)
+        return Picked(float(d.correct[best]), ok, ok_all)
 
     rules: dict[str, Strategy] = {
         "random": lambda d: Picked(sum(d.correct) / len(d.correct)),
@@ -600,6 +618,11 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
         rules["weighted"] = lambda d: agreement(d, True, "probability", "similarity")
         rules["weighted_groups"] = lambda d: agreement(d, True, "log_odds", "group")
         rules["similarity"] = lambda d: agreement(d, True, "", "similarity")
+        # weighted_checks: the crew's pick with a history now (weighted, after leaving out the
+        # checks the posterior shows more likely wrong than right); posterior: that
+        # posterior's own pick (exact groups, no hard filter), an ablation
+        rules["weighted_checks"] = lambda d: agreement(d, True, "probability", "similarity", True)
+        rules["posterior"] = posterior
     return rules
 
 
@@ -844,6 +867,9 @@ def main() -> None:
         result["solved"]["best_single"] = max(per_file)
         result["agreement_minus_best_single"] = round(totals[n]["agreement"] - max(per_file), 2)
         result["weighted_minus_best_single"] = round(totals[n]["weighted"] - max(per_file), 2)
+        result["weighted_checks_minus_best_single"] = round(
+            totals[n]["weighted_checks"] - max(per_file), 2
+        )
         assert reliability is not None
         result["reliability"] = {
             "accuracy": dict(reliability.accuracy),

@@ -69,8 +69,8 @@ class Reliability:
         return min(MAX_P, max(MIN_P, p))
 
     def probabilities(self, sources: Sequence[str]) -> list[float]:
-        """Priors for ``agreement_pick(..., support="similarity")``: under MBR-exec's expected
-        agreement each draft counts by its probability of being right."""
+        """Priors for ``agreement_pick(..., support="similarity")`` and for
+        ``agreement.suspect_checks``: each draft's probability of being right."""
         return [self.probability(s) for s in sources]
 
 
@@ -154,9 +154,9 @@ def priors_from_history(
     models: Sequence[str], reliabilities: Sequence[float | None]
 ) -> list[float] | None:
     """Per draft, its model's history (``[llm] candidates`` entries' ``reliability``) as the
-    prior of ``agreement_pick(..., support="similarity")``; a draft whose model has none
-    counts ``UNKNOWN``. None when no draft's model has a history: the pick is then today's
-    count."""
+    prior of ``agreement_pick(..., support="similarity", errors=...)`` (the crew's pick with a
+    history); a draft whose model has none counts ``UNKNOWN``. None when no draft's model has
+    a history: the pick is then today's count."""
     if len(models) != len(reliabilities):
         raise ValueError("models != reliabilities")
     if all(r is None for r in reliabilities):

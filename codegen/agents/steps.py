@@ -13,7 +13,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codegen.agents import prompts
-from codegen.agents.agreement import AgreementPick, agreement_pick, run_on_shared_inputs
+from codegen.agents.agreement import (
+    CHECK_ERRORS,
+    AgreementPick,
+    agreement_pick,
+    run_on_shared_inputs,
+)
 from codegen.agents.context import queries_for, retrieve_context
 from codegen.agents.llm import LLMClient
 from codegen.agents.llm_types import Draft
@@ -173,14 +178,16 @@ def _select(
     if not names and not shared.inputs and priors is None:
         chosen_index, why, groups, suspect = 0, "no test ran for any draft", [], ()
     elif shared.inputs or priors is not None:
-        # With a history, also without shared inputs: the most reliable draft among those
-        # passing the most examples, not the earliest.
+        # With a history (also without shared inputs): the most reliable draft among those
+        # passing the most examples, not the earliest; and a worked example or generated test
+        # that reliable agreeing drafts show more likely wrong than right is left out first.
         agreed = agreement_pick(
             shared.table,
             rows if names else [() for _ in drafts],
             trusted,
             priors=priors,
             support="group" if priors is None else "similarity",
+            errors=None if priors is None else CHECK_ERRORS,
         )
         chosen_index, why, suspect, rule = (
             agreed.chosen,
@@ -227,6 +234,7 @@ def _select(
             for s in (agreed.splitting if agreed else ())
         ],
         inputs_seconds=round(shared.seconds, 3) if shared.inputs else None,
+        outvoted_examples=[names[t] for t in agreed.outvoted_examples] if agreed else [],
     )
     designer_names = [n for n, t in zip(names, trusted, strict=True) if not t]
     tests = without_tests(state.tests.tests, suspect_names, designer_names)

@@ -42,7 +42,7 @@ verdicts and agreement over the tasks (no hidden test), and five more rules use 
 source's accuracy; the pick is the winning group's most reliable member, scored as that one
 sample), ``weighted_groups`` (exact groups by summed log-odds), ``similarity`` (expected
 agreement, equal votes), ``weighted_checks`` (the crew's pick with a history: ``weighted``
-after leaving out the checks ``codegen.agents.agreement.suspect_checks`` shows more likely
+after leaving out the checks ``codegen.agents.posterior.suspect_checks`` shows more likely
 wrong than right) and ``posterior`` (``posterior_pick``: that posterior's own pick, exact
 groups, no hard filter; an ablation). Prints tasks solved per rule beside each run's own count
 (``best_single``), the oracle and the estimate (``reliability``).
@@ -454,7 +454,7 @@ def execute_tests(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
 
 def execute_inputs(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
     """Every program on the shared inputs, in one execution (``call_functions``)."""
-    from codegen.agents.agreement import BehaviourTable
+    from codegen.agents.behaviour import BehaviourTable
     from codegen.sandbox.calls import call_functions
     from codegen.sandbox.types import Limits
 
@@ -497,7 +497,7 @@ class Draw:
     trusted: list[bool]
     correct: list[bool]
     members: list[int]  # the samples' programs (rows of ``table``)
-    table: Any  # codegen.agents.agreement.BehaviourTable
+    table: Any  # codegen.agents.behaviour.BehaviourTable
     without_examples: tuple[int, ...]  # input columns of each setting
     with_examples: tuple[int, ...]
     sources: tuple[str, ...] = ()  # each sample's model (MapCoder: its run), when known
@@ -526,7 +526,8 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
     """The rules; with ``reliability`` (``codegen.agents.reliability.Reliability``, estimated
     over the run's tasks) also ``weighted``: agreement with each sample weighing its source's
     log-odds."""
-    from codegen.agents.agreement import CHECK_ERRORS, agreement_pick, posterior_pick
+    from codegen.agents.agreement import agreement_pick
+    from codegen.agents.posterior import CHECK_ERRORS, posterior_pick
     from codegen.agents.selection import dual_agreement, pick
 
     def generated_only(trusted: list[bool]) -> list[int]:
@@ -646,7 +647,7 @@ def draw_all(
     task: dict[str, Any], ran: dict[str, Any], chosen: Sequence[int] | None = None
 ) -> Draw:
     """The samples ``chosen`` (default all) of ``task`` as every rule sees them."""
-    from codegen.agents.agreement import BehaviourTable
+    from codegen.agents.behaviour import BehaviourTable
 
     picked = list(range(len(task["sample_program"]))) if chosen is None else list(chosen)
     programs = [task["sample_program"][i] for i in picked]

@@ -70,7 +70,7 @@ class Reliability:
 
     def probabilities(self, sources: Sequence[str]) -> list[float]:
         """Priors for ``agreement_pick(..., support="similarity")`` and for
-        ``agreement.suspect_checks``: each draft's probability of being right."""
+        ``posterior.suspect_checks``: each draft's probability of being right."""
         return [self.probability(s) for s in sources]
 
 

@@ -13,15 +13,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codegen.agents import prompts
-from codegen.agents.agreement import (
-    CHECK_ERRORS,
-    AgreementPick,
-    agreement_pick,
-    run_on_shared_inputs,
-)
+from codegen.agents.agreement import agreement_pick, run_on_shared_inputs
+from codegen.agents.behaviour import AgreementPick
 from codegen.agents.context import queries_for, retrieve_context
 from codegen.agents.llm import LLMClient
 from codegen.agents.llm_types import Draft
+from codegen.agents.posterior import CHECK_ERRORS
 from codegen.agents.records import (
     CandidateRun,
     Selection,

@@ -7,13 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from codegen.agents.agreement import (
-    ERROR,
-    TIMEOUT,
-    BehaviourTable,
-    agreement_pick,
-    run_on_shared_inputs,
-)
+from codegen.agents.agreement import agreement_pick, run_on_shared_inputs
+from codegen.agents.behaviour import ERROR, TIMEOUT, BehaviourTable
 from codegen.agents.selection import pick
 from codegen.agents.spec import Spec
 from codegen.sandbox.api import Sandbox

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from codegen.agents.agreement import BehaviourTable, agreement_pick
+from codegen.agents.agreement import agreement_pick
+from codegen.agents.behaviour import BehaviourTable
 from codegen.agents.reliability import UNKNOWN, Reliability, TaskVotes, estimate
 from codegen.sandbox.calls import CallOutcome
 

@@ -154,6 +154,7 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     load_at_start = [round(x, 2) for x in os.getloadavg()]
+    commits = {"baseline": commit_of(baseline), "current": commit_of(current)}  # as built
     prepare(args, workdir)
     runs: dict[str, list[dict[str, object]]] = {"baseline": [], "current": []}
     for round_no in range(args.rounds):
@@ -175,8 +176,8 @@ def main() -> None:
                 "rows": args.n,
                 "source": args.source,
                 "vectors": (workdir / "origin.txt").read_text(),
-                "baseline": {"checkout": str(baseline), "commit": commit_of(baseline)},
-                "current": {"checkout": str(current), "commit": commit_of(current)},
+                "baseline": {"checkout": str(baseline), "commit": commits["baseline"]},
+                "current": {"checkout": str(current), "commit": commits["current"]},
                 "runs": runs,
                 "vector_indexes_seconds_median": median,
                 "current_over_baseline_per_round": ratios,

@@ -110,15 +110,7 @@ def text_calls(text: str, entry_point: str, limit: int = 16) -> list[tuple[JSONV
         start = at + len(needle)
         if at and (text[at - 1].isalnum() or text[at - 1] in "_."):
             continue  # another name ending in entry_point
-        depth, end = 0, -1
-        for i in range(at + len(entry_point), min(len(text), at + 2000)):
-            if text[i] in "([{":
-                depth += 1
-            elif text[i] in ")]}":
-                depth -= 1
-                if depth == 0:
-                    end = i + 1
-                    break
+        end = bracket_end(text, at + len(entry_point), stop=at + 2000)
         if end < 0:
             continue
         for args in call_sites(text[at:end], entry_point):

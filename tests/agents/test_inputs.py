@@ -142,3 +142,9 @@ def test_bracket_end_skips_brackets_in_strings_and_says_when_nothing_closes() ->
     assert bracket_end("f(')", 1) == -1
     assert bracket_end("f(1, 2)", 1, stop=6) == -1
     assert bracket_end("f(1, 2)", 1, stop=7) == 7
+
+
+def test_a_call_on_a_string_of_brackets_is_read_whole() -> None:
+    # HumanEval/56, /119 and /132 write such calls; a bracket in a string is not the call's.
+    prose = 'is_nested("[]]") ➞ False\nis_nested("[[]][[") ➞ True'
+    assert text_calls(prose, "is_nested") == [("[]]",), ("[[]][[",)]

@@ -61,6 +61,36 @@ def _without_dagster_notices(environ: Mapping[str, str]) -> dict[str, str]:
     return {**environ, "PYTHONWARNINGS": f"{own},{DEV_NOTICE}" if own else DEV_NOTICE}
 
 
+def _first_build_export() -> subprocess.Popen[bytes] | None:
+    """When the first build will start (``[corpus] build_on_first_run``), the embedder's
+    one-off model export begins now, while the UI and the corpus stages start, instead of
+    inside the index run."""
+    from codegen.composition import embedder_config
+    from codegen.retrieval.embedders import export_in_background
+    from codegen.settings import BadSettings, get_settings
+
+    try:
+        settings = get_settings()
+    except BadSettings:  # the code location reports it, where the user looks
+        return None
+    if not settings.corpus.build_on_first_run:
+        return None
+    return export_in_background(embedder_config(settings))
+
+
+def _stop_export(exporting: subprocess.Popen[bytes] | None) -> None:
+    """An export still running when `make run` stops ends as on Ctrl-C, removing its
+    temporary files; the next build exports again."""
+    if exporting is None or exporting.poll() is not None:
+        return
+    exporting.send_signal(signal.SIGINT)
+    try:
+        exporting.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        exporting.kill()
+        exporting.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codegen.orchestration.dev")
     parser.add_argument("--host", default="127.0.0.1")
@@ -74,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
         flush=True,
     )
+    exporting = _first_build_export()
     proc = subprocess.Popen(
         [str(dagster), "dev", "--host", args.host, "--port", str(args.port)],
         start_new_session=True,
@@ -88,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, on_signal)
     while proc.poll() is None and not stopping:
         time.sleep(0.2)
+    _stop_export(exporting)
     if not stopping:  # dagster dev ended on its own
         return proc.returncode
     _stop_group(proc.pid, proc)

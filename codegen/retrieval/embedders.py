@@ -12,6 +12,8 @@ import hashlib
 import json
 import logging
 import os
+import subprocess
+import sys
 import threading
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -609,6 +611,10 @@ class OnnxMiniLMEmbedder:
             _VERIFIED_EXPORTS.add(key)  # hashed once per process, not on every query
         return key in _VERIFIED_EXPORTS
 
+    def exported(self) -> bool:
+        """Whether the cache holds a complete export (nothing is exported)."""
+        return self._complete(self.export_dir / "model.onnx", self.export_dir / "manifest.json")
+
     def ensure_export(self) -> Path:
         """The cached model file, exported first if no complete one is there."""
         folder = self.export_dir
@@ -661,6 +667,24 @@ class OnnxMiniLMEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
+
+
+def export_in_background(config: EmbedderConfig) -> subprocess.Popen[bytes] | None:
+    """Start the one-off ONNX export of ``config``'s model in a child process, so that it
+    overlaps other work (the corpus stages before the first index, the UI starting); None when
+    the embedder exports nothing or its export is cached. The child holds the export's lock:
+    an embedder that needs the model meanwhile waits for it and then loads its file. Its output
+    is discarded: should it fail, that embedder exports again itself and says why."""
+    if config.name != "minilm" or not config.cache_dir:
+        return None
+    if OnnxMiniLMEmbedder(cache_dir=config.cache_dir).exported():
+        return None
+    return subprocess.Popen(
+        [sys.executable, "-m", __name__, config.cache_dir],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 @dataclass
@@ -754,3 +778,7 @@ def make_embedder(config: EmbedderConfig) -> Embedder:
             base_url=config.openai_base_url,
         )
     raise EmbedderError(f"unknown embedder {config.name!r}; choose {', '.join(EMBEDDERS)}")
+
+
+if __name__ == "__main__":  # export_in_background's child: python -m ... CACHE_DIR
+    OnnxMiniLMEmbedder(cache_dir=sys.argv[1]).ensure_export()

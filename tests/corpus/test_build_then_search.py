@@ -18,7 +18,13 @@ CODEGEN = str(Path(sys.executable).parent / "codegen")
 
 
 def codegen(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CODEGEN_HOME": str(home), "CODEGEN_CONFIG": str(home / "codegen.toml")}
+    env = {
+        **os.environ,
+        "CODEGEN_HOME": str(home),
+        "CODEGEN_CONFIG": str(home / "codegen.toml"),
+        # A user's first build: no model exported yet (not the developer's cache).
+        "CODEGEN_RETRIEVAL__MODEL_CACHE_DIR": str(home.parent / "user-model-cache"),
+    }
     env.pop("DAGSTER_HOME", None)  # the CLI defaults it to $CODEGEN_HOME/dagster_home
     return subprocess.run([CODEGEN, *args], env=env, capture_output=True, text=True, timeout=600)
 
@@ -46,6 +52,10 @@ def test_corpus_build_indexes_and_search_finds_the_code(
     built = codegen("corpus", "build", "--local", str(tree), home=isolated_home)
     assert built.returncode == 0, built.stderr
     assert "index: ok" in built.stderr and "index_checks: ok" in built.stderr, built.stderr
+    # The model was exported beside the corpus stages, by a child the command waited for.
+    assert "exporting the embedder's model" in built.stderr, built.stderr
+    (manifest,) = (isolated_home.parent / "user-model-cache" / "models").glob("*/manifest.json")
+    assert not list(manifest.parent.glob(".*.tmp")), list(manifest.parent.iterdir())
 
     found = codegen(
         "search",

@@ -370,3 +370,18 @@ def test_openai_server_error_is_one_clear_error(embeddings_server: str) -> None:
     emb = OpenAIEmbedder(base_url=embeddings_server, max_retries=0)
     with pytest.raises(EmbedderError, match="embedding request failed"):
         emb.embed_documents(["x"])
+
+
+def test_background_export_starts_only_when_an_export_is_missing(
+    tmp_path: Path, onnx_model_cache: Path
+) -> None:
+    """`codegen corpus build` and `make run` start the export early only when there is one to
+    do: never for torch or OpenAI, never when the user's cache holds it."""
+    for name in ("minilm-torch", "openai"):
+        config = EmbedderConfig(name=name, cache_dir=str(tmp_path / "cold"))
+        assert embedders.export_in_background(config) is None
+    warm = EmbedderConfig(name="minilm", cache_dir=str(onnx_model_cache))
+    assert embedders.export_in_background(warm) is None
+    assert OnnxMiniLMEmbedder(cache_dir=str(onnx_model_cache)).exported()
+    assert not OnnxMiniLMEmbedder(cache_dir=str(tmp_path / "cold")).exported()
+    assert not (tmp_path / "cold").exists()  # asking exports nothing

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import click
 
+from codegen.composition import embedder_config
 from codegen.corpus.sources import SOURCES
 from codegen.json_types import JSONObject
 from codegen.orchestration.instance import configured_instance
-from codegen.settings import get_settings
+from codegen.retrieval.embedders import export_in_background
+from codegen.settings import Settings, get_settings
 
 
 def _summary(name: str, meta: JSONObject) -> str:
@@ -83,6 +85,22 @@ def build(
     os.environ["CODEGEN_CORPUS__SOURCES"] = json.dumps(settings.corpus.sources)
 
     click.echo(f"corpus build: sources {', '.join(chosen)} -> {settings.corpus_dir}", err=True)
+    # A first build's model export (about 20 s) runs beside the corpus stages, which use
+    # one core; the index stage then finds the model ready (or waits for the rest).
+    exporting = export_in_background(embedder_config(settings)) if with_index else None
+    if exporting:
+        click.echo(
+            f"  exporting the embedder's model to {settings.model_cache_dir} (once per user)",
+            err=True,
+        )
+    try:
+        _build(settings, chosen, with_index, as_json)
+    finally:
+        if exporting:
+            exporting.wait()  # it never outlives the command that started it
+
+
+def _build(settings: Settings, chosen: list[str], with_index: bool, as_json: bool) -> None:
     from codegen.orchestration.corpus import StageResult, build_corpus, build_index
 
     instance = configured_instance(settings)

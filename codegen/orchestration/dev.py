@@ -79,8 +79,8 @@ def _first_build_export() -> subprocess.Popen[bytes] | None:
 
 
 def _stop_export(exporting: subprocess.Popen[bytes] | None) -> None:
-    """An export still running when `make run` stops ends as on Ctrl-C, removing its
-    temporary files; the next build exports again."""
+    """An export still running when `make run` stops ends as on Ctrl-C (killed if it does not
+    within 10 s); the next build exports again and clears what it left."""
     if exporting is None or exporting.poll() is not None:
         return
     exporting.send_signal(signal.SIGINT)

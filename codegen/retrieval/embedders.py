@@ -627,6 +627,11 @@ class OnnxMiniLMEmbedder:
                 if self._complete(model, manifest):  # another process exported meanwhile
                     return model
                 manifest.unlink(missing_ok=True)
+                # Only the lock's holder writes temp files here: any found now are an
+                # exporter's that was killed (make run stopped mid-export, say).
+                for stale in folder.glob(".*"):
+                    if stale.name != ".lock":
+                        stale.unlink(missing_ok=True)
                 _export_minilm_onnx(Path(self._path), model, self.quantize)
                 record = {"sha256": _sha256(model), "identity": self.identity}
                 tmp = manifest.with_name(f".{manifest.name}.{os.getpid()}.tmp")

@@ -209,9 +209,13 @@ def test_partial_or_damaged_export_is_rebuilt(
     assert np.allclose(OnnxMiniLMEmbedder(cache_dir=str(cache)).embed_query("anything"), expected)
     assert counting_export.calls == 2
 
-    manifest.unlink()  # an exporter killed between the model file and its manifest
+    manifest.unlink()  # an exporter killed between the model file and its manifest...
+    stale = [model.parent / ".model.onnx.999999.fp32.onnx", model.parent / ".manifest.json.1.tmp"]
+    for leftover in stale:  # ...or mid-export, its temp files left behind
+        leftover.write_bytes(b"partial")
     assert np.allclose(OnnxMiniLMEmbedder(cache_dir=str(cache)).embed_query("anything"), expected)
     assert counting_export.calls == 3
+    assert not any(p.exists() for p in stale)  # the next export clears them
 
     manifest.write_text("{not json")
     OnnxMiniLMEmbedder(cache_dir=str(cache)).embed_query("anything")

@@ -43,6 +43,8 @@ LABEL = "multiagent-codegen.sandbox"
 OWNER_LABEL = "multiagent-codegen.sandbox.owner"
 WIPE_DIRS = [WORKDIR, "/tmp", "/dev/shm", "/dev/mqueue"]
 START_TIMEOUT_S = 60.0
+# A creator starts its container at once, and gives up START_TIMEOUT_S later at most.
+ABANDONED_AFTER_S = 2 * START_TIMEOUT_S
 
 
 def _proc_start_time(pid: int) -> str:
@@ -84,12 +86,21 @@ def docker_client(timeout: float = 60.0) -> docker.DockerClient:
     return client
 
 
-def reap_leftovers(client: docker.DockerClient) -> int:
-    """Remove labelled containers whose owning process is gone (a crash); returns the count."""
+def reap_leftovers(
+    client: docker.DockerClient, abandoned_after_s: float = ABANDONED_AFTER_S
+) -> int:
+    """Remove labelled containers whose owning process is gone (a crash), and containers
+    created but never started for ``abandoned_after_s``, whoever made them: their creator
+    died between create and start (a run container killed, on any host), and auto-remove
+    only removes a container that ran. Returns the count."""
     removed = 0
+    now = time.time()
     for info in client.api.containers(all=True, filters={"label": LABEL}):
         tag = (info.get("Labels") or {}).get(OWNER_LABEL, "")
-        if tag and not _owner_alive(tag):
+        abandoned = info.get("State") == "created" and now - info.get("Created", now) > (
+            abandoned_after_s
+        )
+        if abandoned or (tag and not _owner_alive(tag)):
             _remove(client, info["Id"])
             removed += 1
     return removed

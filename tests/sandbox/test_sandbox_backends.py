@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import time
 
 import pytest
 from sandbox_support import ROOMY, assert_clean
@@ -160,6 +161,34 @@ def test_leftover_containers_of_a_dead_process_are_removed(docker_sandbox: Sandb
     )["Id"]
     assert reap_leftovers(docker_sandbox.client) >= 1  # type: ignore[attr-defined]
     assert not api.containers(all=True, filters={"id": cid})
+
+
+@pytest.mark.docker
+def test_a_container_created_but_never_started_is_removed_once_abandoned(
+    docker_sandbox: Sandbox,
+) -> None:
+    """A run container killed between create and start leaves its sandbox container
+    created on a host nobody else is: the reaper removes it once no creator can still start
+    it, and not before."""
+    from codegen.sandbox.docker_backend import LABEL, OWNER_LABEL, reap_leftovers
+
+    client = docker_sandbox.client  # type: ignore[attr-defined]
+    cid = client.api.create_container(
+        docker_sandbox.image,  # type: ignore[attr-defined]
+        command=["true"],
+        labels={LABEL: "1", OWNER_LABEL: "a-killed-run-container:1:0"},
+    )["Id"]
+    try:
+        reap_leftovers(client)  # fresh, and another host's: left alone
+        assert client.api.containers(all=True, filters={"id": cid})
+        # Older than a short bound, not -1: another test's container, between its create and
+        # its start right now, must not count as abandoned.
+        time.sleep(6)
+        reap_leftovers(client, abandoned_after_s=5.0)
+        assert not client.api.containers(all=True, filters={"id": cid})
+    finally:
+        if client.api.containers(all=True, filters={"id": cid}):  # a failed assertion above
+            client.api.remove_container(cid, force=True)
 
 
 def test_unknown_backend_is_a_clear_error() -> None:

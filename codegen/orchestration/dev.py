@@ -62,9 +62,9 @@ def _without_dagster_notices(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def _first_build_export() -> subprocess.Popen[bytes] | None:
-    """When the first build will start (``[corpus] build_on_first_run``), the embedder's
-    one-off model export begins now, while the UI and the corpus stages start, instead of
-    inside the index run."""
+    """Unless the first build is off (``[corpus] build_on_first_run``), the embedder's one-off
+    model export, if the user's cache lacks it, begins now, while the UI and the corpus stages
+    start, instead of inside the index run."""
     from codegen.composition import embedder_config
     from codegen.retrieval.embedders import export_in_background
     from codegen.settings import BadSettings, get_settings

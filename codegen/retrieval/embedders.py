@@ -611,14 +611,18 @@ class OnnxMiniLMEmbedder:
             _VERIFIED_EXPORTS.add(key)  # hashed once per process, not on every query
         return key in _VERIFIED_EXPORTS
 
+    def _files(self) -> tuple[Path, Path]:
+        """The export's model file and its manifest (written last)."""
+        return self.export_dir / "model.onnx", self.export_dir / "manifest.json"
+
     def exported(self) -> bool:
         """Whether the cache holds a complete export (nothing is exported)."""
-        return self._complete(self.export_dir / "model.onnx", self.export_dir / "manifest.json")
+        return self._complete(*self._files())
 
     def ensure_export(self) -> Path:
         """The cached model file, exported first if no complete one is there."""
         folder = self.export_dir
-        model, manifest = folder / "model.onnx", folder / "manifest.json"
+        model, manifest = self._files()
         if self._complete(model, manifest):
             return model
         try:

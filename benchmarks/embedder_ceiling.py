@@ -18,7 +18,10 @@ Everything is measured in one run on this machine:
 The ceiling is the throughput MiniLM would reach if all of its dense arithmetic ran at that
 measured int8 rate and everything else were free: no attention, softmax, layer norm, GELU,
 quantizing of activations between layers, padding or tokenizing. It is an upper bound: no
-runtime, batching or thread setting can pass it with this model on this CPU. If 8x torch
+runtime, batching or thread setting can pass it with this model on this CPU. The default's
+share is of the ceiling at its own token cap (``default_max_seq_length``), not torch's
+longer one at which issue 13's 8x target is weighed, so a lower cap does not pass for a
+faster runtime. If 8x torch
 is above it, the target needs a smaller model (``shrink_needed``: how many times fewer
 multiply-adds per token), not a faster runtime.
 
@@ -289,10 +292,11 @@ def ceiling_for(
     shape: dict[str, int],
     rates: dict[str, float],
     measured: dict[str, float],
+    default_cap: int,
 ) -> dict[str, Any]:
     entry: dict[str, Any] = {"texts": len(texts)}
     dense_per_text: dict[int, float] = {}
-    for cap in (256, 128):
+    for cap in sorted({256, 128, default_cap}, reverse=True):
         tokens = token_counts(texts, cap)
         dense, attention = macs(tokens, shape)
         dense_per_text[cap] = dense / len(texts)
@@ -307,6 +311,9 @@ def ceiling_for(
         }
     torch_rate = measured["minilm-torch"]
     ceiling = entry["seq256"]["ceiling_chunks_per_s_dense_int8_only"]
+    # The default's share is of the ceiling for the tokens it embeds (its own cap), so a
+    # lower cap does not pass for a faster runtime.
+    own_ceiling = entry[f"seq{default_cap}"]["ceiling_chunks_per_s_dense_int8_only"]
     target = TARGET_SPEEDUP * torch_rate
     entry.update(
         {
@@ -320,7 +327,8 @@ def ceiling_for(
             "target_reachable_with_this_model": target <= ceiling,
             # Multiply-adds per text that 8x torch leaves at the int8 rate, against MiniLM's.
             "shrink_needed": round(dense_per_text[256] / (rates["onnx_int8"] / target), 2),
-            "onnx_int8_share_of_ceiling": round(measured["minilm"] / ceiling, 3),
+            "default_max_seq_length": default_cap,
+            "onnx_int8_share_of_ceiling": round(measured["minilm"] / own_ceiling, 3),
         }
     )
     log(f"{label}: {json.dumps(entry)}")
@@ -375,6 +383,7 @@ def main() -> None:
         "minilm-torch": MiniLMEmbedder(),
         "minilm": OnnxMiniLMEmbedder(cache_dir=args.model_cache),
     }
+    default_cap = embedders["minilm"].max_seq_length
     sets, corpus_total = timed_text_sets(args.sample, args.corpus_sample, args.chunks, workdir)
     measured: dict[str, dict[str, float]] = {}
     paired: dict[str, dict[str, Any]] = {}
@@ -382,7 +391,7 @@ def main() -> None:
         log(f"{label}: timing {len(texts)} texts")
         by_round, int8_by_round = measured_throughput(embedders, texts, args.rounds)
         measured[label] = {name: statistics.median(v) for name, v in by_round.items()}
-        dense, _ = macs(token_counts(texts, 256), shape)
+        dense, _ = macs(token_counts(texts, default_cap), shape)
         shares = [
             rate / (len(texts) / (dense / int8))
             for rate, int8 in zip(by_round["minilm"], int8_by_round, strict=True)
@@ -400,7 +409,7 @@ def main() -> None:
     rates = {k: max(run[k] for run in gemm_runs) for k in gemm_runs[0]}
     report["gemm_gmacs_per_s"] = {k: round(v / 1e9, 2) for k, v in rates.items()}
     report["texts"] = {
-        label: ceiling_for(label, texts, shape, rates, measured[label]) | paired[label]
+        label: ceiling_for(label, texts, shape, rates, measured[label], default_cap) | paired[label]
         for label, texts in sets
     }
     report["default_corpus_chunks_total"] = corpus_total

@@ -22,6 +22,7 @@ The index lives in --workdir and is synced incrementally, so a rerun embeds noth
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -44,6 +45,17 @@ REFERENCE = "minilm-torch"
 
 def log(msg: str) -> None:
     print(f"[retrieval_quality] {msg}", file=sys.stderr, flush=True)
+
+
+def named_embedder(name: str, cache: Path) -> Embedder:
+    """An embedder by its config name; ``NAME@N`` is the same embedder with its token cap at N
+    (e.g. ``minilm@256``: the ONNX default at torch's cap), to weigh the cap apart from the
+    runtime."""
+    base, _, cap = name.partition("@")
+    embedder = make_embedder(EmbedderConfig(name=base, cache_dir=str(cache)))
+    if cap:
+        embedder = dataclasses.replace(embedder, max_seq_length=int(cap))  # type: ignore[type-var]
+    return embedder
 
 
 def throughput_rounds(
@@ -102,7 +114,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--max-queries", type=int, default=1000)
     ap.add_argument("--max-files", type=int, default=None, help="a seeded sample of N stdlib files")
-    ap.add_argument("--embedders", default="minilm-torch,minilm")
+    ap.add_argument(
+        "--embedders",
+        default="minilm-torch,minilm",
+        help="config names; NAME@N sets the token cap (e.g. minilm@256, minilm-torch@128)",
+    )
     ap.add_argument("--workdir", default=".codegen/bench/retrieval_quality")
     ap.add_argument("--throughput-sample", type=int, default=256)
     ap.add_argument("--throughput-rounds", type=int, default=3)
@@ -131,7 +147,7 @@ def main() -> None:
     sample = [c.text for c in chunks[: args.throughput_sample]]
     for name in names:
         t0 = time.perf_counter()
-        embedders[name] = make_embedder(EmbedderConfig(name=name, cache_dir=str(workdir / "cache")))
+        embedders[name] = named_embedder(name, workdir / "cache")
         embedders[name].embed_documents(sample[:8])  # model load, first-time export/distillation
         report["embedders"][name] = {
             "identity": embedders[name].identity,
@@ -154,7 +170,7 @@ def main() -> None:
 
     for name, embedder in embedders.items():
         log(f"{name}: syncing the index")
-        store = LanceDBStore(uri=str(workdir / f"index-{name}"))
+        store = LanceDBStore(uri=str(workdir / f"index-{name.replace('@', '-seq')}"))
         stats = sync_index(
             chunks,
             store,

@@ -565,7 +565,11 @@ class OnnxMiniLMEmbedder:
 
     cache_dir: str
     quantize: bool = True
-    max_seq_length: int = 256
+    # The length all-MiniLM-L6-v2 was fine-tuned at. sentence-transformers' 256 (torch's
+    # reference) costs up to twice the arithmetic on long chunks and ranked no better on the
+    # retrieval benchmark (docs/benchmarks.md#retrieval); a longer chunk's tail still reaches
+    # hybrid search through BM25.
+    max_seq_length: int = 128
     batch_tokens: int = 8192  # padded tokens per batch: bounds memory, keeps kernels busy
     max_batch: int = 128
     # A batch past min_batch texts closes before its padding passes this share of its real

@@ -4,6 +4,7 @@ loopback /v1/embeddings."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import shutil
@@ -69,10 +70,12 @@ def test_minilm_vectors_are_normalised_ordered_and_semantic(minilm: MiniLMEmbedd
 def test_onnx_minilm_matches_torch_in_any_batch_order(
     onnx_minilm: OnnxMiniLMEmbedder, minilm: MiniLMEmbedder, stdlib_chunks: list
 ) -> None:
-    # Real chunks of very different lengths (a few tokens to past the 256-token cap), so the
+    # Real chunks of very different lengths (a few tokens to past the token cap), so the
     # length buckets, the per-batch padding and the restoring of input order are exercised.
     texts = [c.text for c in stdlib_chunks[:40]] + ["x", "def f(): pass", "a " * 2000]
-    onnx, torch = onnx_minilm.embed_documents(texts), minilm.embed_documents(texts)
+    # int8 against fp32 at the same cap: the default reads fewer tokens than torch's 256.
+    same_cap = dataclasses.replace(minilm, max_seq_length=onnx_minilm.max_seq_length)
+    onnx, torch = onnx_minilm.embed_documents(texts), same_cap.embed_documents(texts)
     assert onnx.shape == (len(texts), 384) and onnx.dtype == np.float32
     assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-4)
     cosine = np.sum(onnx * torch, axis=1)
@@ -83,6 +86,11 @@ def test_onnx_minilm_matches_torch_in_any_batch_order(
     assert np.sum(alone * onnx[::7], axis=1).min() > 0.99999
     assert np.allclose(onnx_minilm.embed_documents(texts[::-1]), onnx[::-1], atol=1e-5)
     assert onnx_minilm.embed_documents([]).shape == (0, 384)
+    # Past the cap a text's tail is not read: its vector is that of its first cap tokens.
+    # The head is 194 tokens, between the default's cap and torch's.
+    head = "def parse(line):\n    return line.split(',')\n" * 12
+    cut = onnx_minilm.embed_documents([head, head + "\nimport socket  # never read\n" * 50])
+    assert float(cut[0] @ cut[1]) > 0.99999
     q = onnx_minilm.embed_query("read all lines of a text file")
     d = onnx_minilm.embed_documents(["def read_lines(p): return open(p).readlines()", "x * 2"])
     assert float(d[0] @ q) > float(d[1] @ q) + 0.1

@@ -52,3 +52,28 @@ def test_importer_derives_prose_examples_when_the_docstring_has_no_doctest() -> 
     )
     spec = Spec.model_validate(derived_spec(problem))
     assert [(e.call, e.expected) for e in spec.examples] == [("any_int(9, 4, 5)", "True")]
+
+
+SEQUENCE_DOC = """
+    The sequence is defined by the recurrence:
+    seq(0) = 2
+    seq(n) = 2 * seq(n - 1) + 1, if n > 0.
+    For example:
+    seq(1) = 2 * 2 + 1 = 5
+    seq(2) = 11
+    Return the first n + 1 terms as a list.
+    Examples:
+    seq(2) = [2, 5, 11]
+    seq(0) ➞ [2]
+"""
+
+
+def test_values_of_a_formula_are_not_examples_of_the_function() -> None:
+    # seq(0) = 2 and seq(2) = 11 are terms of the recurrence; the function returns a list.
+    assert written_examples(SEQUENCE_DOC, "seq") == [("seq(2)", "[2, 5, 11]"), ("seq(0)", "[2]")]
+    # With no heading after the formula, no bare "=" line is an example; other styles still are.
+    no_heading = SEQUENCE_DOC.replace("    Examples:\n", "").replace("    For example:\n", "")
+    assert written_examples(no_heading, "seq") == [("seq(0)", "[2]")]
+    # Without a formula a bare "=" line is an example wherever it stands.
+    plain = "    seq(3) = [2, 5, 11, 23]\n    Examples:\n    seq(1) = [2, 5]\n"
+    assert written_examples(plain, "seq") == [("seq(3)", "[2, 5, 11, 23]"), ("seq(1)", "[2, 5]")]

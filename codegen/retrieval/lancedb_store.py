@@ -73,6 +73,7 @@ class LanceDBStore:
     _db: Any = field(default=None, init=False, repr=False)
     _handle: Any = field(default=None, init=False, repr=False)
     _has_ann: bool | None = field(default=None, init=False, repr=False)
+    _identity: str | None = field(default=None, init=False, repr=False)
     _sidecar: FaissSidecar | None = field(default=None, init=False, repr=False)
     _sidecar_checked: bool = field(default=False, init=False, repr=False)
     _lexical_pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
@@ -142,11 +143,17 @@ class LanceDBStore:
         self._sidecar, self._sidecar_checked = None, True
 
     def embedder_identity(self) -> str | None:
-        if self.META_TABLE not in self._table_names() or not self.exists():
-            return None
-        rows = self._connect().open_table(self.META_TABLE).to_arrow().to_pylist()
-        meta = {r["key"]: r["value"] for r in rows}
-        return meta.get(f"{self.table_name}.embedder")
+        # Read once per store, like its table handle, which sees no other process's writes
+        # either; every search checks it, and listing tables and reading the meta table cost
+        # about 10 ms, most of the quality check's 600 searches. reset() keeps it current.
+        if self._identity is None:
+            names = self._table_names()
+            if self.META_TABLE not in names or self.table_name not in names:
+                return None
+            rows = self._connect().open_table(self.META_TABLE).to_arrow().to_pylist()
+            meta = {r["key"]: r["value"] for r in rows}
+            self._identity = meta.get(f"{self.table_name}.embedder")
+        return self._identity
 
     def _schema(self, dim: int) -> Any:
         import pyarrow as pa
@@ -174,7 +181,7 @@ class LanceDBStore:
 
         db = self._connect()
         self._handle = db.create_table(self.table_name, schema=self._schema(dim), mode="overwrite")
-        self._has_ann = False
+        self._has_ann, self._identity = False, None
         self._drop_sidecar()
         meta = pa.table(
             {"key": [f"{self.table_name}.embedder"], "value": [embedder_identity]},

@@ -181,3 +181,28 @@ def test_rrf_fuse_is_reciprocal_rank_fusion() -> None:
     assert fused["b"] == pytest.approx(1 / 62 + 1 / 61)
     assert fused["a"] == pytest.approx(1 / 61)
     assert max(fused, key=fused.get) == "b"
+
+
+def test_lancedb_reads_the_embedder_identity_once_per_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every search checks the identity; listing tables and reading the meta table each time
+    # was most of a build's quality check. The store's own reset keeps it current.
+    store = open_store(StoreConfig(kind="lancedb", uri=str(tmp_path / "lance")))
+    store.reset("test-embedder@1", DIM)
+    store.upsert(CHUNKS, VECTORS)
+    assert store.embedder_identity() == "test-embedder@1"
+    listed = 0
+    table_names = store._table_names  # type: ignore[attr-defined]
+
+    def counting() -> list[str]:
+        nonlocal listed
+        listed += 1
+        return table_names()
+
+    monkeypatch.setattr(store, "_table_names", counting)
+    for _ in range(3):
+        assert store.embedder_identity() == "test-embedder@1"
+    assert listed == 0
+    store.reset("other-embedder@2", DIM)
+    assert store.embedder_identity() == "other-embedder@2"

@@ -26,7 +26,7 @@ _SEPARATOR = re.compile(
     r"^#?\s*(?P<sep>==>|==|➞|=>|->|→|=|should\s+return|returns?)\s*(?P<want>.+)$",
     re.IGNORECASE,
 )
-_HEADING = re.compile(r"^(?:for\s+)?(?:examples?|e\.g\.)\b", re.IGNORECASE)
+_HEADING = re.compile(r"^(?:for\s+)?(?:examples?\b|e\.g\.)", re.IGNORECASE)
 
 
 def _literal(text: str) -> str | None:

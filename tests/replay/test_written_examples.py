@@ -76,4 +76,7 @@ def test_values_of_a_formula_are_not_examples_of_the_function() -> None:
     assert written_examples(no_heading, "seq") == [("seq(0)", "[2]")]
     # Without a formula a bare "=" line is an example wherever it stands.
     plain = "    seq(3) = [2, 5, 11, 23]\n    Examples:\n    seq(1) = [2, 5]\n"
+    # "e.g." opens an example line as a heading does.
+    inline = no_heading + "    e.g. seq(1) = [2, 5]\n"
+    assert written_examples(inline, "seq") == [("seq(0)", "[2]"), ("seq(1)", "[2, 5]")]
     assert written_examples(plain, "seq") == [("seq(3)", "[2, 5, 11, 23]"), ("seq(1)", "[2, 5]")]

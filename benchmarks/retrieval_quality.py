@@ -52,6 +52,8 @@ def named_embedder(name: str, cache: Path) -> Embedder:
     (e.g. ``minilm@256``: the ONNX default at torch's cap), to weigh the cap apart from the
     runtime."""
     base, _, cap = name.partition("@")
+    if cap and not (cap.isdigit() and int(cap) > 0):
+        raise SystemExit(f"retrieval_quality: {name!r}: the cap after @ must be a token count")
     embedder = make_embedder(EmbedderConfig(name=base, cache_dir=str(cache)))
     if cap:
         embedder = dataclasses.replace(embedder, max_seq_length=int(cap))  # type: ignore[type-var]

@@ -144,8 +144,9 @@ class LanceDBStore:
 
     def embedder_identity(self) -> str | None:
         # Read once per store, like its table handle, which sees no other process's writes
-        # either. Every search checks it, and listing tables and reading the meta table took
-        # 2.7 ms quiet (10 under load), 600 times in a build's quality check. reset() re-reads.
+        # either. Every search checks it, so listing tables and reading the meta table each
+        # time cost milliseconds per search, 600 times in a build's quality check. reset()
+        # re-reads it.
         if self._identity is None:
             names = self._table_names()
             if self.META_TABLE not in names or self.table_name not in names:

@@ -10,10 +10,14 @@ Everything is measured in one run on this machine:
     2 n d, which grows with the text's length n;
   - the machine's sustained rate for exactly those dense projections: one transformer
     layer's six Linear layers (d=384, f=1536) exported to ONNX and int8-quantized (weights
-    per channel; activation scales per call, and constant as in the default's recipe 3: the
-    faster of the two is the ceiling's rate), run by ONNX Runtime on every CPU over 8,192
-    token rows; the same graph in fp32, and torch's fp32;
-  - torch MiniLM (the baseline) and the ONNX int8 default on the same texts, interleaved.
+    per channel; activation scales per call, and constant as in the default's recipe 3),
+    run by ONNX Runtime on every CPU over 8,192 token rows; with --openvino also the same
+    layer in int8 QDQ form run by OpenVINO. The fastest int8 rate of any runtime measured is
+    the ceiling's rate. Also the same layer in fp32, and torch's fp32;
+  - torch MiniLM (the baseline) and the ONNX int8 default on the same texts, interleaved;
+    with --openvino also MiniLM in int8 under OpenVINO (benchmarks/openvino_minilm.py:
+    the default's tokenizing, cap, batching and calibration, another runtime's kernels),
+    whose share of the same ceiling says whether another runtime closes the gap.
 
 The ceiling is the throughput MiniLM would reach if all of its dense arithmetic ran at that
 measured int8 rate and everything else were free: no attention, softmax, layer norm, GELU,
@@ -21,11 +25,12 @@ quantizing of activations between layers, padding or tokenizing. It is an upper 
 runtime, batching or thread setting can pass it with this model on this CPU. The default's
 share is of the ceiling at its own token cap (``default_max_seq_length``), not torch's
 longer one at which issue 13's 8x target is weighed, so a lower cap does not pass for a
-faster runtime. If 8x torch
-is above it, the target needs a smaller model (``shrink_needed``: how many times fewer
-multiply-adds per token), not a faster runtime.
+faster runtime. If 8x torch is above it, the target needs a smaller model
+(``shrink_needed``: how many times fewer multiply-adds per token), not a faster runtime.
 
     .venv/bin/python benchmarks/embedder_ceiling.py
+    .venv/bin/pip install -e '.[bench]'  # once, for:
+    .venv/bin/python benchmarks/embedder_ceiling.py --openvino
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ from codegen.retrieval.evaluation import stdlib_eval_set
 TARGET_SPEEDUP = 8.0
 PROBES: list[Any] = []  # gemm_rates leaves here a callable giving the int8 rate right now
 ROWS = 8192  # token rows per timed GEMM call: the embedder's own batch_tokens
+# The int8 embedders whose share of the ceiling is reported, by the report's name for it.
+SHARES = {"minilm": "onnx_int8", "minilm-openvino": "openvino_int8"}
 
 
 def log(msg: str) -> None:
@@ -130,11 +137,14 @@ def _time(fn: Any, repeats: int) -> float:
     return best
 
 
-def gemm_rates(shape: dict[str, int], workdir: Path, repeats: int) -> dict[str, float]:
+def gemm_rates(
+    shape: dict[str, int], workdir: Path, repeats: int, openvino: bool = False
+) -> dict[str, float]:
     """Sustained multiply-adds per second of one layer's dense projections: ONNX Runtime int8
     with per-channel weights and activation scales computed per call (dynamic, recipe 2) or
-    constant (calibrated, the default's recipe 3), ONNX Runtime fp32, torch fp32. The ceiling
-    takes the faster int8 rate."""
+    constant (calibrated, the default's recipe 3), ONNX Runtime fp32, torch fp32; with
+    ``openvino``, OpenVINO int8 (QDQ, the same calibration). ``int8``, the ceiling's rate, is
+    the fastest int8 rate of them."""
     import onnx
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -180,10 +190,34 @@ def gemm_rates(shape: dict[str, int], workdir: Path, repeats: int) -> dict[str, 
         rates[name] = work / seconds
     rates["onnx_int8"] = max(rates["onnx_int8_dynamic"], rates["onnx_int8_static"])
     int8_sessions = [_onnx_session(str(p), threads) for p in (int8_path, static_path)]
+    int8_calls = [lambda s=s: s.run(["y"], {"x": x}) for s in int8_sessions]
+    if openvino:
+        from openvino_minilm import OpenVinoRun, qdq_int8_graph
+
+        # A 3-d input, so that the export has MatMuls (a 2-d one exports Gemm), as MiniLM's.
+        rows = x[np.newaxis]
+        fp32_3d, qdq = workdir / "layer-fp32-3d.onnx", workdir / "layer-qdq-int8.onnx"
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                module,
+                (torch.from_numpy(rows),),
+                str(fp32_3d),
+                input_names=["x"],
+                output_names=["y"],
+                dynamic_axes={"x": {1: "rows"}, "y": {1: "rows"}},
+                opset_version=17,
+                dynamo=False,
+            )
+        qdq_int8_graph(fp32_3d, qdq, [({"x": rows}, None)])
+        runner = OpenVinoRun(qdq, threads)
+        rates["openvino_int8"] = work / _time(lambda: runner.run(["y"], {"x": rows}), repeats)
+        int8_calls.append(lambda: runner.run(["y"], {"x": rows}))
+    rates["int8"] = max(rates["onnx_int8"], rates.get("openvino_int8", 0.0))
 
     def probe() -> float:
-        """The int8 rate now (best of the two recipes, best of two calls each)."""
-        return max(work / _time(lambda s=s: s.run(["y"], {"x": x}), 2) for s in int8_sessions)
+        """The int8 rate now (best of the graphs, best of two calls each)."""
+        return max(work / _time(call, 2) for call in int8_calls)
 
     PROBES.append(probe)
     torch.set_num_threads(threads)
@@ -241,22 +275,22 @@ def timed_text_sets(
 
 def measured_throughput(
     embedders: dict[str, Any], texts: list[str], rounds: int
-) -> tuple[dict[str, list[float]], list[float]]:
-    """chunks/s per embedder per round, and per round the int8 GEMM rate measured right
-    before and after the default's timing (the higher of the two), so that the default's
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """chunks/s per embedder per round, and per int8 embedder (``SHARES``) and round the int8
+    GEMM rate measured right before and after its timing (the higher of the two), so that its
     share of the ceiling can be taken at one moment's load."""
     rates: dict[str, list[float]] = {name: [] for name in embedders}
-    int8_by_round: list[float] = []
+    int8_by_round: dict[str, list[float]] = {name: [] for name in embedders if name in SHARES}
     for embedder in embedders.values():
         embedder.embed_documents(texts[:8])  # model load / first-time export
     for r in range(rounds):
         for name, embedder in embedders.items():
-            before = PROBES[-1]() if name == "minilm" else 0.0
+            before = PROBES[-1]() if name in SHARES else 0.0
             t0 = time.perf_counter()
             embedder.embed_documents(texts)
             rates[name].append(len(texts) / (time.perf_counter() - t0))
-            if name == "minilm":
-                int8_by_round.append(max(before, PROBES[-1]()))
+            if name in SHARES:
+                int8_by_round[name].append(max(before, PROBES[-1]()))
         log(f"round {r + 1}: " + ", ".join(f"{n} {v[-1]:.1f}/s" for n, v in rates.items()))
     return rates, int8_by_round
 
@@ -300,8 +334,8 @@ def ceiling_for(
         tokens = token_counts(texts, cap)
         dense, attention = macs(tokens, shape)
         dense_per_text[cap] = dense / len(texts)
-        dense_only = len(texts) / (dense / rates["onnx_int8"])
-        with_attention = len(texts) / (dense / rates["onnx_int8"] + attention / rates["onnx_fp32"])
+        dense_only = len(texts) / (dense / rates["int8"])
+        with_attention = len(texts) / (dense / rates["int8"] + attention / rates["onnx_fp32"])
         entry[f"seq{cap}"] = {
             "tokens_mean": round(float(tokens.mean()), 1),
             "tokens_at_cap_fraction": round(float((tokens >= cap).mean()), 3),
@@ -326,11 +360,13 @@ def ceiling_for(
             "target_over_ceiling": round(target / ceiling, 2),
             "target_reachable_with_this_model": target <= ceiling,
             # Multiply-adds per text that 8x torch leaves at the int8 rate, against MiniLM's.
-            "shrink_needed": round(dense_per_text[256] / (rates["onnx_int8"] / target), 2),
+            "shrink_needed": round(dense_per_text[256] / (rates["int8"] / target), 2),
             "default_max_seq_length": default_cap,
-            "onnx_int8_share_of_ceiling": round(measured["minilm"] / own_ceiling, 3),
         }
     )
+    for name, key in SHARES.items():
+        if name in measured:
+            entry[f"{key}_share_of_ceiling"] = round(measured[name] / own_ceiling, 3)
     log(f"{label}: {json.dumps(entry)}")
     return entry
 
@@ -347,11 +383,20 @@ def main() -> None:
         "--corpus-sample", type=int, default=512, help="default-corpus chunks timed (seeded)"
     )
     ap.add_argument(
+        "--openvino",
+        action="store_true",
+        help="also MiniLM and the dense layer in int8 under OpenVINO (pip install -e '.[bench]')",
+    )
+    ap.add_argument(
         "--profile-ops",
         action="store_true",
         help="also one profiled pass of the default per set: kernel time share per operator",
     )
     args = ap.parse_args()
+    if args.openvino:
+        from openvino_minilm import require_openvino
+
+        require_openvino()
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -371,7 +416,7 @@ def main() -> None:
 
     def measure_gemm(when: str) -> None:
         with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-            gemm_runs.append(gemm_rates(shape, Path(tmp), args.gemm_repeats))
+            gemm_runs.append(gemm_rates(shape, Path(tmp), args.gemm_repeats, args.openvino))
         rounded = {k: round(v / 1e9, 2) for k, v in gemm_runs[-1].items()}
         report.setdefault("gemm_gmacs_per_s_by_measurement", []).append(
             {"when": when, "load_average_1m": round(os.getloadavg()[0], 2)} | rounded
@@ -384,6 +429,13 @@ def main() -> None:
         "minilm": OnnxMiniLMEmbedder(cache_dir=args.model_cache),
     }
     default_cap = embedders["minilm"].max_seq_length
+    if args.openvino:
+        from openvino_minilm import OpenVinoMiniLM
+
+        log("OpenVINO: building MiniLM's int8 QDQ graph")
+        openvino = OpenVinoMiniLM.build(embedders["minilm"], workdir, available_cpus())
+        embedders["minilm-openvino"] = openvino
+        report["openvino"] = {"inference_precision": openvino.runner.inference_precision}
     sets, corpus_total = timed_text_sets(args.sample, args.corpus_sample, args.chunks, workdir)
     measured: dict[str, dict[str, float]] = {}
     paired: dict[str, dict[str, Any]] = {}
@@ -392,15 +444,22 @@ def main() -> None:
         by_round, int8_by_round = measured_throughput(embedders, texts, args.rounds)
         measured[label] = {name: statistics.median(v) for name, v in by_round.items()}
         dense, _ = macs(token_counts(texts, default_cap), shape)
-        shares = [
-            rate / (len(texts) / (dense / int8))
-            for rate, int8 in zip(by_round["minilm"], int8_by_round, strict=True)
-        ]
-        paired[label] = {
-            "int8_gmacs_per_s_by_round": [round(v / 1e9, 2) for v in int8_by_round],
-            "onnx_int8_share_of_ceiling_by_round": [round(v, 3) for v in shares],
-            "onnx_int8_share_of_ceiling_paired": round(statistics.median(shares), 3),
-        }
+        paired[label] = {}
+        for name, int8_rates in int8_by_round.items():
+            shares = [
+                rate / (len(texts) / (dense / int8))
+                for rate, int8 in zip(by_round[name], int8_rates, strict=True)
+            ]
+            key = SHARES[name]
+            paired[label] |= {
+                f"{key}_timing_int8_gmacs_per_s_by_round": [round(v / 1e9, 2) for v in int8_rates],
+                f"{key}_share_of_ceiling_by_round": [round(v, 3) for v in shares],
+                f"{key}_share_of_ceiling_paired": round(statistics.median(shares), 3),
+            }
+        if args.openvino:
+            vectors = [embedders[n].embed_documents(texts) for n in ("minilm", "minilm-openvino")]
+            cosine = float(np.mean(np.sum(vectors[0] * vectors[1], axis=1)))
+            paired[label]["openvino_mean_cosine_to_default"] = round(cosine, 5)
         measure_gemm(f"after {label}")
         if args.profile_ops:
             paired[label]["default_kernel_time_share_by_op"] = kernel_time_by_op(

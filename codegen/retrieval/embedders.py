@@ -228,14 +228,10 @@ def calibration_digest() -> str:
     return digest.hexdigest()[:12]
 
 
-def _export_minilm_onnx(
-    model_dir: Path, target: Path, quantize: bool, fusion: Mapping[str, bool] | None = None
-) -> None:
-    """MiniLM with sentence-transformers' mean pooling and L2 normalisation, as one ONNX graph
-    (inputs: input_ids, attention_mask, token_type_ids; output: unit vectors), optionally
-    int8: weights per channel, activations with static scales calibrated on real code.
-    ``fusion``: see ``_fuse_transformer_ops``. Written to a temp name, then renamed: a reader
-    never sees half a file."""
+def export_fp32_graph(model_dir: Path, target: Path) -> None:
+    """MiniLM with sentence-transformers' mean pooling and L2 normalisation, as one fp32 ONNX
+    graph as torch exports it, before any fusion (inputs: input_ids, attention_mask,
+    token_type_ids; output: unit vectors)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
@@ -263,30 +259,43 @@ def _export_minilm_onnx(
     encoder = AutoModel.from_pretrained(
         str(model_dir), local_files_only=True, attn_implementation="eager"
     ).eval()
+    example = torch.ones((2, 16), dtype=torch.int64)
+    # The tracer's advice goes to stderr of whatever embeds first (a CLI answer, a Dagster
+    # log); it is about the export recipe, not the user's data.
+    with torch.no_grad(), warnings.catch_warnings(), _quiet_root_logger():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            MeanPooledUnit(encoder),
+            (example, example, torch.zeros_like(example)),
+            str(target),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["embedding"],
+            dynamic_axes={
+                name: {0: "batch", 1: "sequence"}
+                for name in ("input_ids", "attention_mask", "token_type_ids")
+            }
+            | {"embedding": {0: "batch"}},
+            opset_version=17,
+            dynamo=False,
+        )
+
+
+def _export_minilm_onnx(
+    model_dir: Path, target: Path, quantize: bool, fusion: Mapping[str, bool] | None = None
+) -> None:
+    """``export_fp32_graph``'s graph with ONNX Runtime's BERT fusions, optionally int8:
+    weights per channel, activations with static scales calibrated on real code.
+    ``fusion``: see ``_fuse_transformer_ops``. Written to a temp name, then renamed: a reader
+    never sees half a file."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     fp32 = tmp.with_suffix(".fp32.onnx")
     fused = tmp.with_suffix(".fused.onnx")
     dynamic = tmp.with_suffix(".dynamic.onnx")
-    example = torch.ones((2, 16), dtype=torch.int64)
     try:
-        # The tracer's and the quantizer's advice goes to stderr of whatever embeds first
-        # (a CLI answer, a Dagster log); it is about the export recipe, not the user's data.
-        with torch.no_grad(), warnings.catch_warnings(), _quiet_root_logger():
+        export_fp32_graph(model_dir, fp32)
+        # The quantizer's advice goes to stderr too (see export_fp32_graph).
+        with warnings.catch_warnings(), _quiet_root_logger():
             warnings.simplefilter("ignore")
-            torch.onnx.export(
-                MeanPooledUnit(encoder),
-                (example, example, torch.zeros_like(example)),
-                str(fp32),
-                input_names=["input_ids", "attention_mask", "token_type_ids"],
-                output_names=["embedding"],
-                dynamic_axes={
-                    name: {0: "batch", 1: "sequence"}
-                    for name in ("input_ids", "attention_mask", "token_type_ids")
-                }
-                | {"embedding": {0: "batch"}},
-                opset_version=17,
-                dynamo=False,
-            )
             _fuse_transformer_ops(fp32, fused, model_dir, fusion)
             if quantize:
                 import onnx
@@ -303,7 +312,7 @@ def _export_minilm_onnx(
                     op_types_to_quantize=["MatMul", "Attention"],
                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
                 )
-                constant_activation_scales(dynamic, tmp, _calibration_feeds(model_dir))
+                constant_activation_scales(dynamic, tmp, calibration_feeds(model_dir))
             else:
                 fused.replace(tmp)
         tmp.replace(target)
@@ -312,7 +321,7 @@ def _export_minilm_onnx(
             leftover.unlink(missing_ok=True)
 
 
-def _calibration_feeds(model_dir: Path) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray]]:
+def calibration_feeds(model_dir: Path) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray]]:
     """(feeds, real-token mask) per length-sorted batch of ``calibration_texts()``."""
     encodings = _fast_tokenizer(str(model_dir), 256).encode_batch(list(calibration_texts()))
     for _, ids, mask in _token_batches(
@@ -320,6 +329,44 @@ def _calibration_feeds(model_dir: Path) -> Iterator[tuple[dict[str, np.ndarray],
     ):
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         yield feeds, mask.astype(bool)
+
+
+def activation_quantizers(
+    graph_path: Path,
+    names: Sequence[str],
+    batches: Iterable[tuple[dict[str, np.ndarray], np.ndarray | None]],
+) -> dict[str, tuple[float, int]]:
+    """(scale, uint8 zero point) per tensor of ``names`` in the graph at ``graph_path``, from
+    ``batches`` (feeds, and which rows are real tokens; None: all): the range is the mean over
+    the batches of each batch's min and max over real (unpadded) tokens, widened to hold 0
+    as ONNX Runtime's dynamic quantizer's is."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+
+    probe = onnx.load(str(graph_path))
+    for name in names:
+        probe.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.intra_op_num_threads = available_cpus()
+    session = ort.InferenceSession(
+        probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    lows: dict[str, list[float]] = {name: [] for name in names}
+    highs: dict[str, list[float]] = {name: [] for name in names}
+    for feeds, real in batches:
+        for name, value in zip(names, session.run(list(names), feeds), strict=True):
+            tokens = value if real is None else value.reshape(*real.shape, -1)[real]
+            lows[name].append(float(tokens.min()))
+            highs[name].append(float(tokens.max()))
+    quantizers = {}
+    for name in names:
+        low = min(float(np.mean(lows[name])), 0.0)
+        high = max(float(np.mean(highs[name])), 0.0)
+        scale = (high - low) / 255.0
+        quantizers[name] = (scale, int(np.clip(round(-low / scale), 0, 255)))
+    return quantizers
 
 
 def constant_activation_scales(
@@ -340,28 +387,12 @@ def constant_activation_scales(
     Attention, so the fused attention's QKV projection (a quarter of the products) would stay
     fp32; the ranges are collected the way its MinMax calibrator collects them."""
     import onnx
-    import onnxruntime as ort
     from onnx import helper, numpy_helper
 
     model = onnx.load(str(dynamic))
     graph = model.graph
     observed = [n.input[0] for n in graph.node if n.op_type == "DynamicQuantizeLinear"]
-    probe = onnx.load(str(dynamic))
-    for name in observed:
-        probe.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    options.intra_op_num_threads = available_cpus()
-    session = ort.InferenceSession(
-        probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
-    lows: dict[str, list[float]] = {name: [] for name in observed}
-    highs: dict[str, list[float]] = {name: [] for name in observed}
-    for feeds, real in batches:
-        for name, value in zip(observed, session.run(observed, feeds), strict=True):
-            tokens = value if real is None else value.reshape(*real.shape, -1)[real]
-            lows[name].append(float(tokens.min()))
-            highs[name].append(float(tokens.max()))
+    quantizers = activation_quantizers(dynamic, observed, batches)
 
     nodes = []
     for node in graph.node:
@@ -369,10 +400,7 @@ def constant_activation_scales(
             nodes.append(node)
             continue
         name = node.input[0]
-        low = min(float(np.mean(lows[name])), 0.0)  # the range holds 0, as the dynamic op's
-        high = max(float(np.mean(highs[name])), 0.0)
-        scale = (high - low) / 255.0
-        zero_point = int(np.clip(round(-low / scale), 0, 255))
+        scale, zero_point = quantizers[name]
         quantized, scale_name, zero_name = node.output
         graph.initializer.extend(
             [

@@ -27,6 +27,7 @@ from codegen.retrieval.embedders import (
     OnnxMiniLMEmbedder,
     OpenAIEmbedder,
     _fast_tokenizer,
+    activation_quantizers,
     calibration_digest,
     calibration_texts,
     make_embedder,
@@ -154,6 +155,36 @@ def test_calibration_is_real_stdlib_code_of_every_length() -> None:
     lengths = sorted(len(t) for t in texts)
     assert lengths[0] < 200 and lengths[-1] > 4000  # short helpers to past the token cap
     assert len(calibration_digest()) == 12
+
+
+def test_activation_ranges_ignore_padding_and_average_the_batches(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    # x -> Mul(x, 2) = doubled -> Identity: the probe reads the inner tensor `doubled`.
+    floats = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [
+            helper.make_node("Mul", ["x", "two"], ["doubled"]),
+            helper.make_node("Identity", ["doubled"], ["y"]),
+        ],
+        "probe",
+        [floats("x", TensorProto.FLOAT, ["b", "s", 2])],
+        [floats("y", TensorProto.FLOAT, ["b", "s", 2])],
+        [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])],
+    )
+    path = tmp_path / "probe.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    first = np.array([[[1.0, -1.0], [500.0, -500.0]]], dtype=np.float32)  # row 2 is padding
+    second = np.array([[[3.0, 0.5]], [[2.0, 1.0]]], dtype=np.float32)  # all real, all >= 0
+    batches = [
+        ({"x": first}, np.array([[True, False]])),
+        ({"x": second}, np.array([[True], [True]])),
+    ]
+    ((scale, zero_point),) = activation_quantizers(path, ["doubled"], batches).values()
+    # Per batch over real tokens (doubled): [-2, 2] and [1, 6]; mean [-0.5, 4]; 0 is inside.
+    assert scale == pytest.approx(4.5 / 255)
+    assert zero_point == round(0.5 / (4.5 / 255))
 
 
 class _CountingExport:

@@ -127,6 +127,25 @@ def _layer_module(shape: dict[str, int]) -> Any:
     return DenseOfOneLayer().eval()
 
 
+def _export_layer(module: Any, x: np.ndarray, target: Path) -> None:
+    """``module`` to ONNX with ``x``'s row axis (its second to last) dynamic."""
+    import torch
+
+    rows = {x.ndim - 2: "rows"}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            module,
+            (torch.from_numpy(x),),
+            str(target),
+            input_names=["x"],
+            output_names=["y"],
+            dynamic_axes={"x": rows, "y": rows},
+            opset_version=17,
+            dynamo=False,
+        )
+
+
 def _time(fn: Any, repeats: int) -> float:
     fn()  # warm-up: kernels chosen, buffers allocated
     best = float("inf")
@@ -154,18 +173,7 @@ def gemm_rates(
     module = _layer_module(shape)
     x = np.random.default_rng(0).standard_normal((ROWS, shape["hidden"])).astype(np.float32)
     fp32_path, int8_path = workdir / "layer-fp32.onnx", workdir / "layer-int8.onnx"
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            module,
-            (torch.from_numpy(x),),
-            str(fp32_path),
-            input_names=["x"],
-            output_names=["y"],
-            dynamic_axes={"x": {0: "rows"}, "y": {0: "rows"}},
-            opset_version=17,
-            dynamo=False,
-        )
+    _export_layer(module, x, fp32_path)
     logging.getLogger().setLevel(logging.ERROR)  # the quantizer's generic advice
     quantize_dynamic(
         str(fp32_path),
@@ -197,18 +205,7 @@ def gemm_rates(
         # A 3-d input, so that the export has MatMuls (a 2-d one exports Gemm), as MiniLM's.
         rows = x[np.newaxis]
         fp32_3d, qdq = workdir / "layer-fp32-3d.onnx", workdir / "layer-qdq-int8.onnx"
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                module,
-                (torch.from_numpy(rows),),
-                str(fp32_3d),
-                input_names=["x"],
-                output_names=["y"],
-                dynamic_axes={"x": {1: "rows"}, "y": {1: "rows"}},
-                opset_version=17,
-                dynamo=False,
-            )
+        _export_layer(module, rows, fp32_3d)
         qdq_int8_graph(fp32_3d, qdq, [({"x": rows}, None)])
         runner = OpenVinoRun(qdq, threads)
         rates["openvino_int8"] = work / _time(lambda: runner.run(["y"], {"x": rows}), repeats)

@@ -7,17 +7,19 @@ generated suite and which tests are the spec's worked examples (``selection.rows
 * ``BehaviourTable`` turns outcomes into comparable classes per input: returned values equal
   under float tolerance (``atol``/``rtol`` on every float inside lists, tuples, dicts) share a
   class; every exception is one class and every timeout another (an exception or a timeout is
-  an output too).
+  an output too). An input a candidate never ran (its run stopped after a timeout, or at its
+  deadline) is unknown: it counts neither for nor against it.
 * ``agreement_pick`` (rule ``output_agreement``): candidates passing the most worked examples
   are eligible (an example in the spec outranks any number of agreeing drafts). An input is
-  *valid* when at least half of the eligible candidates return a value on it; a candidate's
-  weight is the share of valid inputs it returns a value on (crashing or hanging on inputs
-  its peers handle costs it weight). CodeT's dual agreement (Chen et al. 2022) picks the
-  consensus set: eligible drafts with the same verdicts on the generated tests (suspect tests
-  left out), scored by members x tests passed. Inside it, drafts with the same outputs on
-  every shared input form a group, and the group with the most weight wins (AlphaCode's and
-  MBR-exec's clustering by outputs, applied where the tests can no longer tell drafts
-  apart); its first member is the pick (with ``priors``, its most reliable member).
+  *valid* when at least half of the eligible candidates that ran it return a value on it; a
+  candidate's weight is the share of the valid inputs it ran that it returns a value on
+  (crashing or hanging on inputs its peers handle costs it weight). CodeT's dual agreement
+  (Chen et al. 2022) picks the consensus set: eligible drafts with the same verdicts on the
+  generated tests (suspect tests left out), scored by members x tests passed. Inside it,
+  drafts with the same outputs on every shared input form a group, and the group with the
+  most weight wins (AlphaCode's and MBR-exec's clustering by outputs, applied where the tests
+  can no longer tell drafts apart); its first member is the pick (with ``priors``, its most
+  reliable member).
 * With ``priors`` and ``errors`` (the crew's pick when the candidates' models have a
   reliability history) a check can be wrong too: ``suspect_checks`` scores every behaviour of
   every candidate by its posterior under the one-coin Dawid-Skene model of
@@ -47,6 +49,7 @@ from codegen.agents.behaviour import (
     BehaviourGroup,
     BehaviourTable,
     CandidateVerdicts,
+    ran,
     splitting_inputs,
 )
 from codegen.agents.inputs import CallInput, InputBudget, call_sites, inputs_for
@@ -79,9 +82,9 @@ def agreement_pick(
 
     ``support``: inside the winning consensus set, a behaviour group wins by its own weight
     (``group``: drafts with exactly its outputs), or by ``similarity`` (MBR-exec's expected
-    agreement, Shi et al. 2022): every eligible draft's weight times the share of valid inputs
-    on which it returns what the group returns, so drafts that differ only on a few inputs
-    still support each other (rule ``similarity_agreement``). With priors that are each
+    agreement, Shi et al. 2022): every eligible draft's weight times the share of the valid
+    inputs both ran on which it returns what the group returns, so drafts that differ only on
+    a few inputs still support each other (rule ``similarity_agreement``). With priors that are each
     draft's probability of being right, this is the group's expected agreement with the
     correct behaviour.
 
@@ -114,13 +117,17 @@ def agreement_pick(
     classes = table.classes
     # Valid inputs: at least half of the eligible candidates return a value there.
     valid = tuple(
-        k for k in columns if 2 * sum(classes[people[i]][k] >= 0 for i in eligible) >= len(eligible)
+        k
+        for k in columns
+        if 2 * sum(classes[people[i]][k] >= 0 for i in eligible)
+        >= sum(ran(classes[people[i]][k]) for i in eligible)
     )
-    weight = {
-        i: prior[i]
-        * (sum(classes[people[i]][k] >= 0 for k in valid) / len(valid) if valid else 1.0)
-        for i in eligible
-    }
+
+    def share(i: int) -> float:
+        run = [k for k in valid if ran(classes[people[i]][k])]
+        return sum(classes[people[i]][k] >= 0 for k in run) / len(run) if run else 1.0
+
+    weight = {i: prior[i] * share(i) for i in eligible}
     # CodeT's consensus sets over the suite: same verdicts on the counted tests; score =
     # members x tests passed (every eligible draft in one set when no test counts).
     by_verdicts: dict[Row, list[int]] = {}
@@ -147,8 +154,9 @@ def agreement_pick(
         total = 0.0
         for j in eligible:
             theirs = classes[people[j]]
-            same = sum(1 for k in valid if own[k] >= 0 and own[k] == theirs[k])
-            total += weight[j] * same / len(valid)
+            both = [k for k in valid if ran(own[k]) and ran(theirs[k])]
+            same = sum(1 for k in both if own[k] >= 0 and own[k] == theirs[k])
+            total += weight[j] * (same / len(both) if both else 0.0)
         return round(total, 6)
 
     groups: list[tuple[list[int], BehaviourGroup]] = []
@@ -181,7 +189,9 @@ def agreement_pick(
             group=group_of.get(i, -1),
             examples_passed=passed_examples[i],
             suite_passed=sum(rows[i][t] for t in counted),
-            crashes=sum(classes[people[i]][k] < 0 for k in valid) if i in weight else 0,
+            crashes=sum(classes[people[i]][k] < 0 and ran(classes[people[i]][k]) for k in valid)
+            if i in weight
+            else 0,
             weight=round(weight.get(i, 0.0), 4),
         )
         for i in range(len(people))

@@ -1,6 +1,7 @@
 """Drafts' behaviour on shared inputs, comparable, and the record of a pick: outcomes as
 classes per input (``BehaviourTable``: returned values equal under float tolerance share a
-class; every exception is one class, every timeout another), the groups, verdicts and the
+class; every exception is one class, every timeout another; an input a draft never ran, its
+run stopped before it, is ``UNKNOWN``, no outcome at all), the groups, verdicts and the
 inputs that split the leading groups (``AgreementPick``). Used by ``agents.agreement`` (the
 pick) and ``agents.posterior`` (the checks as fallible evidence)."""
 
@@ -14,6 +15,13 @@ from codegen.sandbox.calls import CallOutcome, Digest, Opaque
 
 ERROR = -1  # the class of every exception
 TIMEOUT = -2  # the class of every timeout
+UNKNOWN = -4  # never run: the draft's run stopped before this input (not an outcome)
+
+
+def ran(cls: int) -> bool:
+    return cls != UNKNOWN
+
+
 ATOL = 1e-6
 RTOL = 1e-6
 
@@ -75,7 +83,8 @@ def short(value: object, limit: int = 80) -> str:
 @dataclass
 class BehaviourTable:
     """Per candidate and input, the class of its outcome (>= 0: a returned value; ERROR,
-    TIMEOUT); per input, one example value (or error text) per class, for reports."""
+    TIMEOUT; UNKNOWN: not run); per input, one example value (or error text) per class, for
+    reports."""
 
     classes: list[list[int]]
     labels: list[dict[int, str]]
@@ -95,7 +104,9 @@ class BehaviourTable:
             next_class = 0
             for c, row in enumerate(outcomes):
                 outcome = row[k]
-                if outcome.status != "ok":
+                if outcome.status != "ok" and outcome.error.startswith(("not reached", "not run")):
+                    found = UNKNOWN
+                elif outcome.status != "ok":
                     found = ERROR if outcome.status == "error" else TIMEOUT
                     label.setdefault(found, outcome.error.split(":", 1)[0] or outcome.status)
                 else:

@@ -16,6 +16,7 @@ from codegen.agents.behaviour import (
     BehaviourGroup,
     BehaviourTable,
     CandidateVerdicts,
+    ran,
     splitting_inputs,
 )
 from codegen.agents.reliability import MAX_P, MIN_P
@@ -102,15 +103,20 @@ def posterior_pick(
     passed_examples = [sum(rows[i][t] for t in examples) for i in everyone]
     best_examples = max(passed_examples)
     classes = table.classes
-    # Valid inputs: at least half of all candidates return a value there (every candidate is
-    # a hypothesis here, not only those passing the most examples).
+    # Valid inputs: at least half of all candidates that ran it return a value there (every
+    # candidate is a hypothesis here, not only those passing the most examples).
     valid = tuple(
-        k for k in columns if 2 * sum(classes[people[i]][k] >= 0 for i in everyone) >= len(people)
+        k
+        for k in columns
+        if 2 * sum(classes[people[i]][k] >= 0 for i in everyone)
+        >= sum(ran(classes[people[i]][k]) for i in everyone)
     )
-    weight = {
-        i: (sum(classes[people[i]][k] >= 0 for k in valid) / len(valid) if valid else 1.0)
-        for i in everyone
-    }
+
+    def share(i: int) -> float:
+        run = [k for k in valid if ran(classes[people[i]][k])]
+        return sum(classes[people[i]][k] >= 0 for k in run) / len(run) if run else 1.0
+
+    weight = {i: share(i) for i in everyone}
     by_behaviour: dict[tuple[Row, tuple[int, ...]], list[int]] = {}
     for i in everyone:
         verdicts_row = tuple(rows[i][t] for t in (*examples, *counted))
@@ -154,7 +160,7 @@ def posterior_pick(
             group=group_of[i],
             examples_passed=passed_examples[i],
             suite_passed=sum(rows[i][t] for t in counted),
-            crashes=sum(classes[people[i]][k] < 0 for k in valid),
+            crashes=sum(classes[people[i]][k] < 0 and ran(classes[people[i]][k]) for k in valid),
             weight=round(weight[i], 4),
         )
         for i in everyone

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from codegen.agents.agreement import agreement_pick, run_on_shared_inputs
-from codegen.agents.behaviour import ERROR, TIMEOUT, BehaviourTable
+from codegen.agents.behaviour import ERROR, TIMEOUT, UNKNOWN, BehaviourTable
 from codegen.agents.selection import pick
 from codegen.agents.spec import Spec
 from codegen.sandbox.api import Sandbox
@@ -114,6 +114,36 @@ def test_a_draft_that_hangs_or_crashes_on_generated_inputs_loses_weight(box: San
     assert verdicts[0].crashes > 0 and verdicts[0].weight < 1
     assert verdicts[1].crashes > 0 and verdicts[1].weight < 1
     assert verdicts[2].crashes == verdicts[3].crashes
+
+
+def test_inputs_a_stopped_draft_never_ran_are_unknown_not_timeouts() -> None:
+    """After its first timeout a draft is not called again (MAX_TIMEOUTS): the inputs it never
+    ran say nothing about it. It hung once, so it crashed once, not on every later input."""
+
+    def ok(value: object) -> CallOutcome:
+        return CallOutcome("ok", value)
+
+    not_run = CallOutcome("timeout", error="not run: 1 calls hit the time limit")
+    unreached = CallOutcome("timeout", error="not reached: the run hit its deadline")
+    outcomes = [
+        [ok(1), ok(2), CallOutcome("timeout", error="time limit"), not_run, not_run, unreached],
+        [ok(1), ok(2), ok(3), ok(4), ok(5), ok(6)],
+        [ok(1), ok(2), ok(3), ok(4), ok(5), ok(6)],
+        [ok(1), ok(0), ok(0), ok(0), ok(0), ok(0)],
+    ]
+    table = BehaviourTable.of(outcomes)
+    assert table.classes[0][2] == TIMEOUT and table.classes[0][3:] == [UNKNOWN] * 3
+    chosen = agreement_pick(table, [()] * 4, support="similarity")
+    assert set(chosen.group.members) == {1, 2}
+    verdicts = {v.candidate: v for v in chosen.candidates}
+    assert verdicts[0].crashes == 1  # the one call that hit the limit
+    assert verdicts[0].weight == pytest.approx(2 / 3, abs=1e-4)  # values on 2 of 3 it ran
+    groups = {g.members: g for g in chosen.groups}
+    # Expected agreement counts only inputs both drafts ran: the stopped draft agrees with the
+    # right pair on 2 of its 3 (weight 1 each), with itself on 2 of 3 (weight 2/3), and with
+    # the wrong draft on 1 of 3.
+    assert groups[(0,)].similarity == pytest.approx(4 / 9 + 2 / 3 + 2 / 3 + 1 / 3, abs=1e-5)
+    assert groups[(1, 2)].similarity == pytest.approx(4 / 9 + 1 + 1 + 1 / 6, abs=1e-5)
 
 
 def test_float_outputs_within_tolerance_are_one_behaviour() -> None:

@@ -115,19 +115,8 @@ def agreement_pick(
     best_examples = max(passed_examples)
     eligible = [i for i in range(len(people)) if passed_examples[i] == best_examples]
     classes = table.classes
-    # Valid inputs: at least half of the eligible candidates return a value there.
-    valid = tuple(
-        k
-        for k in columns
-        if 2 * sum(classes[people[i]][k] >= 0 for i in eligible)
-        >= sum(ran(classes[people[i]][k]) for i in eligible)
-    )
-
-    def share(i: int) -> float:
-        run = [k for k in valid if ran(classes[people[i]][k])]
-        return sum(classes[people[i]][k] >= 0 for k in run) / len(run) if run else 1.0
-
-    weight = {i: prior[i] * share(i) for i in eligible}
+    valid = table.valid_inputs([people[i] for i in eligible], columns)
+    weight = {i: prior[i] * table.value_share(people[i], valid) for i in eligible}
     # CodeT's consensus sets over the suite: same verdicts on the counted tests; score =
     # members x tests passed (every eligible draft in one set when no test counts).
     by_verdicts: dict[Row, list[int]] = {}

@@ -132,6 +132,22 @@ class BehaviourTable:
     def inputs(self) -> int:
         return len(self.labels)
 
+    def valid_inputs(self, rows: Sequence[int], inputs: Sequence[int]) -> tuple[int, ...]:
+        """The ``inputs`` on which at least half of the candidates ``rows`` that ran them
+        return a value (an input nobody handles says nothing about who crashes)."""
+        return tuple(
+            k
+            for k in inputs
+            if 2 * sum(self.classes[r][k] >= 0 for r in rows)
+            >= sum(ran(self.classes[r][k]) for r in rows)
+        )
+
+    def value_share(self, row: int, valid: Sequence[int]) -> float:
+        """The share of the ``valid`` inputs candidate ``row`` ran on which it returns a
+        value (1.0 when it ran none)."""
+        run = [k for k in valid if ran(self.classes[row][k])]
+        return sum(self.classes[row][k] >= 0 for k in run) / len(run) if run else 1.0
+
     def agree(self, a: int, b: int, inputs: tuple[int, ...]) -> int:
         """Inputs (of ``inputs``) on which ``a`` and ``b`` return the same value."""
         if a == b:

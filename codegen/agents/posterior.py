@@ -103,20 +103,9 @@ def posterior_pick(
     passed_examples = [sum(rows[i][t] for t in examples) for i in everyone]
     best_examples = max(passed_examples)
     classes = table.classes
-    # Valid inputs: at least half of all candidates that ran it return a value there (every
-    # candidate is a hypothesis here, not only those passing the most examples).
-    valid = tuple(
-        k
-        for k in columns
-        if 2 * sum(classes[people[i]][k] >= 0 for i in everyone)
-        >= sum(ran(classes[people[i]][k]) for i in everyone)
-    )
-
-    def share(i: int) -> float:
-        run = [k for k in valid if ran(classes[people[i]][k])]
-        return sum(classes[people[i]][k] >= 0 for k in run) / len(run) if run else 1.0
-
-    weight = {i: share(i) for i in everyone}
+    # Every candidate is a hypothesis here, not only those passing the most examples.
+    valid = table.valid_inputs([people[i] for i in everyone], columns)
+    weight = {i: table.value_share(people[i], valid) for i in everyone}
     by_behaviour: dict[tuple[Row, tuple[int, ...]], list[int]] = {}
     for i in everyone:
         verdicts_row = tuple(rows[i][t] for t in (*examples, *counted))

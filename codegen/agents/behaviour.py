@@ -104,7 +104,7 @@ class BehaviourTable:
             next_class = 0
             for c, row in enumerate(outcomes):
                 outcome = row[k]
-                if outcome.status != "ok" and outcome.error.startswith(("not reached", "not run")):
+                if outcome.never_ran:
                     found = UNKNOWN
                 elif outcome.status != "ok":
                     found = ERROR if outcome.status == "error" else TIMEOUT

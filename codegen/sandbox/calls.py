@@ -44,6 +44,9 @@ class Digest:
     sha256: str
 
 
+LOAD_FAILED = "not reached: the module failed to load"
+
+
 @dataclass(frozen=True)
 class CallOutcome:
     status: Status
@@ -54,6 +57,18 @@ class CallOutcome:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def never_ran(self) -> bool:
+        """The call was never made: the module's run stopped before this input (after its
+        timeouts: the driver's "not run: ..."; at its deadline, after an earlier failure, or
+        when the sandbox ended: "not reached: ..."). A module that failed to load did run,
+        and failed: its inputs are errors."""
+        return (
+            self.status != "ok"
+            and self.error.startswith(("not run", "not reached"))
+            and not self.error.startswith(LOAD_FAILED)
+        )
 
 
 def decode(data: JSONValue) -> object:
@@ -285,7 +300,7 @@ def _outcomes_of(items: list[JSONObject], result: ExecResult, count: int) -> lis
     why = "not reached: the run ended first"
     for item in items:
         if "load_error" in item:
-            why = f"not reached: the module failed to load: {item['load_error']}"
+            why = f"{LOAD_FAILED}: {item['load_error']}"
         elif "stopped_after" in item:
             why = f"not reached: stopped after input {item['stopped_after']} failed"
         elif item.get("end") == "deadline":

@@ -12,7 +12,7 @@ from codegen.agents.behaviour import ERROR, TIMEOUT, UNKNOWN, BehaviourTable
 from codegen.agents.selection import pick
 from codegen.agents.spec import Spec
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.calls import CallOutcome
+from codegen.sandbox.calls import LOAD_FAILED, CallOutcome
 from codegen.sandbox.types import Limits
 
 LIMITS = Limits(timeout_s=60, memory_mb=256)
@@ -133,6 +133,9 @@ def test_inputs_a_stopped_draft_never_ran_are_unknown_not_timeouts() -> None:
     ]
     table = BehaviourTable.of(outcomes)
     assert table.classes[0][2] == TIMEOUT and table.classes[0][3:] == [UNKNOWN] * 3
+    # A module that failed to load did run, and failed: every input is its error.
+    broken = [CallOutcome("error", error=f"{LOAD_FAILED}: NameError: x")] * 6
+    assert BehaviourTable.of([*outcomes, broken]).classes[4] == [ERROR] * 6
     chosen = agreement_pick(table, [()] * 4, support="similarity")
     assert set(chosen.group.members) == {1, 2}
     verdicts = {v.candidate: v for v in chosen.candidates}

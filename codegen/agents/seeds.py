@@ -144,35 +144,41 @@ def _leading_literal(text: str) -> JSONValue | None:
     return None
 
 
+def assigned_values(block: str, params: Sequence[str]) -> tuple[JSONValue, ...] | None:
+    """The call one line or ``Input:`` block of prose writes as parameter values (``For N =
+    150, ...``, ``Input: grid = [[1,2],[3,4]], k = 3``, and for one parameter ``Input: 3``),
+    in the signature's order, or None unless every parameter gets a literal value."""
+    if not params:
+        return None
+    values: dict[str, JSONValue] = {}
+    for name in params:
+        for marker in (f"{name} = ", f"{name}="):
+            at = block.find(marker)
+            while at > 0 and (block[at - 1].isalnum() or block[at - 1] == "_"):
+                at = block.find(marker, at + 1)
+            if at >= 0:
+                value = _leading_literal(block[at + len(marker) :])
+                if value is not None:
+                    values[name] = value
+                break
+    if len(params) == 1 and params[0] not in values and block.strip().startswith("Input:"):
+        value = _leading_literal(block.strip()[len("Input:") :])
+        if value is not None:
+            values[params[0]] = value
+    if len(values) < len(params):
+        return None
+    return tuple(values[n] for n in params)
+
+
 def assigned_calls(
     text: str, params: Sequence[str], limit: int = 16
 ) -> list[tuple[JSONValue, ...]]:
-    """Calls written as parameter values in prose: ``For N = 150, ...``, ``Input: grid =
-    [[1,2],[3,4]], k = 3``, and for one parameter ``Input: 3``. One call per line (or
-    ``Input:`` block) that gives every parameter a literal value, in the signature's order."""
-    if not params:
-        return []
+    """Calls written as parameter values in prose (``assigned_values``), one per line or
+    ``Input:`` block."""
     found: dict[str, tuple[JSONValue, ...]] = {}
-    blocks = text.replace("Input:", "\nInput:").split("\n")
-    for block in blocks:
-        values: dict[str, JSONValue] = {}
-        for name in params:
-            at = -1
-            for marker in (f"{name} = ", f"{name}="):
-                at = block.find(marker)
-                while at > 0 and (block[at - 1].isalnum() or block[at - 1] == "_"):
-                    at = block.find(marker, at + 1)
-                if at >= 0:
-                    value = _leading_literal(block[at + len(marker) :])
-                    if value is not None:
-                        values[name] = value
-                    break
-        if len(params) == 1 and params[0] not in values and block.strip().startswith("Input:"):
-            value = _leading_literal(block.strip()[len("Input:") :])
-            if value is not None:
-                values[params[0]] = value
-        if len(values) == len(params):
-            args = tuple(values[n] for n in params)
+    for block in text.replace("Input:", "\nInput:").split("\n"):
+        args = assigned_values(block, params)
+        if args is not None:
             found.setdefault(json.dumps(list(args), sort_keys=True), args)
         if len(found) >= limit:
             break

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import ast
 import doctest
+import inspect
 import json
 from collections.abc import Iterator
 from dataclasses import replace
@@ -158,7 +159,7 @@ def _entry_function(problem: Problem) -> ast.FunctionDef | None:
     return None
 
 
-def _doc_examples(docstring: str) -> list[tuple[str, str]]:
+def doctest_examples(docstring: str) -> list[tuple[str, str]]:
     """``>>>`` examples whose expected output is a Python literal: (call, expected)."""
     found = []
     try:
@@ -171,7 +172,8 @@ def _doc_examples(docstring: str) -> list[tuple[str, str]]:
             continue
         try:
             ast.literal_eval(want)
-            ast.parse(call, mode="eval")
+            # Unparsed, so a trailing comment cannot swallow the assertion built from it.
+            call = ast.unparse(ast.parse(call, mode="eval"))
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
         found.append((call, want))
@@ -206,17 +208,34 @@ def _visible_examples(problem: Problem) -> list[tuple[str, str]]:
     return found
 
 
-def _docstring_examples(problem: Problem) -> list[tuple[str, str]]:
-    """The docstring's ``>>>`` examples; with none, the ones it writes in prose styles
-    (``f(x) ➞ y``, ``f(x) == y``, ``f(x) should return y.``: ``replay.examples``)."""
+def written_docstring(problem: Problem) -> tuple[str, list[str]]:
+    """The entry point's docstring as the prompt writes it, escapes not expanded (an example
+    such as ``>>> f('a\\nb')`` stays one line; ``ast.get_docstring`` would split it), and its
+    positional parameters; ("", []) when the prompt has no such function or docstring."""
     node = _entry_function(problem)
-    docstring = (ast.get_docstring(node) or "") if node else ""
-    return _doc_examples(docstring) or written_examples(docstring, problem.entry_point)
+    first = node.body[0] if node and node.body else None
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)):
+        return "", []
+    if not isinstance(first.value.value, str) or node is None:
+        return "", []
+    written = (ast.get_source_segment(problem.prompt, first.value) or "").lstrip("rRuU")
+    quote = 3 if written[:3] in ('"""', "'''") else 1
+    params = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
+    return inspect.cleandoc(written[quote:-quote]), params
+
+
+def prompt_examples(problem: Problem) -> list[tuple[str, str]]:
+    """The worked examples the prompt's docstring writes, as (call, expected): its ``>>>``
+    examples; with none, the ones it writes in prose styles (``f(x) ➞ y``, ``f(x) == y``,
+    ``f(x) should return y.``, ``For x = 1 the output should be y``, ``Input:`` /
+    ``Output:``: ``replay.examples``)."""
+    docstring, params = written_docstring(problem)
+    return doctest_examples(docstring) or written_examples(docstring, problem.entry_point, params)
 
 
 def _examples(problem: Problem) -> list[tuple[str, str]]:
     """The docstring's examples, then the visible example assertions."""
-    found = _docstring_examples(problem)
+    found = prompt_examples(problem)
     return found + [e for e in _visible_examples(problem) if e not in found]
 
 
@@ -244,7 +263,7 @@ def derived_tests(problem: Problem) -> str:
     """A pytest module asserting the docstring's examples (``>>>``, else prose styles) and
     the visible assertions (those not of the ``CALL == EXPECTED`` shape verbatim), or that
     the function exists."""
-    examples = _docstring_examples(problem)
+    examples = prompt_examples(problem)
     name = problem.entry_point
     asserts = [
         (f"docstring_example_{i}", f"assert {c} == {w}") for i, (c, w) in enumerate(examples)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from codegen.agents.spec import Spec
 from codegen.evaluation.humaneval import Problem
 from codegen.replay.examples import written_examples
-from codegen.replay.importers import derived_spec, derived_tests
+from codegen.replay.importers import derived_spec, derived_tests, prompt_examples
 
 DOC = """
     Examples
@@ -80,3 +80,64 @@ def test_values_of_a_formula_are_not_examples_of_the_function() -> None:
     inline = no_heading + "    e.g. seq(1) = [2, 5]\n"
     assert written_examples(inline, "seq") == [("seq(0)", "[2]"), ("seq(1)", "[2, 5]")]
     assert written_examples(plain, "seq") == [("seq(3)", "[2, 5, 11, 23]"), ("seq(1)", "[2, 5]")]
+
+
+VALUES_DOC = """
+    Examples:
+    For lst = [1,2,3], k = 2 the output should be 6.
+    For lst = [],  k = 0, the sum is nothing and the result should be 0
+    For lst = [4] the output should be 4
+    For lst = [5], k = 1 the output should be a number
+    Example 1:
+        Input: lst = [-3, 4], k = 1
+        Output: [4] # the largest one
+        Explanation: k = 1 keeps one.
+    Example 2:
+        Input:
+            lst : [1, 1]
+            k : 2
+        Output: 2
+    Constraints:
+        Output: always a list
+"""
+
+
+def test_examples_given_as_parameter_values_need_every_parameter() -> None:
+    assert written_examples(VALUES_DOC, "top", ["lst", "k"]) == [
+        ("top([1, 2, 3], 2)", "6"),
+        ("top([], 0)", "0"),
+        ("top([-3, 4], 1)", "[4]"),
+    ]
+    # Without the signature's parameters no value line is a call.
+    assert written_examples(VALUES_DOC, "top") == []
+    # One parameter: a bare ``Input:`` value is its value.
+    one = "    Example:\n        Input: [4,2,3]\n        Output: [2, 1]\n"
+    assert written_examples(one, "pluck", ["arr"]) == [("pluck([4, 2, 3])", "[2, 1]")]
+
+
+def test_importer_derives_examples_given_as_parameter_values() -> None:
+    prompt = f'def top(lst, k):\n    """The k largest.\n{VALUES_DOC}    """\n'
+    problem = Problem(
+        task_id="Fixture/3", prompt=prompt, entry_point="top", canonical_solution="", test=""
+    )
+    spec = Spec.model_validate(derived_spec(problem))
+    assert [(e.call, e.expected) for e in spec.examples][-1] == ("top([-3, 4], 1)", "[4]")
+    assert "assert top([1, 2, 3], 2) == 6" in derived_tests(problem)
+
+
+def test_doctest_examples_are_read_as_the_prompt_writes_them() -> None:
+    # An escaped newline inside an example stays one line, and a remark after the call
+    # cannot turn the derived assertion into a bare truth test.
+    prompt = r'''def half(x):
+    """Half of x, or of a text's length.
+    >>> half('ab\ncd')
+    2.5
+    >>> round(half(3), 1)  # rounded
+    1.5
+    """
+'''
+    problem = Problem(
+        task_id="Fixture/4", prompt=prompt, entry_point="half", canonical_solution="", test=""
+    )
+    assert prompt_examples(problem) == [(r"half('ab\ncd')", "2.5"), ("round(half(3), 1)", "1.5")]
+    assert "assert round(half(3), 1) == 1.5" in derived_tests(problem)

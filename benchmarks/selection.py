@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import doctest
 import hashlib
 import json
 import os
@@ -68,7 +67,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codegen.evaluation.humaneval import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -191,33 +193,13 @@ def generated_tests(sample: str, entry_point: str) -> list[str]:
     return out
 
 
-_ARROW = re.compile(r"^\s*(?P<call>[A-Za-z_]\w*\(.*\))\s*(?:==|➞|=>|->|→)\s*(?P<want>.+?)\s*$")
+def example_tests(problem: Problem) -> list[str]:
+    """The prompt's worked examples as assertions, read as the crew's importer reads them
+    (``codegen.replay.importers.prompt_examples``: doctest, then the prose styles)."""
+    from codegen.replay.importers import prompt_examples
 
-
-def example_tests(prompt: str, entry_point: str) -> list[str]:
-    """Worked examples of a HumanEval docstring as assertions (doctest and arrow styles)."""
-    tests: list[str] = []
-    try:
-        examples = doctest.DocTestParser().get_examples(prompt)
-    except ValueError:
-        examples = []
-    for ex in examples:
-        # The last example's expected output runs on to the docstring's closing quotes.
-        want = ex.want.split('"""')[0].split("'''")[0].strip()
-        if entry_point in ex.source and want:
-            tests.append(f"assert ({ex.source.strip()}) == ({want})")
-    if not tests:
-        for line in prompt.splitlines():
-            match = _ARROW.match(line)
-            if match and match.group("call").startswith(entry_point + "("):
-                tests.append(f"assert ({match.group('call')}) == ({match.group('want')})")
-    valid = []
-    for test in tests:
-        try:
-            valid.append(ast.unparse(ast.parse(test)))
-        except SyntaxError:
-            continue
-    return list(dict.fromkeys(valid))
+    tests = [ast.unparse(ast.parse(f"assert {c} == {w}")) for c, w in prompt_examples(problem)]
+    return list(dict.fromkeys(tests))
 
 
 def _calls_of(assertions: list[str]) -> list[str]:
@@ -273,7 +255,7 @@ def load_tasks(data: Path, limit: int | None, seed: int) -> list[dict[str, Any]]
     for row in gen[:limit]:
         entry = row["entry_point"]
         prompt = problems[task_key(row["task_id"])].prompt
-        examples = example_tests(prompt, entry)
+        examples = example_tests(problems[task_key(row["task_id"])])
         generated: list[str] = []
         for sample in tests[test_prompt[row["task_id"]]]:
             generated.extend(generated_tests(sample, entry))
@@ -317,7 +299,7 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
     for key in ids[:limit]:
         problem = problems[key]
         entry = problem.entry_point
-        examples = example_tests(problem.prompt, entry)
+        examples = example_tests(problem)
         samples = []
         for run in runs:
             row = run.get(problem.task_id) or {}

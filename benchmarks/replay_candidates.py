@@ -30,7 +30,8 @@ HumanEval; MBPP's visible ``sample_io``, from ``--mbpp-set`` for every run alike
    crew's suite verdicts stored in the selection record; the share of correct members of the
    group it picks).
 
-Prints one JSON object; ``solved`` holds the figures side by side. MBPP is scored with the
+Prints one JSON object; ``solved`` holds the figures side by side, ``against_best`` the
+tasks the pick wins and loses against the best single run. MBPP is scored with the
 rows' own tests (the test the authors ran). Not part of the test run.
 """
 
@@ -242,6 +243,7 @@ def main() -> None:
     random_pick = oracle = codet = 0.0
     agreement = ours = 0
     per_task = {}
+    ours_by_task: dict[str, tuple[bool, list[bool]]] = {}
     for key, doc in samples.items():
         verdicts = [bool(s["passed"]) for s in draft_scores[key]["scores"]]
         for j, ok in enumerate(verdicts):
@@ -255,9 +257,16 @@ def main() -> None:
         w = bool(pick_weighted[key]["scores"][0]["passed"])
         agreement += a
         ours += w
+        ours_by_task[key] = (w, verdicts)
         if w != max(verdicts) or a != w:
             per_task[key] = {"drafts": verdicts, "agreement": a, "ours": w}
     best = max(range(count), key=lambda j: per_run[j])
+    # The tasks behind ``ours_minus_best``: the pick right where the best run is wrong, and
+    # the other way round.
+    against_best = {
+        "won": [k for k, (w, v) in ours_by_task.items() if w and not v[best]],
+        "lost": [k for k, (w, v) in ours_by_task.items() if v[best] and not w],
+    }
     print(
         json.dumps(
             {
@@ -285,6 +294,7 @@ def main() -> None:
                 "errors": [equal.get("errors"), weighted.get("errors"), scored.get("errors")],
                 "wall_s": {k: round(v, 1) for k, v in walls.items()},
                 "differing_tasks": per_task,
+                "against_best": against_best,
                 "home": str(home),
             },
             default=str,

@@ -1,0 +1,50 @@
+"""What the replay importer reads as worked examples from HumanEval's 164 prompts.
+
+    .venv/bin/python benchmarks/prompt_examples.py
+
+The importer derives the analyzer's examples and the test designer's assertions from the
+prompt (``codegen.replay.importers.prompt_examples``): a docstring's ``>>>`` examples, else
+the ones it writes in prose (``codegen.replay.examples``), as calls (``f(x) ➞ y``, ``f(x)
+should return y.``) or as parameter values (``For x = 1 the output should be y``, ``Input:
+x = 1`` / ``Output: y``). Prints one JSON object: the tasks with ``>>>`` examples, the prose
+examples by style, and the tasks left with none. Reads only the public prompts; nothing is
+executed.
+"""
+
+from __future__ import annotations
+
+import json
+
+from codegen.evaluation.humaneval import load_problems
+from codegen.replay.examples import written_examples
+from codegen.replay.importers import doctest_examples, prompt_examples, written_docstring
+
+
+def main() -> None:
+    with_doctest: list[str] = []
+    without: list[str] = []
+    prose = {"tasks": 0, "examples": 0, "as_calls": 0, "as_parameter_values": 0}
+    for problem in load_problems().values():
+        docstring, _ = written_docstring(problem)
+        found = prompt_examples(problem)
+        if doctest_examples(docstring):
+            with_doctest.append(problem.task_id)
+        elif not found:
+            without.append(problem.task_id)
+        else:
+            calls = written_examples(docstring, problem.entry_point)  # no parameter names
+            prose["tasks"] += 1
+            prose["examples"] += len(found)
+            prose["as_calls"] += len(calls)
+            prose["as_parameter_values"] += len(found) - len(calls)
+    report = {
+        "tasks": len(with_doctest) + prose["tasks"] + len(without),
+        "with_doctest_examples": len(with_doctest),
+        "prose": prose,
+        "without_examples": without,
+    }
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -178,9 +178,7 @@ def agreement_pick(
             group=group_of.get(i, -1),
             examples_passed=passed_examples[i],
             suite_passed=sum(rows[i][t] for t in counted),
-            crashes=sum(classes[people[i]][k] < 0 and ran(classes[people[i]][k]) for k in valid)
-            if i in weight
-            else 0,
+            crashes=table.crashes(people[i], valid) if i in weight else 0,
             weight=round(weight.get(i, 0.0), 4),
         )
         for i in range(len(people))

@@ -148,6 +148,11 @@ class BehaviourTable:
         run = [k for k in valid if ran(self.classes[row][k])]
         return sum(self.classes[row][k] >= 0 for k in run) / len(run) if run else 1.0
 
+    def crashes(self, row: int, valid: Sequence[int]) -> int:
+        """The ``valid`` inputs candidate ``row`` ran and raised or hung on (an input it never
+        ran is not a crash)."""
+        return sum(self.classes[row][k] < 0 and ran(self.classes[row][k]) for k in valid)
+
     def agree(self, a: int, b: int, inputs: tuple[int, ...]) -> int:
         """Inputs (of ``inputs``) on which ``a`` and ``b`` return the same value."""
         if a == b:

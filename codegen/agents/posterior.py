@@ -16,7 +16,6 @@ from codegen.agents.behaviour import (
     BehaviourGroup,
     BehaviourTable,
     CandidateVerdicts,
-    ran,
     splitting_inputs,
 )
 from codegen.agents.reliability import MAX_P, MIN_P
@@ -149,7 +148,7 @@ def posterior_pick(
             group=group_of[i],
             examples_passed=passed_examples[i],
             suite_passed=sum(rows[i][t] for t in counted),
-            crashes=sum(classes[people[i]][k] < 0 and ran(classes[people[i]][k]) for k in valid),
+            crashes=table.crashes(people[i], valid),
             weight=round(weight[i], 4),
         )
         for i in everyone

@@ -198,7 +198,8 @@ def example_tests(problem: Problem) -> list[str]:
     (``codegen.replay.importers.prompt_examples``: doctest, then the prose styles)."""
     from codegen.replay.importers import prompt_examples
 
-    tests = [ast.unparse(ast.parse(f"assert {c} == {w}")) for c, w in prompt_examples(problem)]
+    pairs = prompt_examples(problem)
+    tests = [ast.unparse(ast.parse(f"assert ({c}) == ({w})")) for c, w in pairs]
     return list(dict.fromkeys(tests))
 
 

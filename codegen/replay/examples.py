@@ -40,10 +40,10 @@ _OUTPUT = re.compile(r"\bOutput\s*:[ \t]*(?P<want>[^\n]*)")
 
 
 def _literal(text: str) -> str | None:
-    """``text`` as a Python literal's source (normalised), trying it whole, without a
-    trailing full stop, and without a trailing comment or parenthesised remark."""
+    """``text`` as a Python literal's source (normalised), trying it without a trailing full
+    stop, whole, and without a trailing comment or parenthesised remark."""
     text = text.strip()
-    # A sentence's full stop goes first: ``should be 1.`` means 1, not 1.0.
+    # A sentence's full stop first: ``should be 1.`` means 1, not 1.0.
     tries = [text.rstrip(". "), text, text.split(" #")[0], text.split(" (")[0].rstrip(". ")]
     for attempt in dict.fromkeys(t.strip() for t in tries if t.strip()):
         try:

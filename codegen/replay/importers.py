@@ -213,15 +213,20 @@ def written_docstring(problem: Problem) -> tuple[str, list[str]]:
     such as ``>>> f('a\\nb')`` stays one line; ``ast.get_docstring`` would split it), and its
     positional parameters; ("", []) when the prompt has no such function or docstring."""
     node = _entry_function(problem)
-    first = node.body[0] if node and node.body else None
+    if node is None or not node.body:
+        return "", []
+    first = node.body[0]
     if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)):
         return "", []
-    if not isinstance(first.value.value, str) or node is None:
+    if not isinstance(first.value.value, str):
         return "", []
-    written = (ast.get_source_segment(problem.prompt, first.value) or "").lstrip("rRuU")
-    quote = 3 if written[:3] in ('"""', "'''") else 1
     params = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
-    return inspect.cleandoc(written[quote:-quote]), params
+    written = (ast.get_source_segment(problem.prompt, first.value) or "").lstrip("rRuU")
+    quotes = written[:3]
+    if quotes not in ('"""', "'''") or written.count(quotes) != 2:
+        # Not one triple-quoted literal (concatenated, single-quoted): as Python reads it.
+        return inspect.cleandoc(first.value.value), params
+    return inspect.cleandoc(written[3:-3]), params
 
 
 def prompt_examples(problem: Problem) -> list[tuple[str, str]]:

@@ -141,3 +141,12 @@ def test_doctest_examples_are_read_as_the_prompt_writes_them() -> None:
     )
     assert prompt_examples(problem) == [(r"half('ab\ncd')", "2.5"), ("round(half(3), 1)", "1.5")]
     assert "assert round(half(3), 1) == 1.5" in derived_tests(problem)
+    # A docstring that is not one triple-quoted literal is read as Python reads it.
+    one_line = Problem(
+        task_id="Fixture/5",
+        prompt='def half(x):\n    ">>> half(3)\\n1.5"\n',
+        entry_point="half",
+        canonical_solution="",
+        test="",
+    )
+    assert prompt_examples(one_line) == [("half(3)", "1.5")]

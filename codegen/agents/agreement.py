@@ -269,7 +269,8 @@ def run_on_shared_inputs(
     calls = [e.call for e in spec.examples]
     entry = entry_point_of(spec, [*calls, tests])
     function = next((f for f in spec.functions if f.name == entry), None)
-    prose = [function.description] if function else []
+    # The spec's constraints may state the parameters' ranges (``0 <= k <= len(arr)``).
+    prose = [function.description, *spec.constraints] if function else list(spec.constraints)
     signature = function.signature if function else ""
     inputs = inputs_for(entry, calls, [tests], budget, prose=prose, signature=signature)
     if not inputs:

@@ -11,7 +11,9 @@ Sources, in this order (``inputs_for``; the seeds are read by ``agents.seeds``):
 * type-aware mutation of those seeds, as EvalPlus does (Liu et al. 2023, ``TypedMutGen``):
   an int moves by a little or flips sign, a string loses, gains or swaps characters drawn from
   its own alphabet, a list loses, duplicates, reorders or mutates an element, a dict a value;
-  the type structure of every argument is kept.
+  the type structure of every argument is kept, and so is every range the description states
+  for a parameter or its length (``0 <= k <= len(arr)``, EvalPlus's input contracts written
+  out by the prompt): a draft that raises outside the domain does not count as crashing.
 
 Bounded per task: at most ``InputBudget.max_inputs`` inputs, each at most ``max_chars`` of
 JSON, integers within the seeds' own magnitude (so a mutation cannot turn ``fib(10)`` into
@@ -35,10 +37,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from codegen.agents.seeds import (
+    Bound,
     assigned_calls,
     call_sites,
     params_of,
     signature_seeds,
+    stated_bounds,
     text_calls,
 )
 from codegen.json_types import JSONValue
@@ -229,10 +233,14 @@ def mutate_value(value: JSONValue, rng: random.Random, pool: _Pool) -> JSONValue
 
 
 def mutations(
-    seeds: Sequence[tuple[JSONValue, ...]], budget: InputBudget, avoid: Iterable[str] = ()
+    seeds: Sequence[tuple[JSONValue, ...]],
+    budget: InputBudget,
+    avoid: Iterable[str] = (),
+    bounds: Sequence[Bound] = (),
 ) -> list[tuple[JSONValue, ...]]:
     """Up to ``budget.max_mutations`` new argument lists, each one or two type-preserving
-    mutations away from a seed or an earlier mutation; deterministic for the seed."""
+    mutations away from a seed or an earlier mutation, inside every one of ``bounds`` (the
+    ranges the prompt states); deterministic for the seed."""
     if not seeds:
         return []
     blob = json.dumps([budget.seed, [list(s) for s in seeds]], sort_keys=True)
@@ -253,6 +261,8 @@ def mutations(
         key = json.dumps(base, sort_keys=True)
         if key in seen or len(key) > budget.max_chars:
             continue
+        if not all(bound.holds(base) for bound in bounds):
+            continue
         seen.add(key)
         corpus.append(tuple(base))
         out.append(tuple(base))
@@ -271,7 +281,9 @@ def inputs_for(
     spec's description: examples its parser could not read as call and expected value, and
     the values it gives the parameters of the entry point's ``signature``, ``For N = 150``),
     the tests' call sites, then mutations of all of them (seeds whose arity differs from the
-    most common one are not mutated). With no call anywhere, the seeds come from the
+    most common one are not mutated), kept inside the ranges ``prose`` states for the
+    parameters (``0 <= k <= len(arr)``: ``agents.seeds.stated_bounds``; given calls are kept
+    as they are). With no call anywhere, the seeds come from the
     signature's types (``signature_seeds``)."""
     params = params_of(signature, entry_point) if signature else []
     budget = budget or InputBudget()
@@ -308,6 +320,7 @@ def inputs_for(
         attempts_per_input=budget.attempts_per_input,
         seed=budget.seed,
     )
-    for args in mutations(seeds, room, avoid=chosen):
+    bounds = [b for text in prose for b in stated_bounds(text, params)]
+    for args in mutations(seeds, room, avoid=chosen, bounds=bounds):
         add(args, "mutation")
     return list(chosen.values())

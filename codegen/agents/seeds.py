@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from codegen.json_types import JSONValue
 
@@ -183,6 +185,84 @@ def assigned_calls(
         if len(found) >= limit:
             break
     return list(found.values())
+
+
+_NUMBER = r"-?\d+(?:\s*(?:\^|\*\*)\s*\d{1,2})?"
+_LENGTH = r"len\(\s*[A-Za-z_]\w*\s*\)"
+# ``0 <= k <= len(arr)``, ``1 ≤ n ≤ 10^3``, ``1 <= len(s)``: inclusive bounds only; a term
+# followed by ``.``, ``[`` or ``(`` (``nodes.length``, ``grid[:,1]``) is not a parameter.
+_BOUND = re.compile(
+    rf"(?P<low>{_NUMBER})\s*(?:<=|≤)\s*(?P<term>{_LENGTH}|[A-Za-z_]\w*)(?![\w.\[(])"
+    rf"(?:\s*(?:<=|≤)\s*(?P<high>{_NUMBER}|{_LENGTH}))?"
+)
+
+
+def _number(text: str) -> int:
+    """``10``, ``-3``, ``10^3`` or ``10**3`` as an int."""
+    base, _, power = re.sub(r"\s+", "", text).replace("**", "^").partition("^")
+    return int(base) ** int(power) if power else int(base)
+
+
+def _length_of(term: str) -> str | None:
+    """``arr`` for ``len(arr)``, None for anything else."""
+    return term[4:-1].strip() if term.startswith("len(") else None
+
+
+@dataclass(frozen=True)
+class Bound:
+    """An inclusive range the prompt states for a parameter or its length (``0 <= k <=
+    len(arr)``, ``1 <= len(s) <= 100``); ``high_length_of``: the upper bound is that
+    parameter's length."""
+
+    param: int
+    of_length: bool
+    low: int
+    high: int | None = None
+    high_length_of: int | None = None
+
+    def holds(self, args: Sequence[JSONValue]) -> bool:
+        """Whether ``args`` keep to it; a value of another type than the bound's says
+        nothing (True)."""
+        value = args[self.param]
+        if self.of_length:
+            if not isinstance(value, list | str):
+                return True
+            size = len(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            size = value
+        else:
+            return True
+        high = self.high
+        if self.high_length_of is not None:
+            other = args[self.high_length_of]
+            high = len(other) if isinstance(other, list | str) else None
+        return size >= self.low and (high is None or size <= high)
+
+
+def stated_bounds(text: str, params: Sequence[str]) -> list[Bound]:
+    """The inclusive ranges ``text`` states for the parameters ``params`` or their lengths:
+    ``0 <= k <= len(arr)``, ``Constraints: 0 ≤ N ≤ 10000``, ``1 <= len(arr) <= 100``. Only
+    these explicit forms: prose (``a positive integer n``) is not read."""
+    found: list[Bound] = []
+    for match in _BOUND.finditer(text):
+        term, high_text = match.group("term"), match.group("high")
+        name = _length_of(term) or term
+        if name not in params:
+            continue
+        high: int | None = None
+        high_length_of: int | None = None
+        if high_text is not None:
+            other = _length_of(high_text)
+            if other is None:
+                high = _number(high_text)
+            elif other in params:
+                high_length_of = params.index(other)
+        bound = Bound(
+            params.index(name), term != name, _number(match.group("low")), high, high_length_of
+        )
+        if bound not in found:
+            found.append(bound)
+    return found
 
 
 def params_of(source: str, name: str) -> list[str]:

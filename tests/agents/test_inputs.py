@@ -12,7 +12,7 @@ from codegen.agents.inputs import (
     params_of,
     text_calls,
 )
-from codegen.agents.seeds import bracket_end
+from codegen.agents.seeds import Bound, bracket_end, stated_bounds
 
 TESTS = """
 from solution import second_largest
@@ -148,3 +148,31 @@ def test_a_call_on_a_string_of_brackets_is_read_whole() -> None:
     # HumanEval/56, /119 and /132 write such calls; a bracket in a string is not the call's.
     prose = 'is_nested("[]]") ➞ False\nis_nested("[[]][[") ➞ True'
     assert text_calls(prose, "is_nested") == [("[]]",), ("[[]][[",)]
+
+
+RANGED = '''
+def top(arr, k):
+    """The k largest of arr, sorted.
+    Example: top([3, 1, 2], 2) == [2, 3]
+    Note:
+        1. 1 <= len(arr) <= 5
+        2. 0 <= k <= len(arr)
+        3. 1 <= arr.length, 0 <= x (not parameters)
+    """
+'''
+
+
+def test_mutations_keep_to_the_ranges_the_prompt_states() -> None:
+    assert stated_bounds(RANGED, ["arr", "k"]) == [
+        Bound(param=0, of_length=True, low=1, high=5),
+        Bound(param=1, of_length=False, low=0, high_length_of=0),
+    ]
+    assert stated_bounds("Constraints: 0 ≤ N ≤ 10^3.", ["N"]) == [Bound(0, False, 0, 1000)]
+    budget = InputBudget(max_mutations=30)
+    ranged = inputs_for("top", ["top([3, 1, 2], 2)"], [], budget, [RANGED], RANGED)
+    mutated = [i.args for i in ranged if i.origin == "mutation"]
+    assert len(mutated) == 30
+    assert all(1 <= len(arr) <= 5 and 0 <= k <= len(arr) for arr, k in mutated)
+    # The same seed without the stated ranges: its mutations leave them.
+    free = inputs_for("top", ["top([3, 1, 2], 2)"], [], budget, [], RANGED)
+    assert any(not 0 <= k <= len(arr) for arr, k in [i.args for i in free][1:])

@@ -1,4 +1,5 @@
-"""What the replay importer reads as worked examples from HumanEval's 164 prompts.
+"""What the replay importer reads as worked examples from HumanEval's 164 prompts, and
+which prompts state ranges that keep the generated inputs in (``agents.seeds.stated_bounds``).
 
     .venv/bin/python benchmarks/prompt_examples.py
 
@@ -7,7 +8,8 @@ prompt (``codegen.replay.importers.prompt_examples``): a docstring's ``>>>`` exa
 the ones it writes in prose (``codegen.replay.examples``), as calls (``f(x) ➞ y``, ``f(x)
 should return y.``) or as parameter values (``For x = 1 the output should be y``, ``Input:
 x = 1`` / ``Output: y``). Prints one JSON object: the tasks with ``>>>`` examples, the prose
-examples by style, and the tasks left with none. Reads only the public prompts; nothing is
+examples by style, the tasks left with none, and the tasks whose prompt states a range for a
+parameter or its length (``0 <= k <= len(arr)``). Reads only the public prompts; nothing is
 executed.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 
+from codegen.agents.seeds import params_of, stated_bounds
 from codegen.evaluation.humaneval import load_problems
 from codegen.replay.examples import written_examples
 from codegen.replay.importers import doctest_examples, prompt_examples, written_docstring
@@ -23,10 +26,13 @@ from codegen.replay.importers import doctest_examples, prompt_examples, written_
 def main() -> None:
     with_doctest: list[str] = []
     without: list[str] = []
+    ranged: list[str] = []
     prose = {"tasks": 0, "examples": 0, "as_calls": 0, "as_parameter_values": 0}
     for problem in load_problems().values():
         docstring, _ = written_docstring(problem)
         found = prompt_examples(problem)
+        if stated_bounds(problem.prompt, params_of(problem.prompt, problem.entry_point)):
+            ranged.append(problem.task_id)
         if doctest_examples(docstring):
             with_doctest.append(problem.task_id)
         elif not found:
@@ -42,6 +48,7 @@ def main() -> None:
         "with_doctest_examples": len(with_doctest),
         "prose": prose,
         "without_examples": without,
+        "stated_ranges": ranged,
     }
     print(json.dumps(report))
 

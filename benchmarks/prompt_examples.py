@@ -8,7 +8,8 @@ prompt (``codegen.replay.importers.prompt_examples``): a docstring's ``>>>`` exa
 the ones it writes in prose (``codegen.replay.examples``), as calls (``f(x) ➞ y``, ``f(x)
 should return y.``) or as parameter values (``For x = 1 the output should be y``, ``Input:
 x = 1`` / ``Output: y``). Prints one JSON object: the tasks with ``>>>`` examples, the prose
-examples by style, the tasks left with none, and the tasks whose prompt states a range for a
+examples by style (and the tasks with examples given as parameter values), the tasks left
+with none, and the tasks whose prompt states a range for a
 parameter or its length (``0 <= k <= len(arr)``). Reads only the public prompts; nothing is
 executed.
 """
@@ -28,6 +29,7 @@ def main() -> None:
     without: list[str] = []
     ranged: list[str] = []
     prose = {"tasks": 0, "examples": 0, "as_calls": 0, "as_parameter_values": 0}
+    with_parameter_values: list[str] = []
     for problem in load_problems().values():
         docstring, _ = written_docstring(problem)
         found = prompt_examples(problem)
@@ -43,10 +45,13 @@ def main() -> None:
             prose["examples"] += len(found)
             prose["as_calls"] += len(calls)
             prose["as_parameter_values"] += len(found) - len(calls)
+            if len(found) > len(calls):
+                with_parameter_values.append(problem.task_id)
     report = {
         "tasks": len(with_doctest) + prose["tasks"] + len(without),
         "with_doctest_examples": len(with_doctest),
         "prose": prose,
+        "tasks_with_parameter_value_examples": with_parameter_values,
         "without_examples": without,
         "stated_ranges": ranged,
     }

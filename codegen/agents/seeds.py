@@ -221,8 +221,10 @@ class Bound:
     high_length_of: int | None = None
 
     def holds(self, args: Sequence[JSONValue]) -> bool:
-        """Whether ``args`` keep to it; a value of another type than the bound's says
-        nothing (True)."""
+        """Whether ``args`` keep to it; a value of another type than the bound's, or an
+        argument the call leaves to its default, says nothing (True)."""
+        if self.param >= len(args):
+            return True
         value = args[self.param]
         if self.of_length:
             if not isinstance(value, list | str):
@@ -234,7 +236,7 @@ class Bound:
             return True
         high = self.high
         if self.high_length_of is not None:
-            other = args[self.high_length_of]
+            other = args[self.high_length_of] if self.high_length_of < len(args) else None
             high = len(other) if isinstance(other, list | str) else None
         return size >= self.low and (high is None or size <= high)
 

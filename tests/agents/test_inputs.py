@@ -168,6 +168,8 @@ def test_mutations_keep_to_the_ranges_the_prompt_states() -> None:
         Bound(param=1, of_length=False, low=0, high_length_of=0),
     ]
     assert stated_bounds("Constraints: 0 ≤ N ≤ 10^3.", ["N"]) == [Bound(0, False, 0, 1000)]
+    # A call that leaves the bounded parameter to its default keeps to it.
+    assert Bound(param=2, of_length=False, low=0, high_length_of=3).holds([1, 2])
     budget = InputBudget(max_mutations=30)
     ranged = inputs_for("top", ["top([3, 1, 2], 2)"], [], budget, [RANGED], RANGED)
     mutated = [i.args for i in ranged if i.origin == "mutation"]

@@ -54,9 +54,9 @@ from codegen.retrieval.embedders import (
     MiniLMEmbedder,
     OnnxMiniLMEmbedder,
     available_cpus,
-    onnx_session_options,
     verified_minilm_dir,
 )
+from codegen.retrieval.embedders.onnx_minilm import onnx_session_options
 from codegen.retrieval.evaluation import stdlib_eval_set
 
 TARGET_SPEEDUP = 8.0
@@ -88,10 +88,10 @@ def dense_macs_per_token_layer(shape: dict[str, int]) -> int:
 def token_counts(texts: list[str], max_length: int) -> np.ndarray:
     """Tokens per text as the default embedder feeds them (its tokenizer, its truncation,
     no padding)."""
-    from codegen.retrieval.embedders import _fast_tokenizer
+    from codegen.retrieval.embedders.minilm import fast_tokenizer
 
     path, _ = verified_minilm_dir()
-    encodings = _fast_tokenizer(str(path), max_length).encode_batch(texts)
+    encodings = fast_tokenizer(str(path), max_length).encode_batch(texts)
     return np.array([len(e.ids) for e in encodings], dtype=np.int64)
 
 
@@ -168,7 +168,8 @@ def gemm_rates(
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from codegen.retrieval.embedders import _onnx_session, constant_activation_scales
+    from codegen.retrieval.embedders.onnx_export import constant_activation_scales
+    from codegen.retrieval.embedders.onnx_minilm import onnx_session
 
     module = _layer_module(shape)
     x = np.random.default_rng(0).standard_normal((ROWS, shape["hidden"])).astype(np.float32)
@@ -193,11 +194,11 @@ def gemm_rates(
         ("onnx_fp32", fp32_path),
     )
     for name, path in timed:
-        session = _onnx_session(str(path), threads)
+        session = onnx_session(str(path), threads)
         seconds = _time(lambda s=session: s.run(["y"], {"x": x}), repeats)
         rates[name] = work / seconds
     rates["onnx_int8"] = max(rates["onnx_int8_dynamic"], rates["onnx_int8_static"])
-    int8_sessions = [_onnx_session(str(p), threads) for p in (int8_path, static_path)]
+    int8_sessions = [onnx_session(str(p), threads) for p in (int8_path, static_path)]
     int8_calls = [lambda s=s: s.run(["y"], {"x": x}) for s in int8_sessions]
     if openvino:
         from openvino_minilm import OpenVinoRun, qdq_int8_graph

@@ -1,7 +1,7 @@
 """Issue 22's alternatives to the default embedder's graph, timed against the default on the
 same texts. Prints JSON.
 
-Each ONNX variant is the default's recipe 3 (``_export_minilm_onnx``: the same export, int8
+Each ONNX variant is the default's recipe 3 (``export_minilm_onnx``: the same export, int8
 weights per channel, constant activation scales calibrated on the same stdlib code) with one
 of ONNX Runtime's BERT fusions set otherwise:
   - ``mha``: attention as ``MultiHeadAttention`` (fp32, ONNX Runtime's CPU attention kernel)
@@ -40,13 +40,9 @@ from typing import Any
 import numpy as np
 from embedder_ceiling import timed_text_sets
 
-from codegen.retrieval.embedders import (
-    OnnxMiniLMEmbedder,
-    _export_minilm_onnx,
-    available_cpus,
-    onnx_session_options,
-    verified_minilm_dir,
-)
+from codegen.retrieval.embedders import OnnxMiniLMEmbedder, available_cpus, verified_minilm_dir
+from codegen.retrieval.embedders.onnx_export import export_minilm_onnx
+from codegen.retrieval.embedders.onnx_minilm import onnx_session_options
 
 # FusionOptions flags per variant (all else as the default's).
 FUSIONS: dict[str, dict[str, bool]] = {
@@ -74,7 +70,7 @@ def variant_export(default: OnnxMiniLMEmbedder, name: str, workdir: Path) -> Pat
     target = workdir / f"{name}-{default.export_dir.name}.onnx"
     if not target.exists():
         started = time.perf_counter()
-        _export_minilm_onnx(verified_minilm_dir()[0], target, True, FUSIONS[name])
+        export_minilm_onnx(verified_minilm_dir()[0], target, True, FUSIONS[name])
         log(f"exported {name} in {time.perf_counter() - started:.0f} s")
     return target
 

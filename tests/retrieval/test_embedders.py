@@ -26,14 +26,13 @@ from codegen.retrieval.embedders import (
     MiniLMEmbedder,
     OnnxMiniLMEmbedder,
     OpenAIEmbedder,
-    _fast_tokenizer,
-    activation_quantizers,
-    calibration_digest,
-    calibration_texts,
     make_embedder,
     minilm_model_dir,
+    onnx_export,
     verified_minilm_dir,
 )
+from codegen.retrieval.embedders import onnx_minilm as onnx_default_module
+from codegen.retrieval.embedders.minilm import fast_tokenizer
 from codegen.settings import get_settings
 
 
@@ -101,7 +100,7 @@ def test_onnx_identity_and_cache_key_name_weights_and_recipe(
     onnx_model_cache: Path, onnx_minilm: OnnxMiniLMEmbedder, minilm: MiniLMEmbedder
 ) -> None:
     assert onnx_minilm.identity.startswith("minilm-onnx:all-MiniLM-L6-v2@53aa5117")
-    assert f":int8-cal{calibration_digest()}:r3" in onnx_minilm.identity
+    assert f":int8-cal{onnx_export.calibration_digest()}:r3" in onnx_minilm.identity
     assert onnx_minilm.identity != minilm.identity  # switching embedders re-embeds
     assert OnnxMiniLMEmbedder(cache_dir="/elsewhere").identity == onnx_minilm.identity
     assert OnnxMiniLMEmbedder(cache_dir="/x", quantize=False).identity != onnx_minilm.identity
@@ -143,18 +142,18 @@ def test_an_unknown_fusion_flag_is_an_error_not_the_default_graph(tmp_path: Path
     # benchmarks/embedder_variants.py names its variants by these flags: a misspelt one
     # would otherwise time the default against itself.
     with pytest.raises(EmbedderError, match="use_multihead_attention"):
-        embedders._fuse_transformer_ops(
+        onnx_export.fuse_transformer_ops(
             tmp_path / "in.onnx", tmp_path / "out.onnx", tmp_path, {"use_multihead_attention": True}
         )
 
 
 def test_calibration_is_real_stdlib_code_of_every_length() -> None:
-    texts = calibration_texts()
+    texts = onnx_export.calibration_texts()
     assert len(texts) == 256 and len(set(texts)) > 250  # the stdlib repeats a few methods
     assert all(t.lstrip().startswith(("def ", "async def ", "class ", "@")) for t in texts)
     lengths = sorted(len(t) for t in texts)
     assert lengths[0] < 200 and lengths[-1] > 4000  # short helpers to past the token cap
-    assert len(calibration_digest()) == 12
+    assert len(onnx_export.calibration_digest()) == 12
 
 
 def test_activation_ranges_ignore_padding_and_average_the_batches(tmp_path: Path) -> None:
@@ -181,7 +180,7 @@ def test_activation_ranges_ignore_padding_and_average_the_batches(tmp_path: Path
         ({"x": first}, np.array([[True, False]])),
         ({"x": second}, np.array([[True], [True]])),
     ]
-    ((scale, zero_point),) = activation_quantizers(path, ["doubled"], batches).values()
+    ((scale, zero_point),) = onnx_export.activation_quantizers(path, ["doubled"], batches).values()
     # Per batch over real tokens (doubled): [-2, 2] and [1, 6]; mean [-0.5, 4]; 0 is inside.
     assert scale == pytest.approx(4.5 / 255)
     assert zero_point == round(0.5 / (4.5 / 255))
@@ -208,7 +207,7 @@ class _CountingExport:
 def counting_export(onnx_model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> _CountingExport:
     (model,) = (onnx_model_cache / "models").glob("*/model.onnx")
     export = _CountingExport(model)
-    monkeypatch.setattr(embedders, "_export_minilm_onnx", export)
+    monkeypatch.setattr(onnx_default_module, "export_minilm_onnx", export)
     return export
 
 
@@ -312,7 +311,7 @@ def test_onnx_batches_bound_padding_and_keep_input_order(
     # longest of 128.
     texts = [" ".join(["word"] * int(n)) for n in rng.choice([3, 8, 20, 60, 250], 300)]
     vectors = embedder.embed_documents(texts)
-    tokenizer = _fast_tokenizer(str(verified_minilm_dir()[0]), embedder.max_seq_length)
+    tokenizer = fast_tokenizer(str(verified_minilm_dir()[0]), embedder.max_seq_length)
     lengths = [len(e.ids) for e in tokenizer.encode_batch(texts)]
     assert vectors[:, 0].tolist() == lengths  # every row back in its text's place
     assert sum(rows for rows, _, _ in session.batches) == len(texts)

@@ -1,0 +1,77 @@
+"""Embedders behind one interface: packaged MiniLM under ONNX Runtime (the default) or torch,
+OpenAI.
+
+Every embedder has an ``identity``: a string naming the model *and* the exact weights or
+settings that produce its vectors. The index stores it; a different identity means every
+chunk is re-embedded, the same identity means nothing is (see ``codegen.retrieval.index``).
+
+One module per runtime: ``onnx_minilm`` (with ``onnx_export``, the export and int8
+quantizer), ``torch_minilm``, ``openai_embedder``; ``minilm`` holds what the MiniLM runtimes
+share (verified weights, tokenizer, token batches) and ``base`` the interface.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codegen.retrieval.embedders.base import Embedder, EmbedderError, available_cpus
+from codegen.retrieval.embedders.minilm import (
+    MINILM_DIM,
+    MINILM_SHA256_PREFIX,
+    minilm_model_dir,
+    verified_minilm_dir,
+)
+from codegen.retrieval.embedders.onnx_minilm import OnnxMiniLMEmbedder, export_in_background
+from codegen.retrieval.embedders.openai_embedder import OpenAIEmbedder
+from codegen.retrieval.embedders.torch_minilm import MiniLMEmbedder
+
+__all__ = [
+    "EMBEDDERS",
+    "MINILM_DIM",
+    "MINILM_SHA256_PREFIX",
+    "Embedder",
+    "EmbedderConfig",
+    "EmbedderError",
+    "MiniLMEmbedder",
+    "OnnxMiniLMEmbedder",
+    "OpenAIEmbedder",
+    "available_cpus",
+    "export_in_background",
+    "make_embedder",
+    "minilm_model_dir",
+    "verified_minilm_dir",
+]
+
+
+@dataclass(frozen=True)
+class EmbedderConfig:
+    """Plain values the Dagster/CLI layer hands over to choose an embedder."""
+
+    name: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | openai
+    cache_dir: str = ""
+    openai_model: str = "text-embedding-3-small"
+    openai_dimensions: int | None = None
+    openai_base_url: str | None = None
+
+
+EMBEDDERS = ("minilm", "minilm-torch", "openai")
+
+
+def make_embedder(config: EmbedderConfig) -> Embedder:
+    if config.name == "minilm":
+        if not config.cache_dir:
+            raise EmbedderError("the minilm (ONNX) embedder needs a cache directory")
+        return OnnxMiniLMEmbedder(cache_dir=config.cache_dir)
+    if config.name == "minilm-torch":
+        return MiniLMEmbedder()
+    if config.name == "static":
+        # Removed: its hybrid ranked below BM25 alone whatever the fusion weights
+        # (docs/benchmarks.md#retrieval), and the ONNX default is the fast path now.
+        raise EmbedderError("the static embedder was removed; use minilm (the default)")
+    if config.name == "openai":
+        return OpenAIEmbedder(
+            model=config.openai_model,
+            dimensions=config.openai_dimensions,
+            base_url=config.openai_base_url,
+        )
+    raise EmbedderError(f"unknown embedder {config.name!r}; choose {', '.join(EMBEDDERS)}")

@@ -7,12 +7,11 @@ request store above it uses them too.
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
-import tempfile
 from pathlib import Path
 
+from codegen.durable import atomic_write_text
 from codegen.json_types import JSONObject
 
 ARTIFACT_FILES = ("solution.py", "test_solution.py", "README.md", "spec.json", "report.json")
@@ -28,17 +27,8 @@ def is_request_id(value: str) -> bool:
 
 
 def write_artifact(folder: Path, name: str, content: str | JSONObject) -> Path:
-    """Replace one artifact file atomically (a crash never leaves half a file)."""
+    """Replace one artifact file atomically and durably (a crash never leaves half a file)."""
     if name not in ARTIFACT_FILES:
         raise ValueError(f"not an artifact name: {name}")
-    folder.mkdir(parents=True, exist_ok=True)
     text = content if isinstance(content, str) else json.dumps(content, indent=2) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, folder / name)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return folder / name
+    return atomic_write_text(folder / name, text)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codegen.durable import atomic_write_text
 from codegen.json_types import JSONObject
 
 
@@ -58,9 +57,4 @@ class ResponseCache:
         return data
 
     def put(self, key: str, value: JSONObject) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(value, fh)
-        os.replace(tmp, path)
+        atomic_write_text(self._path(key), json.dumps(value))

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 import threading
 from enum import StrEnum
 from pathlib import Path
 
+from codegen.durable import atomic_write_text
 from codegen.json_types import JSONObject
 
 
@@ -63,11 +62,7 @@ class StructuredModes:
                 return
             merged = {**self._read(), **self._known}
             with contextlib.suppress(OSError):  # a read-only home must not fail the request
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-                with os.fdopen(fd, "w") as fh:
-                    json.dump(merged, fh, indent=2, sort_keys=True)
-                os.replace(tmp, self.path)
+                atomic_write_text(self.path, json.dumps(merged, indent=2, sort_keys=True))
 
     def _read(self) -> dict[str, str]:
         if self.path is None:

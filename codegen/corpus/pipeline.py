@@ -56,6 +56,7 @@ from codegen.corpus.store import (
     read_documents,
     write_jsonl_atomic,
 )
+from codegen.durable import atomic_write_text
 from codegen.json_types import JSONObject, JSONValue
 
 Progress = Callable[[str], None]
@@ -102,12 +103,8 @@ def _memo_get(corpus_dir: Path, stage: str, key: str, outputs: list[Path]) -> JS
 def _memo_put(
     corpus_dir: Path, stage: str, key: str, outputs: list[Path], stats: JSONObject
 ) -> None:
-    path = _manifest(corpus_dir, stage)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
     data = StageManifest(key=key, outputs=[fingerprint(p) for p in outputs], stats=stats)
-    tmp.write_text(json.dumps(data), encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(_manifest(corpus_dir, stage), json.dumps(data))
 
 
 def _as_dict(stats: CleanStats | DedupeStats | ChunkStats) -> JSONObject:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeAlias, TypedDict
 
 from codegen.corpus.model import Chunk, ChunkRecord, Document, DocumentRecord, RecordError
+from codegen.durable import durable_replace
 from codegen.json_types import JSONObject
 
 
@@ -68,7 +69,7 @@ def write_jsonl_atomic(path: Path, records: Iterable[StageRecord]) -> int:
     if _sha256_file(path) == digest.hexdigest():
         tmp.unlink()
     else:
-        tmp.replace(path)
+        durable_replace(tmp, path)
     return count
 
 

@@ -19,12 +19,11 @@ partitions and the same cache.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from codegen.durable import atomic_write_bytes
 from codegen.evaluation.samples_file import SamplesFile, read_samples
 from codegen.evaluation.store import read_object, write_json_atomic
 from codegen.evaluation.tasks import TaskSet, read_task_file
@@ -55,15 +54,7 @@ def split_partition_key(partition: str) -> tuple[str, str]:
 
 
 def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, data)
 
 
 def _source_bytes(source: Path, digest: str, what: str) -> bytes:

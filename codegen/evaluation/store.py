@@ -19,10 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, cast
 
+from codegen.durable import atomic_write_text
 from codegen.json_types import JSONObject, JSONValue
 
 if TYPE_CHECKING:
@@ -66,15 +66,7 @@ def digest(obj: JSONValue) -> str:
 
 
 def write_json_atomic(path: Path, data: JSONValue) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True))
 
 
 def read_json(path: Path) -> JSONValue | None:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TypedDict
 
+from codegen.durable import atomic_text_writer
 from codegen.json_types import JSONValue
 
 FORMAT_VERSION = 1
@@ -241,20 +242,12 @@ def write_recording(
     path: Path | str, entries: Iterable[Entry], source: str, notes: str = ""
 ) -> int:
     """Write a whole recording atomically (temp file + rename); returns the reply count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     count = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(json.dumps(header_line(source, notes)) + "\n")
-            for entry in entries:
-                fh.write(json.dumps(entry.to_dict(), ensure_ascii=False) + "\n")
-                count += 1
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_text_writer(path) as fh:
+        fh.write(json.dumps(header_line(source, notes)) + "\n")
+        for entry in entries:
+            fh.write(json.dumps(entry.to_dict(), ensure_ascii=False) + "\n")
+            count += 1
     return count
 
 

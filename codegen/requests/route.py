@@ -22,13 +22,13 @@ import hashlib
 import json
 import os
 import secrets
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from codegen.agents.endpoint import LLMRoute, resolved_base_url
+from codegen.durable import atomic_write_text
 
 KEY_ENV = "OPENAI_API_KEY"  # the openai SDK's own variable; no other key is ever read
 # A published environment older than this is a daemon gone or a sensor stopped: the sensor
@@ -80,15 +80,8 @@ def publish_daemon_environment(
         time.time(),
         {name: key_fingerprint(home, name) for name in sorted(set(key_envs))},
     )
-    folder = _dir(home)
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(
-            {"base_url": env.base_url, "key": env.key, "at": env.at, "key_envs": env.key_envs},
-            fh,
-        )
-    os.replace(tmp, folder / "llm.json")
+    published = {"base_url": env.base_url, "key": env.key, "at": env.at, "key_envs": env.key_envs}
+    atomic_write_text(_dir(home) / "llm.json", json.dumps(published))
     return env
 
 

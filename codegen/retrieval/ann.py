@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from codegen.durable import atomic_write_text, fsync_file
 from codegen.retrieval.stores import HIT_COLUMNS, hit_from_row
 from codegen.retrieval.types import SearchHit
 
@@ -200,7 +201,11 @@ class FaissSidecar:
         calibration["seconds_build_and_calibrate"] = round(time.perf_counter() - started, 1)
         faiss.write_index(index, str(index_path))
         np.save(subs_path, subs)
-        # Written last: its presence marks a complete sidecar.
+        # On disk before the marker: after a power cut a meta file never vouches for files
+        # whose data was still in the page cache.
+        for path in (index_path, payload_path, vectors_path, subs_path):
+            fsync_file(path)
+        # Written last (whole or not at all): its presence marks a complete sidecar.
         meta = {
             "format": FORMAT_VERSION,
             "rows": int(index.ntotal),
@@ -210,7 +215,7 @@ class FaissSidecar:
             "radius_weight": RADIUS_WEIGHT,
             "list_radius": [round(float(r), 6) for r in radius],
         }
-        meta_path.write_text(json.dumps(meta))
+        atomic_write_text(meta_path, json.dumps(meta))
         # The index in memory, not a second copy read back from disk (1.5 GB at 2M rows).
         loaded = cls.load(directory, name, index=index)
         if loaded is None:
@@ -220,18 +225,22 @@ class FaissSidecar:
     @classmethod
     def read_meta(cls, directory: Path, name: str) -> dict[str, Any] | None:
         """The meta file alone (rows, nlist, calibrated nprobe, calibration figures): cheap,
-        for status displays that should not load gigabytes of index."""
+        for status displays that should not load gigabytes of index. A missing, truncated or
+        foreign meta file reads as no index (None): the next build replaces it."""
         meta_path = cls.paths(directory, name)[-1]
-        if not meta_path.exists():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # missing, unreadable, truncated, not UTF-8
             return None
-        meta = json.loads(meta_path.read_text())
-        return meta if meta.get("format") == FORMAT_VERSION else None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
+            return None
+        return meta
 
     @classmethod
     def load(cls, directory: Path, name: str, *, index: Any = None) -> FaissSidecar | None:
         index_path, payload_path, vectors_path, subs_path, _ = cls.paths(directory, name)
         meta = cls.read_meta(directory, name)
-        if meta is None:
+        if meta is None or not _meta_well_formed(meta):
             return None
         import faiss
         import pyarrow as pa
@@ -579,6 +588,17 @@ def _mapped(path: Path, dim: int, *, in_memory: bool = False) -> np.ndarray:
     if in_memory:
         return np.fromfile(path, dtype=np.float32).reshape(rows, dim)
     return np.memmap(path, dtype=np.float32, mode="r", shape=(rows, dim))
+
+
+def _meta_well_formed(meta: dict[str, Any]) -> bool:
+    """Whether the fields ``load`` reads have their types (an edited or foreign file: no)."""
+    numbers = (meta.get("rows"), meta.get("nprobe"))
+    radius = meta.get("list_radius", [])
+    return (
+        all(isinstance(n, int) and not isinstance(n, bool) for n in numbers)
+        and isinstance(radius, list)
+        and all(isinstance(r, int | float) for r in radius)
+    )
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:

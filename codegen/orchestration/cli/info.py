@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 from urllib.parse import urlsplit
@@ -14,11 +15,13 @@ from codegen.agents.structured import StructuredModes, structured_modes_file
 from codegen.composition import llm_route, sandbox_image, store_config
 from codegen.corpus.store import chunks_path
 from codegen.orchestration.instance import postgres_url
-from codegen.requests.route import daemon_environment, key_fingerprint
+from codegen.requests.route import KEY_ENV, daemon_environment, key_fingerprint
 from codegen.retrieval.index import open_store
 from codegen.settings import Settings, config_file, default_dagster_home, get_settings
 
 if TYPE_CHECKING:
+    from dagster import DagsterInstance
+
     from codegen.retrieval.grounding import Grounding
 
 
@@ -52,12 +55,60 @@ def index_grounding(settings: Settings) -> Grounding | str:
 class DaemonState(TypedDict):
     serving: bool | None  # None: unknown (``error`` says why)
     error: NotRequired[str]
-    endpoint: NotRequired[str | None]  # the base URL the daemon's runs call
+    endpoint: NotRequired[str | None]  # the daemon's own base URL (None: not published yet)
     same_key: NotRequired[bool | None]  # whether the daemon has this shell's key
+    has_key: NotRequired[bool | None]  # whether the daemon has an OPENAI_API_KEY at all
+    shell_has_key: NotRequired[bool]  # whether this shell has one
 
 
-def daemon_state(settings: Settings) -> DaemonState:
-    """Whether a dagster-daemon serves this instance, and the endpoint its runs would call."""
+# The assets a corpus build materializes, raw documents to the vector index.
+BUILD_ASSETS = ("raw_documents", "clean_documents", "deduped_documents", "chunks", "index")
+# How runs that build them are tagged: the corpus and index jobs, `codegen corpus build`'s
+# in-process runs (which record no asset selection) and the first build.
+BUILD_KIND = ("codegen/kind", "corpus")
+BUILD_COMMANDS = ("corpus build", "first-build")
+
+
+class BuildState(TypedDict):
+    """Corpus-build runs in progress on this instance (queued, starting or started)."""
+
+    runs: list[str]  # their run ids
+    assets: list[str]  # the build's assets they materialize, where a run names them
+    since: float  # when the oldest of them was created (Unix time)
+
+
+def build_in_progress(instance: DagsterInstance) -> BuildState | None:
+    """The instance's corpus-build runs that have not ended (None: there are none)."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    unended = [
+        DagsterRunStatus.QUEUED,
+        DagsterRunStatus.NOT_STARTED,
+        DagsterRunStatus.STARTING,
+        DagsterRunStatus.STARTED,
+    ]
+    records = instance.get_run_records(RunsFilter(statuses=unended), limit=100)
+    runs, assets, since = [], set(), None
+    for record in records:
+        run = record.dagster_run
+        named = {key.to_user_string() for key in run.asset_selection or ()}
+        if (
+            named & set(BUILD_ASSETS)
+            or run.tags.get(BUILD_KIND[0]) == BUILD_KIND[1]
+            or run.tags.get("codegen/command") in BUILD_COMMANDS
+        ):
+            runs.append(run.run_id)
+            assets |= named & set(BUILD_ASSETS)
+            created = record.create_timestamp.timestamp()
+            since = created if since is None else min(since, created)
+    if since is None:
+        return None
+    return {"runs": runs, "assets": [a for a in BUILD_ASSETS if a in assets], "since": since}
+
+
+def instance_state(settings: Settings) -> tuple[DaemonState, BuildState | None]:
+    """Whether a dagster-daemon serves this instance (and the endpoint and key its runs would
+    use), and the corpus build under way, if any: one open of the instance for both."""
     from codegen.orchestration.cli.generate import daemon_running
     from codegen.orchestration.instance import configured_instance
 
@@ -65,17 +116,72 @@ def daemon_state(settings: Settings) -> DaemonState:
         instance = configured_instance(settings)
         try:
             serving = daemon_running(instance)
+            building = build_in_progress(instance)
         finally:
             instance.dispose()
     except Exception as exc:
-        return {"serving": None, "error": " ".join(str(exc).split())[:200]}
+        return {"serving": None, "error": " ".join(str(exc).split())[:200]}, None
     published = daemon_environment(settings.home) if serving else None
-    return {
+    mine = key_fingerprint(settings.home)
+    daemon: DaemonState = {
         "serving": serving,
         "endpoint": published.base_url if published else None,
         # Queued requests run on this shell's endpoint only when the daemon has the same key.
-        "same_key": (published.key == key_fingerprint(settings.home)) if published else None,
+        "same_key": (published.key == mine) if published else None,
+        "has_key": (published.key is not None) if published else None,
+        "shell_has_key": mine is not None,
     }
+    return daemon, building
+
+
+def daemon_line(daemon: DaemonState) -> str:
+    """What ``codegen info`` says of the daemon, keys included, in plain words."""
+    if daemon["serving"] is None:
+        return f"unknown ({daemon.get('error')})"
+    if not daemon["serving"]:
+        return "none serves this instance: `codegen generate` runs here"
+    if daemon.get("endpoint") is None:
+        return "serving; it has not yet said which endpoint and key it uses"
+    own = f"serving (its own endpoint {daemon['endpoint']})"
+    theirs, mine = daemon.get("has_key"), daemon.get("shell_has_key")
+    if not theirs and not mine:
+        return (
+            f"{own}; neither it nor this shell has an {KEY_ENV}: queued requests run on "
+            "this shell's endpoint without a key"
+        )
+    if daemon.get("same_key"):
+        return f"{own}; it has this shell's {KEY_ENV}: queued requests run on this shell's endpoint"
+    if not theirs:
+        keys = f"it has no {KEY_ENV} and this shell has one"
+    elif not mine:
+        keys = f"it has an {KEY_ENV} and this shell has none"
+    else:
+        keys = f"it has a different {KEY_ENV} from this shell's"
+    return f"{own}; {keys}: queued requests are refused (--launch here runs them here)"
+
+
+def index_lines(grounding: Grounding | str, building: BuildState | None) -> list[str]:
+    """What ``codegen info`` says of the index, one line each (the first is the status)."""
+    if isinstance(grounding, str):
+        lines = [f"unknown ({grounding})"]
+    elif building is None:
+        lines = [grounding.describe()]
+    else:
+        stages = ", ".join(building["assets"]) or "corpus"
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(building["since"]))
+        if grounding.corpus_chunks is None:
+            done = "no chunks written yet (the corpus stages come first)"
+        else:
+            done = (
+                f"{grounding.chunks} of {grounding.corpus_chunks} chunks embedded "
+                f"({grounding.embedded_fraction:.0%})"
+            )
+        runs = len(building["runs"])
+        lines = [
+            f"building: {done}; {runs} run{'s' if runs > 1 else ''} of {stages} "
+            f"in progress since {started}"
+        ]
+    return lines
 
 
 @click.command()
@@ -88,18 +194,23 @@ def info(as_json: bool) -> None:
     # Weaviate tunes its own index; opening it here would need the server.
     ann = open_store(store).ann_info() if store.kind == "lancedb" else None
     grounding = index_grounding(settings)
+    daemon, building = instance_state(settings)
     data = {
         "config_file": str(config_file()),
         "config_file_exists": config_file().exists(),
         "dagster_home": os.environ.get("DAGSTER_HOME") or str(default_dagster_home(settings)),
         "instance_storage": instance_storage(),
         "endpoint": route.to_dict(),
-        "daemon": daemon_state(settings),
-        "index": (
-            {"status": "unknown", "error": grounding}
-            if isinstance(grounding, str)
-            else grounding.to_dict()
-        ),
+        "daemon": daemon,
+        "index": {
+            **(
+                {"status": "unknown", "error": grounding}
+                if isinstance(grounding, str)
+                else grounding.to_dict()
+            ),
+            # The corpus-build runs not ended yet (None: none): the index may still grow.
+            "building": building,
+        },
         "settings": settings.public_dict(),
         # How each endpoint and model was last found to take JSON requests.
         "structured_outputs": StructuredModes(structured_modes_file(settings.cache_dir)).all(),
@@ -127,18 +238,9 @@ def info(as_json: bool) -> None:
             key = f", key from {c.api_key_env}" if c.api_key_env else ""
             model = c.applied_to(programmer).model
             click.echo(f"candidate {i:<3} {model} at {where}{key}")
-    daemon = data["daemon"]
-    if daemon["serving"] is None:
-        click.echo(f"daemon        unknown ({daemon['error']})")
-    elif not daemon["serving"]:
-        click.echo("daemon        none serves this instance: `codegen generate` runs here")
-    else:
-        key = {True: "the same key", False: "another key", None: "key unknown"}[daemon["same_key"]]
-        click.echo(f"daemon        serving; its runs call {daemon['endpoint']} ({key})")
-    if isinstance(grounding, str):
-        click.echo(f"index         unknown ({grounding})")
-    else:
-        click.echo(f"index         {grounding.describe()}")
+    click.echo(f"daemon        {daemon_line(daemon)}")
+    for i, line in enumerate(index_lines(grounding, building)):
+        click.echo(f"{'index' if i == 0 else '':<14}{line}")
     click.echo(f"sandbox       {settings.sandbox.backend} ({sandbox_image(settings.sandbox)})")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
     if ann:

@@ -120,12 +120,18 @@ def refusal(home: Path, route: LLMRoute, daemon: DaemonEnvironment | None) -> st
             f"a daemon serves this instance but has not said which endpoint and key it uses; "
             f"this request is for {route.base_url}: run it with --launch here"
         )
-    if daemon.key != key_fingerprint(home):
-        have = "another" if daemon.key else "no"
+    own = key_fingerprint(home)
+    if daemon.key != own:
+        if daemon.key is None:
+            keys = f"has no {KEY_ENV} and this shell has one"
+        elif own is None:
+            keys = f"has an {KEY_ENV} and this shell has none"
+        else:
+            keys = f"has a different {KEY_ENV} from this shell's"
         return (
-            f"the daemon serving this instance (endpoint {daemon.base_url}) has {have} "
-            f"{KEY_ENV} than this shell (endpoint {route.base_url}): restart `make run` with "
-            "this environment, or run the request here with --launch here"
+            f"the daemon serving this instance (endpoint {daemon.base_url}) {keys} (endpoint "
+            f"{route.base_url}): restart `make run` with this shell's environment, or run the "
+            "request here with --launch here"
         )
     for index, name in route.key_envs():
         mine = key_fingerprint(home, name)
@@ -137,7 +143,7 @@ def refusal(home: Path, route: LLMRoute, daemon: DaemonEnvironment | None) -> st
         theirs = daemon.key_envs.get(name)
         if theirs != mine:
             # The daemon publishes only the variables its own [llm] candidates name.
-            have = f"another {name} than this shell" if theirs else f"no {name} to use"
+            have = f"a different {name} from this shell's" if theirs else f"no {name}"
             url = route.candidates[index].base_url or route.base_url
             return (
                 f"the daemon serving this instance has {have} for [llm] candidates[{index}] "

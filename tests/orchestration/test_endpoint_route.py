@@ -45,7 +45,9 @@ def test_refusal_names_both_endpoints_only_when_the_keys_differ(
     assert problem and "http://a.example/v1" in problem and "http://b.example/v1" in problem
     assert "\n" not in problem and KEY not in problem
     monkeypatch.delenv("OPENAI_API_KEY")
-    assert "has another OPENAI_API_KEY" in (refusal(isolated_home, route, same) or "")
+    assert "has an OPENAI_API_KEY and this shell has none" in (
+        refusal(isolated_home, route, same) or ""
+    )
 
 
 @pytest.mark.docker
@@ -119,7 +121,7 @@ def test_queueing_with_no_daemon_is_refused_in_one_line(
     from codegen.orchestration.cli import main
 
     monkeypatch.setenv("OPENAI_BASE_URL", "http://b.example/v1")
-    assert main(["generate", "Write f().", "--launch", "queue"]) == 1
+    assert main(["generate", "Write f().", "--launch", "queue"]) == 2  # refused
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "http://b.example/v1" in lines[0], lines
     assert not RequestStore(isolated_home / "requests").all()  # nothing was queued

@@ -25,7 +25,7 @@ from codegen.evaluation.staged import StagedFileError, StagedFiles
 from codegen.evaluation.store import EvalStore
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks
 from codegen.json_types import JSONObject
-from codegen.orchestration.cli.exits import OUTAGE_EXIT
+from codegen.orchestration.cli.exits import OUTAGE_EXIT, Refused
 from codegen.orchestration.instance import configured_instance
 from codegen.settings import Settings, get_settings
 
@@ -310,7 +310,7 @@ def _evaluate(
 
     unset = unset_key_envs(llm_route(settings))
     if unset and not canonical:
-        raise click.ClickException(unset)
+        raise Refused(unset)
     mode = CANONICAL if canonical else CREW
     click.echo(f"{task_set.name} ({mode}): {len(keys)} tasks", err=True)
     if backfill or submit_only:

@@ -1,9 +1,24 @@
 """Exit statuses the commands share (ARCHITECTURE.md, "CLI contract").
 
-0 success, 1 codegen itself failed, 2 usage; then what ended the work:
+0 success; 1 codegen itself failed (an unexpected error, or work that ended without its
+result); 2 refused: nothing was done (nothing stored, nothing run) because the command as
+called cannot work: bad arguments, or flags, settings or an environment that do not fit
+together (a daemon holding another key, a candidate's key variable unset, --launch queue
+with no daemon). The one-line message says what to change. Then what ended the work:
 """
 
 from __future__ import annotations
+
+import click
+
+REFUSED_EXIT = 2  # click's own usage errors exit 2 too
+
+
+class Refused(click.ClickException):
+    """The command is refused before it does anything (exit 2, one line, no usage hint)."""
+
+    exit_code = REFUSED_EXIT
+
 
 # The model ended the request without passing: failed_tests, rejected, no_code,
 # budget_exceeded, unrecorded (`codegen generate`).

@@ -16,7 +16,12 @@ from codegen.agents.options import REVIEW_MODES, BadOptions, RequestOptions, Sto
 from codegen.agents.report import RequestReport, grounding_from_json
 from codegen.agents.roles import BadRequest, validate_request
 from codegen.json_types import JSONObject, JSONValue
-from codegen.orchestration.cli.exits import AWAITING_REVIEW_EXIT, NOT_PASSED_EXIT, OUTAGE_EXIT
+from codegen.orchestration.cli.exits import (
+    AWAITING_REVIEW_EXIT,
+    NOT_PASSED_EXIT,
+    OUTAGE_EXIT,
+    Refused,
+)
 from codegen.orchestration.instance import configured_instance
 from codegen.requests.route import refusal, wait_for_daemon_environment
 from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, request_title
@@ -179,27 +184,28 @@ def run_request(
     (nothing else is needed: this is how the CLI works without a daemon); ``queue`` hands the
     request to the daemon (its inbox sensor launches the run, the queue's limits apply) and
     waits for the run; ``auto`` queues when a daemon serves the instance, else runs here.
+    A route this process or the daemon cannot call is ``Refused`` before anything is stored.
     """
     # The caller's endpoint and models go with the request, so whichever process runs it calls
     # them; a daemon with another key than the caller's is refused the request (route.py).
     route = composition.llm_route(settings)
     unset = composition.unset_key_envs(route)  # a candidate's key this shell does not have
     if unset:
-        raise click.ClickException(unset)
+        raise Refused(unset)
     instance = configured_instance(settings)
     if launch == "auto":
         launch = "queue" if daemon_running(instance) else "here"
     store = RequestStore(settings.requests_dir)
     if launch == "queue" and not daemon_running(instance):
         # A daemon started later might hold another key: nothing can check it now.
-        raise click.ClickException(
+        raise Refused(
             f"no daemon serves this instance to run the request on {route.base_url} with this "
             "shell's key: start `make run`, or run it here with --launch here"
         )
     if launch == "queue":
         problem = refusal(settings.home, route, wait_for_daemon_environment(settings.home))
         if problem:
-            raise click.ClickException(problem)
+            raise Refused(problem)
         stored = store.add(text, options, source="cli", state="queued", route=route.to_dict())
         click.echo(f"request {stored.id}: queued for the daemon's run queue", err=True)
         with _Progress(instance, stored.id):
@@ -302,7 +308,9 @@ def generate(
     REQUEST is the text itself, or @FILE to read it from a file. Exit status 0 when the
     request passed, 4 when it awaits a person's review (--review human|both), 3 when it ended
     otherwise by the model (failed_tests, rejected, no_code, budget_exceeded, unrecorded), 5
-    when an outage ended it (status error: endpoint or sandbox down, retried on re-run).
+    when an outage ended it (status error: endpoint or sandbox down, retried on re-run); 2
+    when it was refused before anything was stored (bad arguments, a daemon that lacks this
+    shell's key, an unset candidate key variable).
     """
     if request.startswith("@"):
         path = Path(request[1:])

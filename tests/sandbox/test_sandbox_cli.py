@@ -92,6 +92,31 @@ def test_exec_prints_the_json_result(project: Path, backend: str) -> None:
         "import time; time.sleep(30)",
     )
     assert json.loads(timeout.stdout)["timed_out"] is True
+    assert timeout.returncode == 124, timeout.stderr  # as timeout(1) says it
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param("docker", marks=pytest.mark.docker),
+        pytest.param("bwrap", marks=pytest.mark.bwrap),
+    ],
+)
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [("import sys; print('out'); sys.exit(3)", 3), ("import os; os.kill(os.getpid(), 15)", 143)],
+)
+def test_exec_exits_with_the_commands_status_as_docker_run_does(
+    project: Path, backend: str, code: str, status: int
+) -> None:
+    ensure_docker_image() if backend == "docker" else ensure_rootfs_or_skip()
+    result = codegen(
+        "sandbox", "exec", "--dir", str(project), "--backend", backend, "--", "python3", "-c", code
+    )
+    assert result.returncode == status, result.stderr
+    data = json.loads(result.stdout)  # the JSON is printed all the same
+    assert data["exit_code"] == (3 if status == 3 else -15) and not data["timed_out"]
+    assert data["stdout"] == ("out\n" if status == 3 else "")
 
 
 @pytest.mark.parametrize(
@@ -131,8 +156,8 @@ def test_exec_runs_with_absolute_and_outside_links(
         "-c",
         code,
     )
-    assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
+    assert result.returncode == data["exit_code"] == 1, result.stderr  # open('leak') failed
     assert "HOST-SECRET-CONTENT" not in data["stdout"] + data["stderr"]
     lines = data["stdout"].splitlines()
     assert lines[:2] == [f"leak {secret} False", "up ../host-secret.txt False"]

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from codegen.composition import sandbox_image, sandbox_limits
 from codegen.settings import get_settings
+
+if TYPE_CHECKING:
+    from codegen.sandbox.types import ExecResult
 
 
 def _progress(message: str) -> None:
@@ -64,6 +68,9 @@ def exec_command(
 ) -> None:
     """Run COMMAND in the sandbox and print the JSON result.
 
+    Exits with COMMAND's exit status, as `docker run` does: 128+N when signal N ended it (137:
+    killed, for memory say), 124 when it ran out of time, 125 when the sandbox lost it.
+
     Example: codegen sandbox exec --dir . --timeout 10 -- python3 -m pytest -q
     """
     from codegen.sandbox import SandboxError, open_sandbox
@@ -83,3 +90,20 @@ def exec_command(
     except (SandboxError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps(result.to_dict(), indent=2))
+    code = command_status(result)
+    if code:
+        raise click.exceptions.Exit(code)
+
+
+TIMED_OUT_EXIT = 124  # as timeout(1) says it
+LOST_EXIT = 125  # docker run's status when docker itself failed to run the command
+KILLED_EXIT = 128 + 9
+
+
+def command_status(result: ExecResult) -> int:
+    """The shell's status for how the command ended: its exit code, 128+N for signal N."""
+    if result.timed_out:
+        return TIMED_OUT_EXIT
+    if result.exit_code is None:  # the sandbox's supervisor did not answer
+        return KILLED_EXIT if result.oom_killed else LOST_EXIT
+    return 128 - result.exit_code if result.exit_code < 0 else result.exit_code

@@ -19,15 +19,24 @@ _AST_LOCK = threading.Lock()
 
 
 def parse_python(code: str, mode: str = "exec") -> ast.AST:
-    """``ast.parse``, safe to call from several threads."""
+    """``ast.parse``, safe to call from several threads and on hostile text: every way the
+    text can fail to parse is a SyntaxError. Nesting deep enough to overflow the parser or the
+    AST builder (``-`` * 100_000, ``a.b.b...``) raises MemoryError or RecursionError in
+    CPython, which the callers' ``except SyntaxError`` would let through to end the request
+    (or an inbox scan, or an evaluation); NUL bytes raise ValueError on 3.11."""
     with _AST_LOCK:
-        return ast.parse(code, mode=mode)
+        try:
+            return ast.parse(code, mode=mode)
+        except (RecursionError, MemoryError):
+            raise SyntaxError("nested too deeply or too large to parse") from None
+        except ValueError as exc:
+            raise SyntaxError(str(exc)) from None
 
 
 def _parse(code: str) -> ast.Module | None:
     try:
         tree = parse_python(code)
-    except (SyntaxError, ValueError):  # ValueError: NUL bytes
+    except SyntaxError:
         return None
     return tree if isinstance(tree, ast.Module) else None
 

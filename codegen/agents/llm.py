@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import os
 import threading
 import time
@@ -50,6 +49,7 @@ from codegen.replay.recording import (
     ROUND_HEADER,
     TASK_HEADER,
 )
+from codegen.untrusted import loads_json
 
 # Called after every reply from the endpoint with (role, the SDK call's keyword arguments,
 # reply text): ``codegen.replay.recording.FileRecorder`` writes recordings with it.
@@ -365,7 +365,7 @@ class LLMClient:
 
 def _is_bare_json(text: str) -> bool:
     try:
-        json.loads(text)
+        loads_json(text)  # nesting too deep is a ValueError too
     except ValueError:
         return False
     return True

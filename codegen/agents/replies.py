@@ -53,6 +53,7 @@ from codegen.agents.code_repair import (
     _without_usage,
     parse_python,
 )
+from codegen.untrusted import loads_json
 
 
 class AgentOutputError(Exception):
@@ -243,7 +244,7 @@ def _first_syntax_error(sources: list[str]) -> str:
         try:
             parse_python(textwrap.dedent(source))
         except SyntaxError as exc:
-            return f"line {exc.lineno}: {exc.msg}"
+            return f"line {exc.lineno}: {exc.msg}" if exc.lineno else exc.msg
     return "unknown"
 
 
@@ -293,7 +294,7 @@ def extract_json(text: str) -> str:
     for candidate in candidates:
         candidate = candidate.strip()
         try:
-            if isinstance(json.loads(candidate), dict):
+            if isinstance(loads_json(candidate), dict):  # too deep: a ValueError too
                 return candidate
         except ValueError:
             pass
@@ -301,7 +302,7 @@ def extract_json(text: str) -> str:
     for match in re.finditer(r"\{", reply):
         try:
             value, end = decoder.raw_decode(reply, match.start())
-        except ValueError:
+        except (ValueError, RecursionError, MemoryError):
             continue
         if isinstance(value, dict):
             return reply[match.start() : end]

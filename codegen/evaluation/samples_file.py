@@ -26,18 +26,20 @@ with a one-line message naming the line.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks, safe_key
 from codegen.json_types import JSONObject, JSONValue
+from codegen.untrusted import TooLarge, loads_json, read_capped
 
 COMPLETION = "completion"
 SOLUTION = "solution"
 # Guards memory and the sandbox's input size; real samples are a few kB.
 MAX_LINE_CHARS = 1_000_000
+# A file past this is refused unread (164 tasks x 200 samples of 1 kB is ~33 MB).
+MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
 class SamplesFileError(ValueError):
@@ -79,7 +81,7 @@ def parse_line(text: str, where: str, tasks: TaskSet | None = None) -> tuple[Pro
     if len(text) > MAX_LINE_CHARS:
         raise SamplesFileError(f"{where}: line is {len(text)} characters; limit {MAX_LINE_CHARS}")
     try:
-        record: JSONValue = json.loads(text)
+        record: JSONValue = loads_json(text)
     except ValueError as exc:
         raise SamplesFileError(f"{where}: not valid JSON ({exc.msg})") from None
     if not isinstance(record, dict):
@@ -112,7 +114,9 @@ def read_samples(path: Path | str, tasks: TaskSet | None = None) -> SamplesFile:
     tasks = tasks or humaneval_tasks()
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_capped(path, MAX_FILE_BYTES)
+    except TooLarge as exc:
+        raise SamplesFileError(f"{path}: {exc}") from None
     except OSError as exc:
         raise SamplesFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if b"\x00" in data:

@@ -14,7 +14,6 @@ configuration, so cached results never mix.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import zlib
@@ -30,6 +29,7 @@ from codegen.evaluation.humaneval import (
     task_key,
 )
 from codegen.json_types import JSONObject, JSONValue
+from codegen.untrusted import TooLarge, gunzip_capped, loads_json, read_capped
 
 MAX_FILE_BYTES = 256 * 1024 * 1024  # decompressed; HumanEval+ is ~40 MB
 _VISIBLE_FIELDS = ("sample_io", "given_tests")
@@ -100,20 +100,23 @@ def safe_key(task_id: str) -> str:
 
 def _text(path: Path) -> tuple[str, str]:
     """(decoded text, digest of the file's bytes)."""
+    # Both caps hold while reading: a gzip bomb stops at the limit, never inflated whole.
     try:
-        raw = path.read_bytes()
+        raw = read_capped(path, MAX_FILE_BYTES)
     except OSError as exc:
         raise TaskFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except TooLarge as exc:
+        raise TaskFileError(f"{path}: {exc}") from None
     digest = hashlib.sha256(raw).hexdigest()[:16]
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
+            raw = gunzip_capped(raw, MAX_FILE_BYTES)
+        except TooLarge as exc:
+            raise TaskFileError(f"{path}: {exc}") from None
+        except (EOFError, zlib.error) as exc:
             raise TaskFileError(f"{path}: not a valid gzip file ({exc})") from None
     elif path.suffix == ".gz":
         raise TaskFileError(f"{path}: named .gz but is not gzip-compressed")
-    if len(raw) > MAX_FILE_BYTES:
-        raise TaskFileError(f"{path}: {len(raw)} bytes; the limit is {MAX_FILE_BYTES}")
     if b"\x00" in raw:
         line = raw[: raw.index(b"\x00")].count(b"\n") + 1
         raise TaskFileError(f"{path}:{line}: NUL byte (a binary file?)")
@@ -155,6 +158,10 @@ def parse_task(record: JSONValue, where: str) -> Problem:
         raise TaskFileError(
             f"{where}: the test of {task_id} does not parse (line {exc.lineno}: {exc.msg})"
         ) from None
+    except (RecursionError, MemoryError):
+        raise TaskFileError(
+            f"{where}: the test of {task_id} does not parse (nested too deeply or too large)"
+        ) from None
     canonical = _string(record, "canonical_solution", where, required=False)
     visible: list[str] = []
     for name in _VISIBLE_FIELDS:
@@ -179,7 +186,7 @@ def _inputs_json(record: JSONObject, name: str, where: str) -> str:
     value = record.get(name)
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_json(value)
         except ValueError:
             raise TaskFileError(f"{where}: field {name!r} is not JSON") from None
     if not isinstance(value, list) or not all(isinstance(args, list) for args in value):
@@ -214,7 +221,7 @@ def read_task_file(path: Path | str, name: str | None = None) -> TaskSet:
             continue
         where = f"{path}:{number}"
         try:
-            record = json.loads(line)
+            record = loads_json(line)
         except ValueError as exc:
             raise TaskFileError(f"{where}: not valid JSON ({exc})") from None
         problem = parse_task(record, where)

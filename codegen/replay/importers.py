@@ -59,8 +59,9 @@ from codegen.evaluation.tasks import (
 )
 from codegen.json_types import JSONObject
 from codegen.replay.examples import written_examples
-from codegen.replay.recording import DERIVED, Entry, RecordingError
+from codegen.replay.recording import DERIVED, Entry, RecordingError, read_text_capped
 from codegen.replay.spec_json import SpecJSON
+from codegen.untrusted import loads_json
 
 T = TypeVar("T")
 
@@ -76,18 +77,13 @@ DERIVED_NOTES = (
 
 
 def _rows(path: Path) -> Iterator[tuple[int, JSONObject]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise RecordingError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise RecordingError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    text = read_text_capped(path, "file")
     found = False
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads_json(line)
         except ValueError as exc:
             raise RecordingError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
         if not isinstance(row, dict):
@@ -151,7 +147,7 @@ def _field(row: JSONObject, name: str, kind: type[T], where: str) -> T:
 def _entry_function(problem: Problem) -> ast.FunctionDef | None:
     try:
         tree = ast.parse(problem.prompt)
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == problem.entry_point:
@@ -186,7 +182,7 @@ def _visible_assertions(problem: Problem) -> list[ast.Assert]:
     for text in problem.visible_tests:
         try:
             tree = ast.parse(text.strip())
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
             continue
         if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assert):
             found.append(tree.body[0])

@@ -36,6 +36,7 @@ from typing import IO, TypedDict
 
 from codegen.durable import atomic_text_writer
 from codegen.json_types import JSONValue
+from codegen.untrusted import TooLarge, loads_json, read_capped
 
 FORMAT_VERSION = 1
 RECORDED = "recorded"
@@ -49,6 +50,25 @@ UNRECORDED_CODE = "replay_unrecorded"
 # The environment variable a recording crew reads (set by ``--record``; runs in other
 # processes inherit it).
 RECORD_ENV = "CODEGEN_RECORD"
+
+
+# A recording of a whole benchmark run is a few MB; past this a file is refused unread.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+def read_text_capped(path: Path, what: str = "recording") -> str:
+    """The UTF-8 text of a recording (or a file to import), at most MAX_FILE_BYTES of it;
+    RecordingError (one line) otherwise."""
+    try:
+        data = read_capped(path, MAX_FILE_BYTES, what)
+    except TooLarge as exc:
+        raise RecordingError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise RecordingError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RecordingError(f"{path}: not UTF-8 text") from None
 
 
 class RecordingError(ValueError):
@@ -195,12 +215,7 @@ class Recording:
 
 def read_recording(path: Path | str) -> Recording:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise RecordingError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise RecordingError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    text = read_text_capped(path)
     header: RecordingHeader | None = None
     entries: list[Entry] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -208,7 +223,7 @@ def read_recording(path: Path | str) -> Recording:
             continue
         where = f"{path}:{number}"
         try:
-            data = json.loads(line)
+            data = loads_json(line)
         except ValueError as exc:
             raise RecordingError(f"{where}: not valid JSON ({exc.msg})") from None
         if isinstance(data, dict) and "codegen_recording" in data:
@@ -322,7 +337,7 @@ class FileRecorder:
 
 def _same_key(line: str, key: Key) -> bool:
     try:
-        data = json.loads(line)
+        data = loads_json(line)
     except ValueError:
         return False
     return (

@@ -9,7 +9,6 @@ own claim files (``.<request id>__<name>.claim``).
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from codegen.agents.artifacts import is_request_id, new_request_id
 from codegen.agents.options import BadOptions, RequestOptions, StoredOptions
 from codegen.agents.roles import BadRequest, validate_request
 from codegen.requests.store import RequestStore, StoredRequest
+from codegen.untrusted import TooLarge, loads_json, read_capped
 
 MAX_FILE_BYTES = 1_000_000
 _PARTIAL = (".tmp", ".part", ".partial", ".swp")
@@ -33,10 +33,10 @@ class InboxScan:
 def parse_request_file(path: Path, name: str | None = None) -> tuple[str, StoredOptions]:
     """(request text, options) from one inbox file, read as JSON when its ``name`` (default:
     the path's own) ends in .json; BadRequest says what is wrong."""
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise BadRequest(f"file is {size} bytes; the limit is {MAX_FILE_BYTES}")
-    raw = path.read_bytes()
+    try:  # capped while reading: the file may have grown since any stat
+        raw = read_capped(path, MAX_FILE_BYTES)
+    except TooLarge as exc:
+        raise BadRequest(str(exc)) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -44,7 +44,7 @@ def parse_request_file(path: Path, name: str | None = None) -> tuple[str, Stored
     options = StoredOptions()
     if Path(name or path.name).suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = loads_json(text)  # nesting too deep: a ValueError too, never RecursionError
         except ValueError as exc:
             raise BadRequest(f"invalid JSON: {exc}") from exc
         if not isinstance(data, dict) or not isinstance(data.get("request"), str):
@@ -93,10 +93,13 @@ def _take(
     then move it to processed/. Each step is safe to repeat after a crash."""
     try:
         text, options = parse_request_file(claim, name)
-    except (BadRequest, OSError) as exc:
+    except (BadRequest, OSError, RecursionError, MemoryError) as exc:
+        # Whatever a file holds, it ends in rejected/: a claim left behind would be retried,
+        # and fail, on every later scan, and nothing after it would ever run.
+        reason = " ".join(str(exc).split()) or type(exc).__name__  # one line, never empty
         dest = _move(claim, inbox / "rejected", name)
-        dest.with_name(dest.name + ".reason.txt").write_text(f"{exc}\n")
-        scan.rejected.append((name, str(exc)))
+        dest.with_name(dest.name + ".reason.txt").write_text(f"{reason}\n")
+        scan.rejected.append((name, reason))
         return
     req = store.add(text, options, source=f"inbox:{name}", state="queued", request_id=request_id)
     _move(claim, inbox / "processed", f"{request_id}__{name}")

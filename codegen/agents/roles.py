@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -26,9 +27,13 @@ from codegen.agents.types import Verdict
 from codegen.agents.usage import Meter
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits, TestReport
+from codegen.untrusted import TooLarge, read_capped
 
 # Requests beyond this size are refused: no real request needs it and it guards the budget.
 MAX_REQUEST_CHARS = 20_000
+# A request file (``codegen generate @FILE``) is read up to this many bytes and no further: the
+# longest request in UTF-8 (4 bytes a character) plus room for blank lines around it.
+MAX_REQUEST_FILE_BYTES = 4 * MAX_REQUEST_CHARS + 64 * 1024
 # Feedback to the programmer is trimmed so a huge traceback cannot blow the context window.
 MAX_FEEDBACK_CHARS = 6_000
 MAX_TRACE_LINES = 25
@@ -36,6 +41,18 @@ MAX_TRACE_LINES = 25
 
 class BadRequest(ValueError):
     """The request text itself is unusable (empty, binary, huge)."""
+
+
+def read_request_file(path: Path) -> bytes:
+    """The bytes of a request file, never reading past MAX_REQUEST_FILE_BYTES (a huge file, a
+    device or a FIFO is refused, not read whole); BadRequest past it, OSError as raised."""
+    try:
+        return read_capped(path, MAX_REQUEST_FILE_BYTES)
+    except TooLarge:
+        raise BadRequest(
+            f"the file is larger than {MAX_REQUEST_FILE_BYTES} bytes; a request is at most "
+            f"{MAX_REQUEST_CHARS} characters"
+        ) from None
 
 
 def validate_request(text: str) -> str:

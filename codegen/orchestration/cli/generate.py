@@ -14,7 +14,7 @@ import click
 from codegen import composition
 from codegen.agents.options import REVIEW_MODES, BadOptions, RequestOptions, StoredOptions
 from codegen.agents.report import RequestReport, grounding_from_json
-from codegen.agents.roles import BadRequest, validate_request
+from codegen.agents.roles import BadRequest, read_request_file, validate_request
 from codegen.json_types import JSONObject, JSONValue
 from codegen.orchestration.cli.exits import (
     AWAITING_REVIEW_EXIT,
@@ -315,9 +315,11 @@ def generate(
     if request.startswith("@"):
         path = Path(request[1:])
         try:
-            request = path.read_bytes().decode("utf-8")
+            request = read_request_file(path).decode("utf-8")  # capped: never read whole
         except OSError as exc:
             raise click.UsageError(f"cannot read {path}: {exc.strerror}") from exc
+        except BadRequest as exc:
+            raise click.UsageError(f"{path}: {exc}") from exc
         except UnicodeDecodeError as exc:
             raise click.UsageError(f"{path} is not UTF-8 text") from exc
     try:

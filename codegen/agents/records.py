@@ -139,18 +139,31 @@ class SelectionGroup:
 
 @dataclass(frozen=True)
 class SharedInput:
-    """One input every draft was called on: its arguments (as Python source) and where it
-    came from (``example``, ``test`` or ``mutation``)."""
+    """One input every draft was called on: its arguments (as Python source), where it
+    came from (``example``, ``test`` or ``mutation``) and, per outcome class on it, what it
+    was (``BehaviourTable.labels``: a returned value's repr, cut, or the exception's type)."""
 
     args: str
     origin: str
+    outputs: dict[int, str] = field(default_factory=dict)
 
     def to_dict(self) -> JSONObject:
-        return {"args": self.args, "origin": self.origin}
+        out: JSONObject = {"args": self.args, "origin": self.origin}
+        if self.outputs:
+            out["outputs"] = {str(k): v for k, v in sorted(self.outputs.items())}
+        return out
 
     @classmethod
     def from_dict(cls, data: JSONObject) -> SharedInput:
-        return cls(_str(data.get("args")), _str(data.get("origin")))
+        raw = data.get("outputs")
+        outputs: dict[int, str] = {}
+        if isinstance(raw, dict):
+            for key, value in raw.items():
+                try:
+                    outputs[int(key)] = _str(value)
+                except ValueError:
+                    continue
+        return cls(_str(data.get("args")), _str(data.get("origin")), outputs)
 
 
 @dataclass(frozen=True)
@@ -199,6 +212,10 @@ class CandidateRun:
     group: int | None = None
     crashes: int | None = None
     weight: float | None = None
+    # Its behaviour table row: per shared input (Selection.inputs), the class of its outcome
+    # (``agents.behaviour``: >= 0 a value, -1 an exception, -2 a timeout, -4 never run), so a
+    # pick can be decided again from the record alone (``agents.repick``).
+    classes: list[int] | None = None
 
     def to_dict(self) -> JSONObject:
         out: JSONObject = {
@@ -214,6 +231,8 @@ class CandidateRun:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if self.classes is not None:
+            out["classes"] = list[JSONValue](self.classes)
         return out
 
     @classmethod
@@ -234,6 +253,47 @@ class CandidateRun:
             group=_opt_int(data.get("group")),
             crashes=_opt_int(data.get("crashes")),
             weight=_float(data.get("weight")),
+            classes=(
+                [c for c in raw_classes if isinstance(c, int) and not isinstance(c, bool)]
+                if isinstance(raw_classes := data.get("classes"), list)
+                else None
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class UsedReliability:
+    """The reliability one draft's vote counted with in a pick: its model's source key
+    (``agents.reliability.source_key``: model @ endpoint), the value (None: none, the draft
+    counts as today), where it came from (``config``, ``evaluation``: estimated over this
+    evaluation's tasks, ``history``: over earlier evaluations and requests in this home, or
+    ``none``) and how many tasks an estimate rests on."""
+
+    candidate: int
+    model: str
+    value: float | None
+    source: str
+    tasks: int | None = None
+
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {
+            "candidate": self.candidate,
+            "model": self.model,
+            "value": self.value,
+            "source": self.source,
+        }
+        if self.tasks is not None:
+            out["tasks"] = self.tasks
+        return out
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> UsedReliability:
+        return cls(
+            candidate=_int(data.get("candidate")),
+            model=_str(data.get("model")),
+            value=_float(data.get("value")),
+            source=_str(data.get("source")) or "none",
+            tasks=_opt_int(data.get("tasks")),
         )
 
 
@@ -257,6 +317,9 @@ class Selection:
     # With a history: the worked examples outvoted (the drafts' posterior says wrong), which
     # filtered nothing
     outvoted_examples: list[str] = field(default_factory=list)
+    # Per draft, the reliability its vote counted with and where that came from (the rule
+    # that decided is ``rule``); empty in records stored before picks said so.
+    reliabilities: list[UsedReliability] = field(default_factory=list)
 
     def to_dict(self) -> JSONObject:
         out: JSONObject = {
@@ -274,6 +337,8 @@ class Selection:
             out["inputs_seconds"] = self.inputs_seconds
         if self.outvoted_examples:
             out["outvoted_examples"] = list[JSONValue](self.outvoted_examples)
+        if self.reliabilities:
+            out["reliabilities"] = [r.to_dict() for r in self.reliabilities]
         return out
 
     @classmethod
@@ -293,5 +358,8 @@ class Selection:
             inputs_seconds=_float(data.get("inputs_seconds")),
             outvoted_examples=[
                 t for t in _list(data.get("outvoted_examples")) if isinstance(t, str)
+            ],
+            reliabilities=[
+                UsedReliability.from_dict(r) for r in _objects(data.get("reliabilities"))
             ],
         )

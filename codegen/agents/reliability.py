@@ -163,3 +163,54 @@ def priors_from_history(
         return None
     # Each draft its own entry's figure (two entries may name one model on two endpoints).
     return [min(MAX_P, max(MIN_P, UNKNOWN if r is None else r)) for r in reliabilities]
+
+
+# -- where a draft's reliability comes from, and the selection record as evidence ----------
+CONFIG = "config"  # an ``[llm] candidates`` entry's ``reliability``
+EVALUATION = "evaluation"  # estimated over this evaluation's own tasks (its re-pick)
+HISTORY = "history"  # estimated by earlier evaluations and requests in the same home
+NONE = "none"  # no figure: the draft counts as today (equal votes, or UNKNOWN beside others)
+ORIGINS = (CONFIG, EVALUATION, HISTORY, NONE)
+
+
+def source_key(model: str, endpoint: str) -> str:
+    """The name a model's reliability is kept under: its model and endpoint (one model
+    served by two endpoints is two sources). ``endpoint`` must be shown without credentials."""
+    return f"{model} @ {endpoint}"
+
+
+def votes_of(selection: Mapping[str, object], sources: Sequence[str]) -> TaskVotes | None:
+    """What the estimate sees of one task in a stored selection record (``Selection.to_dict``):
+    each draft's eligibility and behaviour as the pick recorded them (its ``group``; -1: not
+    eligible), else, with no shared input, its verdicts on the trusted tests. None when the
+    record does not hold one entry per source."""
+    raw = selection.get("candidates")
+    entries = [c for c in raw if isinstance(c, dict)] if isinstance(raw, list) else []
+    cands = sorted(entries, key=lambda c: int(c.get("candidate", 0)))
+    if not cands or len(cands) != len(sources):
+        return None
+    groups = [c.get("group") for c in cands]
+    if all(isinstance(g, int) for g in groups):
+        eligible = tuple(int(g) >= 0 for g in groups)  # type: ignore[call-overload]
+        behaviours: tuple[Hashable, ...] = tuple(groups)  # type: ignore[arg-type]
+    else:  # no shared input: the examples and suite verdicts are all there is
+        found = selection.get("trusted_tests")
+        trusted = set(found) if isinstance(found, list) else set()
+
+        def outcomes(c: Mapping[str, object]) -> dict[str, bool]:
+            o = c.get("outcomes")
+            return {str(k): bool(v) for k, v in o.items()} if isinstance(o, dict) else {}
+
+        passed = [sum(v for k, v in outcomes(c).items() if k in trusted) for c in cands]
+        eligible = tuple(p == max(passed) for p in passed)
+        behaviours = tuple(tuple(sorted(outcomes(c).items())) for c in cands)
+    return TaskVotes(sources=tuple(sources), eligible=eligible, behaviours=behaviours)
+
+
+def tasks_per_source(tasks: Sequence[TaskVotes]) -> dict[str, int]:
+    """How many tasks each source has a draft in: the evidence its estimate rests on."""
+    count: dict[str, int] = {}
+    for task in tasks:
+        for source in set(task.sources):
+            count[source] = count.get(source, 0) + 1
+    return count

@@ -13,22 +13,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codegen.agents import prompts
-from codegen.agents.agreement import agreement_pick, run_on_shared_inputs
-from codegen.agents.behaviour import AgreementPick
+from codegen.agents.agreement import run_on_shared_inputs
 from codegen.agents.context import queries_for, retrieve_context
 from codegen.agents.llm import LLMClient
 from codegen.agents.llm_types import Draft
-from codegen.agents.posterior import CHECK_ERRORS
-from codegen.agents.records import (
-    CandidateRun,
-    Selection,
-    SelectionGroup,
-    SharedInput,
-    SplitOutput,
-    SplittingInput,
-)
+from codegen.agents.records import CandidateRun, Selection, SharedInput
 from codegen.agents.refine import Event, classify, quiet, refine
-from codegen.agents.reliability import priors_from_history
+from codegen.agents.repick import decide, record
 from codegen.agents.roles import (
     analyze,
     design_tests,
@@ -39,7 +30,6 @@ from codegen.agents.roles import (
 )
 from codegen.agents.selection import (
     EXAMPLE_PREFIX,
-    pick,
     rows_of,
     spec_example_tests,
     test_function,
@@ -165,49 +155,13 @@ def _select(
         shared = shared_future.result()
     names, rows = rows_of([r or TestReport() for r in reports])
     trusted = [test_function(n).startswith(EXAMPLE_PREFIX) for n in names]
-    agreed: AgreementPick | None = None
-    rule = "examples_then_agreement"
-    drafts_of = [Draft(candidate=i) for i in range(len(drafts))]
-    priors = priors_from_history(
-        [crew.llm.model_for("programmer", d).model for d in drafts_of],
-        [crew.llm.reliability_for(d) for d in drafts_of],
-    )
-    if not names and not shared.inputs and priors is None:
-        chosen_index, why, groups, suspect = 0, "no test ran for any draft", [], ()
-    elif shared.inputs or priors is not None:
-        # With a history (also without shared inputs): the most reliable draft among those
-        # passing the most examples, not the earliest; and a worked example or generated test
-        # that reliable agreeing drafts show more likely wrong than right is left out first.
-        agreed = agreement_pick(
-            shared.table,
-            rows if names else [() for _ in drafts],
-            trusted,
-            priors=priors,
-            support="group" if priors is None else "similarity",
-            errors=None if priors is None else CHECK_ERRORS,
-        )
-        chosen_index, why, suspect, rule = (
-            agreed.chosen,
-            agreed.why,
-            agreed.suspect_tests,
-            agreed.rule,
-        )
-        groups = [
-            SelectionGroup(list(g.members), g.suite_passes, g.score, g.weight, g.support)
-            for g in agreed.groups
-        ]
-    else:
-        chosen = pick(rows, trusted)
-        chosen_index, why, suspect = chosen.chosen, chosen.why, chosen.suspect_tests
-        groups = [SelectionGroup(list(g.members), len(g.passed), g.score) for g in chosen.groups]
-    suspect_names = [names[t] for t in suspect]
-    verdicts = {v.candidate: v for v in agreed.candidates} if agreed else {}
-    selection = Selection(
-        chosen=chosen_index,
-        why=why,
-        rule=rule,
-        groups=groups,
-        suspect_tests=suspect_names,
+    # Each draft's reliability: its [llm] candidates entry's, else what this home learned of
+    # its model (earlier evaluations and requests), else none (equal votes).
+    used = crew.llm.reliabilities(len(drafts))
+    decision = decide(shared.table, names, rows, trusted, used)
+    base = Selection(
+        chosen=decision.chosen,
+        why=decision.why,
         trusted_tests=[n for n, t in zip(names, trusted, strict=True) if t],
         candidates=[
             CandidateRun(
@@ -218,21 +172,19 @@ def _select(
                 outcomes=dict(zip(names, rows[i], strict=True)),
                 tokens=d.usage.total_tokens,
                 cost_usd=d.usage.cost_usd,
-                examples_passed=verdicts[i].examples_passed if i in verdicts else None,
-                group=verdicts[i].group if i in verdicts else None,
-                crashes=verdicts[i].crashes if i in verdicts else None,
-                weight=verdicts[i].weight if i in verdicts else None,
+                classes=list(shared.table.classes[i]),
             )
             for i, (d, r) in enumerate(zip(drafts, reports, strict=True))
         ],
-        inputs=[SharedInput(", ".join(repr(a) for a in i.args), i.origin) for i in shared.inputs],
-        splitting_inputs=[
-            SplittingInput(s.input, [SplitOutput(g, out) for g, out in s.outputs])
-            for s in (agreed.splitting if agreed else ())
+        inputs=[
+            SharedInput(", ".join(repr(a) for a in i.args), i.origin, dict(labels))
+            for i, labels in zip(shared.inputs, shared.table.labels, strict=True)
         ],
         inputs_seconds=round(shared.seconds, 3) if shared.inputs else None,
-        outvoted_examples=[names[t] for t in agreed.outvoted_examples] if agreed else [],
+        reliabilities=list(used),
     )
+    selection = record(base, decision, names)
+    chosen_index, why, suspect_names = selection.chosen, selection.why, selection.suspect_tests
     designer_names = [n for n, t in zip(names, trusted, strict=True) if not t]
     tests = without_tests(state.tests.tests, suspect_names, designer_names)
     crew.on_event(f"selection: draft {chosen_index} picked ({why})")

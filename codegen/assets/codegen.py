@@ -47,6 +47,10 @@ from dagster import (
 
 from codegen.agents import prompts
 from codegen.agents.endpoint import LLMRoute
+from codegen.agents.records import Selection
+from codegen.agents.reliability import votes_of
+from codegen.agents.reliability_history import FILE_NAME as HISTORY_FILE
+from codegen.agents.reliability_history import ReliabilityHistory
 from codegen.agents.report import RequestReport, Verification, write_report
 from codegen.agents.roles import execute_tests
 from codegen.agents.runner import advance
@@ -234,8 +238,33 @@ def _solution_metadata(state: CrewState, folder: Path) -> StepMetadata:
         "candidates": MetadataValue.json(
             solution.selection.to_dict() if solution and solution.selection else {"drafts": 1}
         ),
+        **_pick_metadata(solution.selection if solution else None),
         "artifacts": MetadataValue.path(str(folder)),
     }
+
+
+def _pick_metadata(selection: Selection | None) -> StepMetadata:
+    """Which rule decided the pick and the reliability each draft's vote counted with, with
+    where it came from (config, history, none)."""
+    if selection is None:
+        return {}
+    used = selection.reliabilities
+    return {
+        "pick_rule": selection.rule,
+        "reliabilities": MetadataValue.json([u.to_dict() for u in used]),
+        "reliability_sources": ", ".join(sorted({u.source for u in used})) or "none",
+    }
+
+
+def _learn_from(settings: Settings, request_id: str, state: CrewState) -> None:
+    """A pick among drafts of two models or more adds its observations to what the home
+    knows of their reliability (``agents.reliability_history``)."""
+    selection = state.solution.selection if state.solution else None
+    if selection is None or len({u.model for u in selection.reliabilities}) < 2:
+        return
+    votes = votes_of(selection.to_dict(), [u.model for u in selection.reliabilities])
+    if votes is not None:
+        ReliabilityHistory(settings.home / HISTORY_FILE).record_request(request_id, votes)
 
 
 def _review_metadata(state: CrewState, folder: Path) -> StepMetadata:
@@ -482,6 +511,8 @@ def build_step_asset(step: Step) -> AssetsDefinition:
             state = advance(step.name, crew, state)
         folder = _folder(settings, context.partition_key)
         _fail_on_outage(folder, state, step.name)
+        if step.name == "solution":
+            _learn_from(settings, context.partition_key, state)
         return MaterializeResult(
             value=state.result(step.name), metadata=spec.metadata(state, folder)
         )

@@ -84,7 +84,7 @@ def eval_config(
     llm = llm or LLMResource.from_settings(settings)
     retriever = retriever or VectorIndexResource.for_crew(settings)
     identity = {
-        **crew_identity(llm.client(), llm.crew_options(), retriever.identity()),
+        **crew_identity(llm.client(history=False), llm.crew_options(), retriever.identity()),
         **of_set,
     }
     return EvalConfig(
@@ -150,7 +150,7 @@ def eval_session(
 
             options = llm.crew_options({"limits": sandbox.limits()})
             found = retriever.get_retriever()
-            generator = crew_generator(llm.client(), box, options, found)
+            generator = crew_generator(llm.client(history=False), box, options, found)
         yield EvalSession(
             store=EvalStore(settings.eval_dir),
             config=cfg,

@@ -17,6 +17,8 @@ from codegen import composition
 from codegen.agents.endpoint import LLMRoute, RoleModel
 from codegen.agents.llm import LLMClient
 from codegen.agents.options import CrewOptions
+from codegen.agents.reliability_history import FILE_NAME as HISTORY_FILE
+from codegen.agents.reliability_history import ReliabilityHistory
 from codegen.agents.structured import structured_modes_file
 from codegen.corpus.store import chunks_path
 from codegen.json_types import JSONObject
@@ -99,6 +101,9 @@ class LLMResource(LLMSettings, ConfigurableResource):
     # Where each endpoint's working Structured Outputs mode is remembered (None: in memory);
     # derived from CODEGEN_HOME like cache_dir.
     modes_file: str | None = None
+    # What this home learned of each model's reliability (agents.reliability_history; None:
+    # nothing); derived from CODEGEN_HOME like cache_dir.
+    reliability_file: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "LLMResource":
@@ -110,12 +115,15 @@ class LLMResource(LLMSettings, ConfigurableResource):
             context=ContextConfig(**context),
             cache_dir=str(settings.cache_dir / "llm") if llm.cache else None,
             modes_file=str(structured_modes_file(settings.cache_dir)),
+            reliability_file=str(settings.home / HISTORY_FILE),
         )
 
-    def client(self, route: LLMRoute | None = None) -> LLMClient:
+    def client(self, route: LLMRoute | None = None, *, history: bool = True) -> LLMClient:
         """The client of this configuration; ``route`` (a queued request's caller's base URL
         and models) replaces this process's own. The keys stay this process's: its
-        ``OPENAI_API_KEY`` and the variables the candidates name."""
+        ``OPENAI_API_KEY`` and the variables the candidates name. ``history``: its picks use
+        what the home learned of each model's reliability (an evaluation's do not: it learns
+        its own, and its cache key must not move with the home)."""
         own = tuple(composition.candidate_route(c) for c in self.candidates)
         return LLMClient(
             base_url=route.base_url if route else self.base_url,
@@ -132,6 +140,11 @@ class LLMResource(LLMSettings, ConfigurableResource):
             modes_file=Path(self.modes_file) if self.modes_file else None,
             recorder=recorder_from_environment(),  # `--record FILE` (codegen/agents/replay)
             candidates=route.candidates if route else own,
+            history=(
+                ReliabilityHistory(Path(self.reliability_file))
+                if history and self.reliability_file
+                else None
+            ),
         )
 
     def crew_options(

@@ -388,6 +388,10 @@ def _summary(
         metadata["canonical_summary"] = MetadataValue.json(canon.to_dict(with_rows=False))
         for name, value in canon.pass_at_k.items():
             metadata[f"canonical {name}"] = value
+    if crew.picks is not None:
+        # Drafts from several models: the figures are the learned pick's; the first pick
+        # (as the crew made it during the run) and the reliability estimates beside them.
+        metadata["picks"] = MetadataValue.json(crew.picks)
     if crew.precision is not None and crew.precision.precision is not None:
         # How far the crew's own `passed` can be trusted against the hidden tests.
         metadata["precision_of_passed"] = crew.precision.precision

@@ -15,8 +15,9 @@ from typing import TypedDict, cast
 
 from codegen.agents.types import MODEL_ENDED, Status
 from codegen.evaluation.harness import CREW, Candidate
+from codegen.evaluation.learned import load_learned, load_learned_task
 from codegen.evaluation.passk import mean_pass_at_k, reportable_ks
-from codegen.evaluation.scoring import FAILURE_CATEGORIES, SampleScore
+from codegen.evaluation.scoring import FAILURE_CATEGORIES, SampleScore, ScoreDict
 from codegen.evaluation.store import EvalStore
 from codegen.json_types import JSONObject
 
@@ -40,6 +41,8 @@ HistoryEntry = TypedDict(
         "cost_usd": float | None,
         "cost_per_solved_usd": float | None,
         "wall_s": float | None,
+        "first pass@1": float | None,
+        "reliability": JSONObject | None,
     },
     total=False,
 )
@@ -134,6 +137,10 @@ class Summary:
     # HumanEval+ (``--plus``): pass@k, samples and tasks on the plus tests, and the precision
     # of the crew's passed against them; None for sets without plus inputs.
     plus: PlusSummary | None = None
+    # Drafts from several models (``evaluation.learned``): the figures above are the learned
+    # pick's; ``first_pick`` is the pick the crew made during the run, ``learned`` the
+    # estimates it was re-picked with. None when nothing was re-picked.
+    picks: JSONObject | None = None
     missing: list[str] = field(default_factory=list)
     rows: list[TaskRow] = field(default_factory=list)
 
@@ -172,14 +179,30 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
     verdict_pairs: list[tuple[bool, bool]] = []
     plus_counts: list[tuple[int, int]] = []
     plus_pairs: list[tuple[bool, bool]] = []
+    learned = load_learned(store, config_id)
+    first_counts: list[tuple[int, int]] = []
+    first_rules: Counter[str] = Counter()
     for key in keys:
         scores_doc = store.load_scores(config_id, key)
         samples_doc = store.load_samples(config_id, key)
         if not scores_doc or not samples_doc:
             missing.append(key)
             continue
-        scores = [SampleScore.from_dict(s) for s in scores_doc["scores"]]
+        first_scores = [SampleScore.from_dict(s) for s in scores_doc["scores"]]
         cands = [Candidate.from_dict(c) for c in samples_doc["candidates"]]
+        first_counts.append((len(first_scores), sum(s.passed for s in first_scores)))
+        first_rules.update(str(c.selection.get("rule")) for c in cands if c.selection)
+        task_learned = (
+            load_learned_task(store, config_id, key, str(samples_doc.get("fingerprint", "")))
+            if learned
+            else None
+        )
+        raw = task_learned.get("scores") if task_learned else None
+        scores = (
+            [SampleScore.from_dict(cast(ScoreDict, s)) for s in raw]
+            if isinstance(raw, list) and len(raw) == len(first_scores)
+            else first_scores
+        )
         task_cats = Counter(s.category for s in scores if not s.passed)
         task_status = Counter(c.status for c in cands)
         tokens = sum(c.prompt_tokens + c.completion_tokens for c in cands)
@@ -203,8 +226,10 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
         )
         categories.update(task_cats)
         statuses.update(task_status)
+        # The crew's own "passed" was said of the first pick: precision is measured on it.
         verdict_pairs += [
-            (c.status == Status.PASSED.value, s.passed) for c, s in zip(cands, scores, strict=True)
+            (c.status == Status.PASSED.value, s.passed)
+            for c, s in zip(cands, first_scores, strict=True)
         ]
         if any(s.plus is not None for s in scores):
             plus_counts.append((len(scores), sum(bool(s.plus) for s in scores)))
@@ -232,6 +257,17 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
             precision=Precision.of(plus_pairs) if mode == CREW else None,
         )
     per_solved = None if cost is None or solved == 0 else cost / solved
+    picks: JSONObject | None = None
+    if learned and first_counts:
+        picks = {
+            "first_pick": {
+                "rules": dict(first_rules),
+                "solved_tasks": sum(c > 0 for _, c in first_counts),
+                "passed_samples": sum(c for _, c in first_counts),
+                "pass_at_k": {f"pass@{k}": mean_pass_at_k(first_counts, k) for k in ks},
+            },
+            "learned": learned,
+        }
     return Summary(
         config_id=config_id,
         mode=mode,
@@ -247,6 +283,7 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
         outages=statuses.get(Status.ERROR.value, 0),
         precision=Precision.of(verdict_pairs) if mode == CREW else None,
         plus=plus,
+        picks=picks,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         cost_usd=cost,
@@ -302,9 +339,34 @@ def summary_markdown(summary: Summary) -> str:
             else []
         ),
         *([f"- {summary.precision.describe()}"] if summary.precision else []),
+        *picks_lines(summary),
         "",
     ]
     return "\n".join(head) + "\n" + failures_markdown(summary)
+
+
+def picks_lines(summary: Summary) -> list[str]:
+    """Both picks of a run with drafts from several models, and the estimates."""
+    if not summary.picks:
+        return []
+    first = summary.picks.get("first_pick")
+    learned = summary.picks.get("learned")
+    if not isinstance(first, dict) or not isinstance(learned, dict):
+        return []
+    estimates = learned.get("estimates")
+    shown = ", ".join(
+        f"{k} {v.get('p')} ({v.get('tasks')} tasks)"
+        for k, v in (estimates.items() if isinstance(estimates, dict) else [])
+        if isinstance(v, dict)
+    )
+    moved = learned.get("moved")
+    return [
+        f"- pick: learned from this run's {learned.get('tasks')} tasks, solved "
+        f"{summary.solved_tasks}; first pick ({_counts(first.get('rules') or {})}) solved "
+        f"{first.get('solved_tasks')}; {len(moved) if isinstance(moved, list) else 0} tasks "
+        f"moved, re-pick {learned.get('seconds')}s",
+        f"- reliability estimates: {shown or 'none'}",
+    ]
 
 
 def history_entry(summary: Summary, label: str, wall_s: float | None = None) -> HistoryEntry:
@@ -324,6 +386,13 @@ def history_entry(summary: Summary, label: str, wall_s: float | None = None) -> 
         "cost_per_solved_usd": summary.cost_per_solved_usd,
         "wall_s": None if wall_s is None else round(wall_s, 2),
     }
+    first = (summary.picks or {}).get("first_pick")
+    learned = (summary.picks or {}).get("learned")
+    if isinstance(first, dict) and isinstance(learned, dict):
+        # Both picks: pass@1 above is the learned one's.
+        pass_at = first.get("pass_at_k")
+        entry["first pass@1"] = pass_at.get("pass@1") if isinstance(pass_at, dict) else None
+        entry["reliability"] = learned.get("estimates")
     return cast(HistoryEntry, entry)
 
 

@@ -21,6 +21,8 @@ COLUMNS = (
     "retriever",
     "tasks",
     "pass@1",
+    "first pass@1",
+    "reliability",
     "plus pass@1",
     "precision",
     "tokens",
@@ -41,6 +43,10 @@ RunRow = TypedDict(
         "retriever": str | None,
         "tasks": int | None,
         "pass@1": float | None,
+        # Drafts from several models: pass@1 is the learned pick's, this the first pick's,
+        # and ``reliability`` the estimates per model (``evaluation.learned``).
+        "first pass@1": float | None,
+        "reliability": JSONObject | None,
         "plus pass@1": float | None,
         "precision": float | None,
         "tokens": int | None,
@@ -82,6 +88,8 @@ def run_rows(store: EvalStore) -> list[RunRow]:
                 "retriever": _retriever(identity) if identity.get("retriever") else None,
                 "tasks": entry.get("tasks"),
                 "pass@1": entry.get("pass@1"),
+                "first pass@1": entry.get("first pass@1"),
+                "reliability": entry.get("reliability"),
                 "plus pass@1": entry.get("plus pass@1"),
                 "precision": entry.get("precision"),
                 "tokens": entry.get("tokens"),
@@ -96,6 +104,11 @@ def run_rows(store: EvalStore) -> list[RunRow]:
 def _cell(value: JSONValue) -> str:
     if value is None:
         return "-"
+    if isinstance(value, dict):  # reliability estimates: model (without endpoint) and p
+        return "; ".join(
+            f"{str(k).split(' @ ')[0]} {v.get('p')}" if isinstance(v, dict) else str(k)
+            for k, v in value.items()
+        )
     if isinstance(value, float):
         return f"{value:.4f}"
     return str(value)

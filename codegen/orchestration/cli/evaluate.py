@@ -16,6 +16,7 @@ from codegen.evaluation.harness import (
     CANONICAL,
     CREW,
     SAMPLES,
+    EvalConfig,
     Progress,
     TaskOutcome,
     evaluate,
@@ -32,6 +33,7 @@ from codegen.settings import Settings, get_settings
 if TYPE_CHECKING:
     from codegen.evaluation.samples_file import SamplesFile
     from codegen.orchestration.backfill import BackfillProgress
+    from codegen.sandbox.api import Sandbox
 
 _Command = TypeVar("_Command", bound=Callable[..., None])
 
@@ -341,9 +343,14 @@ def _evaluate(
             )
             store, config_id = s.store, s.config.config_id
             label = "canonical" if canonical else str(s.config.identity["default"]["model"])
+            extra = _learn(settings, s.store, s.config, keys, task_set, s.sandbox, errors)
     except SandboxUnavailable as exc:
         raise Outage(str(exc)) from None
     wall = time.perf_counter() - started
+    seconds = extra.get("repick_seconds")
+    if isinstance(seconds, float):
+        # The re-pick's share of the evaluation's wall time (it is inside ``wall``).
+        extra["repick_share"] = round(seconds / max(wall, 1e-9), 4)
     _report(
         store,
         config_id,
@@ -355,7 +362,36 @@ def _evaluate(
         outcomes=outcomes,
         errors=errors,
         task_set=task_set,
+        extra=extra,
     )
+
+
+def _learn(
+    settings: Settings,
+    store: EvalStore,
+    config: EvalConfig,
+    keys: list[str],
+    task_set: TaskSet,
+    sandbox: Sandbox,
+    errors: dict[str, str],
+) -> JSONObject:
+    """A complete crew run with several drafts a task re-decides its picks from its stored
+    records with the reliabilities it estimates (``evaluation.learned``); its JSON says so."""
+    drafts = config.identity.get("candidates")
+    if config.mode != CREW or errors or not isinstance(drafts, int) or drafts < 2:
+        return {}
+    from codegen.agents.reliability_history import FILE_NAME, ReliabilityHistory
+    from codegen.evaluation.learned import learn_picks
+
+    history = ReliabilityHistory(settings.home / FILE_NAME)
+    run = learn_picks(store, config, keys, task_set, sandbox, settings.eval.workers, history)
+    click.echo(
+        f"re-pick: {len(run.moved)} of {run.tasks} tasks moved in {run.seconds:.2f}s"
+        if run.applied
+        else f"re-pick: none ({run.reason})",
+        err=True,
+    )
+    return {"repick": run.to_dict(), "repick_seconds": round(run.seconds, 3)}
 
 
 def _report(
@@ -521,7 +557,13 @@ def _backfill(
     backfill_id, progress, wall = ran
     config = eval_config(settings, mode, samples, tasks=task_set)
     label = "canonical" if mode == CANONICAL else str(config.identity["default"]["model"])
-    extra = {"backfill_id": backfill_id, "backfill_status": progress.status}
+    extra: JSONObject = {"backfill_id": backfill_id, "backfill_status": progress.status}
+    if mode == CREW and not progress.runs_failed:
+        from codegen.assets.resources import SandboxResource
+
+        with SandboxResource.from_settings(settings).open() as box:
+            store = EvalStore(settings.eval_dir)
+            extra.update(_learn(settings, store, config, keys, task_set, box, {}))
     _report(
         EvalStore(settings.eval_dir),
         config.config_id,

@@ -1,0 +1,225 @@
+"""An evaluation with drafts from several models re-decides its picks at its end.
+
+After the last task, the run estimates each model's reliability from the selection records
+of all its tasks (``agents.reliability.estimate``: each draft's eligibility on the worked
+examples and its behaviour group; no hidden test) and picks every task again from the
+behaviour table its record holds (``agents.repick``): no model call and no sandbox run for
+the pick. A model's figure in the config wins over the estimate. Where the pick moves, the
+new draft as written is the task's answer (the refinement rounds it would have had need
+model calls); where it stays, the refined code stays. Only a moved pick's draft is scored on
+the hidden tests (through the per-sample verdict cache); the others' verdicts are reused.
+
+Stored next to the run's samples and scores (``EvalStore``):
+
+    eval/<config_id>/learned.json          the estimates, per model, and what moved
+    eval/<config_id>/learned/<task>.json   per sample: both picks, the learned one's record,
+                                           code and hidden-test verdict
+
+``report.summarize`` reports the learned pick as the run's figures, and the first pick (as
+the crew made it during the run) beside it. The estimates go to the home's history too
+(``agents.reliability_history``), for later requests.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+from codegen.agents.records import Selection, UsedReliability
+from codegen.agents.reliability import (
+    CONFIG,
+    EVALUATION,
+    NONE,
+    estimate,
+    tasks_per_source,
+    votes_of,
+)
+from codegen.agents.reliability_history import Learned, ReliabilityHistory
+from codegen.agents.repick import repick
+from codegen.evaluation.harness import Candidate, EvalConfig, score_samples, verdict_key
+from codegen.evaluation.store import EvalStore, read_object, write_json_atomic
+from codegen.evaluation.tasks import TaskSet
+from codegen.json_types import JSONObject, JSONValue
+from codegen.sandbox.api import Sandbox
+
+VERSION = 1
+
+
+@dataclass
+class LearnedRun:
+    """What the re-pick did: the estimates, how many picks moved, its seconds."""
+
+    applied: bool
+    reason: str = ""
+    estimates: dict[str, Learned] = field(default_factory=dict)
+    tasks: int = 0
+    moved: list[str] = field(default_factory=list)  # task keys whose pick moved
+    scored: int = 0  # drafts scored on the hidden tests for it (verdict cache misses)
+    seconds: float = 0.0
+    started_at: float = 0.0
+    ended_at: float = 0.0
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "applied": self.applied,
+            "reason": self.reason,
+            "estimates": {
+                k: {"p": v.value, "tasks": v.tasks} for k, v in sorted(self.estimates.items())
+            },
+            "tasks": self.tasks,
+            "moved": list[JSONValue](self.moved),
+            "scored": self.scored,
+            "seconds": round(self.seconds, 3),
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+        }
+
+
+def learned_path(store: EvalStore, config_id: str) -> Path:
+    return store.config_dir(config_id) / "learned.json"
+
+
+def learned_task_path(store: EvalStore, config_id: str, key: str) -> Path:
+    return store.config_dir(config_id) / "learned" / f"{key}.json"
+
+
+def _records(candidate: Candidate) -> tuple[Selection, list[str]] | None:
+    """A sample's selection record and its drafts' models, when it has several drafts."""
+    if not candidate.selection or not candidate.drafts:
+        return None
+    selection = Selection.from_dict(candidate.selection)
+    models = [u.model for u in sorted(selection.reliabilities, key=lambda u: u.candidate)]
+    if len(models) != len(candidate.drafts) or len(selection.candidates) != len(models):
+        return None
+    return selection, models
+
+
+def learn_picks(
+    store: EvalStore,
+    cfg: EvalConfig,
+    keys: Sequence[str],
+    tasks: TaskSet,
+    sandbox: Sandbox,
+    workers: int = 1,
+    history: ReliabilityHistory | None = None,
+) -> LearnedRun:
+    """Estimate each model's reliability over ``keys``' stored selection records, re-pick
+    every sample from its record, store both picks and score the moved ones."""
+    started, wall = time.time(), time.perf_counter()
+    samples: dict[str, tuple[str, list[Candidate]]] = {}
+    for key in keys:
+        doc = store.load_samples(cfg.config_id, key)
+        if doc is not None:
+            cands = [Candidate.from_dict(c) for c in doc["candidates"]]
+            samples[key] = (str(doc.get("fingerprint", "")), cands)
+    found = {
+        (key, i): rec
+        for key, (_, cands) in samples.items()
+        for i, c in enumerate(cands)
+        if (rec := _records(c)) is not None
+    }
+    votes = [
+        v for selection, models in found.values() if (v := votes_of(selection.to_dict(), models))
+    ]
+    sources = sorted({s for v in votes for s in v.sources})
+
+    def done(run: LearnedRun) -> LearnedRun:
+        run.seconds, run.started_at, run.ended_at = time.perf_counter() - wall, started, time.time()
+        learned_path(store, cfg.config_id).unlink(missing_ok=True)
+        if run.applied:
+            write_json_atomic(learned_path(store, cfg.config_id), run.to_dict())
+        return run
+
+    if len(sources) < 2:
+        why = "one model wrote every draft" if sources else "no stored selection record"
+        return done(LearnedRun(False, why))
+    fitted = estimate(votes)
+    counts = tasks_per_source(votes)
+    estimates = {s: Learned(fitted.accuracy[s], counts.get(s, 0)) for s in sources}
+    run = LearnedRun(True, "", estimates, len(votes))
+    for key, (fingerprint, cands) in samples.items():
+        picks: list[JSONObject] = []
+        codes: list[str | None] = []
+        for i, cand in enumerate(cands):
+            rec = found.get((key, i))
+            again = None
+            if rec is not None:
+                selection = rec[0]
+                used = [
+                    # A figure in the config wins; else this evaluation's estimate.
+                    u
+                    if u.source == CONFIG
+                    else UsedReliability(
+                        u.candidate,
+                        u.model,
+                        estimates[u.model].value if u.model in estimates else None,
+                        EVALUATION if u.model in estimates else NONE,
+                        estimates[u.model].tasks if u.model in estimates else None,
+                    )
+                    for u in sorted(selection.reliabilities, key=lambda u: u.candidate)
+                ]
+                again = repick(selection, used)
+            if rec is None or again is None:
+                codes.append(cand.code)
+                picks.append({"first": None, "learned": None, "moved": False})
+                continue
+            first = rec[0].chosen
+            moved = again.chosen != first
+            assert cand.drafts is not None
+            # Moved: the new draft as written; else the crew's own (refined) code.
+            codes.append(cand.drafts[again.chosen] if moved else cand.code)
+            picks.append(
+                {
+                    "first": first,
+                    "first_rule": rec[0].rule,
+                    "learned": again.chosen,
+                    "moved": moved,
+                    "selection": again.to_dict(),
+                }
+            )
+        if any(p["moved"] for p in picks):
+            run.moved.append(key)
+        problem = tasks.get(key)
+        # Unmoved picks hit the verdict cache: only a moved pick's draft may run.
+        run.scored += len(
+            {
+                k
+                for code in codes
+                if store.load_verdict(k := verdict_key(problem, code, cfg.limits)) is None
+            }
+        )
+        scores = score_samples(store, problem, codes, sandbox, cfg.limits, workers)
+        write_json_atomic(
+            learned_task_path(store, cfg.config_id, key),
+            {
+                "version": VERSION,
+                "samples_fingerprint": fingerprint,
+                "picks": cast(JSONValue, picks),
+                "codes": cast(JSONValue, codes),
+                "scores": cast(JSONValue, [s.to_dict() for s in scores]),
+                "n": len(scores),
+                "c": sum(s.passed for s in scores),
+            },
+        )
+    if history is not None:
+        history.record_evaluation(cfg.config_id, tasks.name, run.tasks, estimates)
+    return done(run)
+
+
+def load_learned(store: EvalStore, config_id: str) -> JSONObject | None:
+    return read_object(learned_path(store, config_id))
+
+
+def load_learned_task(
+    store: EvalStore, config_id: str, key: str, samples_fingerprint: str
+) -> JSONObject | None:
+    """A task's learned picks, when they were made from the samples stored now."""
+    found = read_object(learned_task_path(store, config_id, key))
+    if not found or found.get("samples_fingerprint") != samples_fingerprint:
+        return None
+    if not isinstance(found.get("scores"), list):
+        return None
+    return found

@@ -94,24 +94,6 @@ def stored(results_dir: Path, kind: str) -> dict[str, dict[str, Any]]:
     return {p.stem: json.loads(p.read_text()) for p in sorted((results_dir / kind).glob("*.json"))}
 
 
-def votes(selection: dict[str, Any], sources: tuple[str, ...]) -> Any:
-    """What the reliability estimate sees of one task in the crew's selection record."""
-    from codegen.agents.reliability import TaskVotes
-
-    cands = sorted(selection.get("candidates", []), key=lambda c: c["candidate"])
-    if len(cands) != len(sources):
-        return None
-    if all(c.get("group") is not None for c in cands):
-        eligible = tuple(c["group"] >= 0 for c in cands)
-        behaviours: tuple[Any, ...] = tuple(c["group"] for c in cands)
-    else:  # no shared input: the examples and suite verdicts are all there is
-        trusted = set(selection.get("trusted_tests", []))
-        passed = [sum(v for k, v in c["outcomes"].items() if k in trusted) for c in cands]
-        eligible = tuple(p == max(passed) for p in passed)
-        behaviours = tuple(tuple(sorted(c["outcomes"].items())) for c in cands)
-    return TaskVotes(sources=sources, eligible=eligible, behaviours=behaviours)
-
-
 def codet_share(selection: dict[str, Any], correct: list[bool]) -> float | None:
     """CodeT's dual agreement over the suite verdicts in the selection record: the share of
     correct members of the group it picks."""
@@ -192,13 +174,15 @@ def main() -> None:
         walls["crew_equal_votes"] = time.perf_counter() - started
         samples = stored(Path(equal["results_dir"]), "samples")
 
-        from codegen.agents.reliability import estimate
+        # The estimate an evaluation with several models now makes itself at its end
+        # (codegen.evaluation.learned; benchmarks/learned_pick.py runs that one command).
+        from codegen.agents.reliability import estimate, votes_of
 
         task_votes = [
             v
             for doc in samples.values()
             for c in doc["candidates"][:1]
-            if c.get("selection") and (v := votes(c["selection"], names)) is not None
+            if c.get("selection") and (v := votes_of(c["selection"], names)) is not None
         ]
         reliability = estimate(task_votes)
         priors = [min(0.99, max(0.01, reliability.accuracy.get(n, 0.5))) for n in names]

@@ -104,6 +104,7 @@ def embedder_config(settings: Settings, name: str | None = None) -> EmbedderConf
     r = settings.retrieval
     return EmbedderConfig(
         name=name or r.embedder,
+        device=r.device,
         cache_dir=str(settings.model_cache_dir),
         openai_model=r.openai_embedding_model,
         openai_dimensions=r.openai_embedding_dimensions,

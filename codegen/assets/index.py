@@ -14,6 +14,7 @@ from dagster import (
 
 from codegen.assets.resources import SettingsResource, VectorIndexResource
 from codegen.corpus.store import chunks_path, read_chunks
+from codegen.retrieval.embedders import EmbedderError
 from codegen.retrieval.evaluation import evaluate, queries_from_chunks
 from codegen.retrieval.index import IndexRetriever, sync_index
 
@@ -35,8 +36,15 @@ def index(
     path = chunks_path(settings.load().corpus_dir)
     if not path.exists():
         raise Failure(f"no chunks at {path}; materialize the chunks asset first")
-    store, embedder = vector_index.open_store(), vector_index.make_embedder()
-    context.log.info(f"embedder {embedder.identity}")
+    store = vector_index.open_store()
+    try:
+        embedder = vector_index.make_build_embedder()
+    except EmbedderError as exc:
+        raise Failure(str(exc)) from exc
+    provenance = embedder.provenance
+    context.log.info(
+        f"embedder {embedder.identity} on {provenance['device']} ({provenance['precision']})"
+    )
 
     def progress(done: int, total: int) -> None:
         context.log.info(f"embedded {done}/{total} new chunks")
@@ -57,6 +65,9 @@ def index(
         metadata={
             **{k: v for k, v in stats.to_dict().items() if k != "embedder"},
             "embedder": stats.embedder,  # the identity: part of this index's lineage
+            "built_on": f"{provenance['device']}, {provenance['precision']}, "
+            f"{provenance['runtime']}",
+            "build_record": MetadataValue.json(store.build_record() or {}),
             "store": vector_index.store_config().kind,
             "rows": store.count(),
             **ann_metadata,

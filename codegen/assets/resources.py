@@ -23,7 +23,7 @@ from codegen.agents.structured import structured_modes_file
 from codegen.corpus.store import chunks_path
 from codegen.json_types import JSONObject
 from codegen.replay.recording import recorder_from_environment
-from codegen.retrieval.embedders import Embedder, make_embedder
+from codegen.retrieval.embedders import Embedder, make_build_embedder, make_embedder
 from codegen.retrieval.grounding import Grounding, corpus_chunk_ids, grounding_of, no_index
 from codegen.retrieval.index import LazyRetriever, StoreConfig, open_store
 from codegen.retrieval.stores import VectorStore
@@ -293,6 +293,12 @@ class VectorIndexResource(RetrieverResource):
     def make_embedder(self) -> Embedder:
         settings = self.load_settings()
         return make_embedder(composition.embedder_config(settings, self.embedder))
+
+    def make_build_embedder(self) -> Embedder:
+        """What fills the index: ``make_embedder``'s embedder, or its weights in fp16 on a GPU
+        (``[retrieval] device``); searches use ``make_embedder``."""
+        settings = self.load_settings()
+        return make_build_embedder(composition.embedder_config(settings, self.embedder))
 
     def local_index_missing(self) -> bool:
         """A LanceDB index that was never built: an empty directory, or none at all."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -78,6 +79,13 @@ def sync_index(
         store.reset(embedder.identity, embedder.dim)
         stats.reset = True
     present = store.ids()
+
+    def report(count: int) -> None:
+        stats.embedded += count
+        if progress:
+            progress(stats.embedded, len(new_ids))
+
+    written_count = 0
     # Longest first, so that each batch holds texts of about one length (little padding
     # for any embedder that pads a batch to its longest text) and the slowest batches come
     # first in the progress count. Sorted by characters: cheap, and close to token order.
@@ -87,14 +95,24 @@ def sync_index(
     stale = present - wanted.keys()
     stats.unchanged = len(wanted) - len(new_ids)
     started = time.perf_counter()
-    for start in range(0, len(new_ids), batch_size):
-        batch = [wanted[i] for i in new_ids[start : start + batch_size]]
-        vectors = embedder.embed_documents([c.text for c in batch])
-        store.upsert(batch, vectors)
-        stats.embedded += len(batch)
-        if progress:
-            progress(stats.embedded, len(new_ids))
+    # Each batch is written while the next one embeds (both spend their time outside the
+    # GIL: the model's kernels, the store's writer), so neither waits on the other.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-writer") as writer:
+        written: Future[None] | None = None
+        for start in range(0, len(new_ids), batch_size):
+            batch = [wanted[i] for i in new_ids[start : start + batch_size]]
+            vectors = embedder.embed_documents([c.text for c in batch])
+            if written is not None:
+                written.result()  # one batch in flight: memory stays bounded, order kept
+                report(written_count)
+            written = writer.submit(store.upsert, batch, vectors)
+            written_count = len(batch)
+        if written is not None:
+            written.result()
+            report(written_count)
     stats.embed_seconds = round(time.perf_counter() - started, 3)
+    if stats.embedded:
+        store.record_build(embedder.provenance, stats.embedded)
     stats.deleted = store.delete(sorted(stale))
     if stats.embedded or stats.deleted or stats.reset:
 

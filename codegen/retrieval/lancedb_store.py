@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,6 +156,46 @@ class LanceDBStore:
             self._identity = meta.get(f"{self.table_name}.embedder")
         return self._identity
 
+    def build_record(self) -> dict[str, Any] | None:
+        """How the vectors it holds were made (``record_build``); None when never recorded."""
+        names = self._table_names()
+        if self.META_TABLE not in names or self.table_name not in names:
+            return None
+        rows = self._connect().open_table(self.META_TABLE).to_arrow().to_pylist()
+        raw = {r["key"]: r["value"] for r in rows}.get(f"{self.table_name}.build")
+        try:
+            record = json.loads(raw) if raw else None
+        except ValueError:
+            return None
+        return record if isinstance(record, dict) else None
+
+    def record_build(self, provenance: Mapping[str, str], embedded: int) -> None:
+        """Adds ``embedded`` vectors made as ``provenance`` says to the build record: the last
+        build's provenance, and how many vectors each kind of build added since the reset."""
+        record = self.build_record() or {}
+        kind = " ".join(provenance.get(k, "?") for k in ("device", "precision", "runtime"))
+        counts = dict(record.get("embedded_by") or {})
+        counts[kind] = int(counts.get(kind, 0)) + embedded
+        self._write_meta(
+            "build", json.dumps({"last": dict(provenance), "embedded_by": counts}, sort_keys=True)
+        )
+
+    def _write_meta(self, key: str, value: str) -> None:
+        import pyarrow as pa
+
+        db = self._connect()
+        meta = pa.table({"key": [f"{self.table_name}.{key}"], "value": [value]})
+        if self.META_TABLE in self._table_names():
+            table = db.open_table(self.META_TABLE)
+            (
+                table.merge_insert("key")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(meta)
+            )
+        else:
+            db.create_table(self.META_TABLE, data=meta)
+
     def _schema(self, dim: int) -> Any:
         import pyarrow as pa
 
@@ -178,25 +218,12 @@ class LanceDBStore:
         )
 
     def reset(self, embedder_identity: str, dim: int) -> None:
-        import pyarrow as pa
-
         db = self._connect()
         self._handle = db.create_table(self.table_name, schema=self._schema(dim), mode="overwrite")
         self._has_ann, self._identity = False, None
         self._drop_sidecar()
-        meta = pa.table(
-            {"key": [f"{self.table_name}.embedder"], "value": [embedder_identity]},
-        )
-        if self.META_TABLE in self._table_names():
-            table = db.open_table(self.META_TABLE)
-            (
-                table.merge_insert("key")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(meta)
-            )
-        else:
-            db.create_table(self.META_TABLE, data=meta)
+        self._write_meta("embedder", embedder_identity)
+        self._write_meta("build", "")  # the old vectors' record went with them
 
     def count(self) -> int:
         if self._handle is None and not self.exists():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -86,6 +86,13 @@ class VectorStore(Protocol):
     def reset(self, embedder_identity: str, dim: int) -> None:
         """Drop every row and start over for this embedder."""
         ...
+
+    def build_record(self) -> dict[str, Any] | None:
+        """How its vectors were made (last build's provenance, vectors per kind of build);
+        None when the store keeps no record."""
+        ...
+
+    def record_build(self, provenance: Mapping[str, str], embedded: int) -> None: ...
 
     def ids(self) -> set[str]: ...
 

@@ -10,7 +10,7 @@ The embedder identity is stored in the collection's description.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -66,6 +66,12 @@ class WeaviateStore:
             return None
         config = self._col().config.get()
         return config.description or None
+
+    def build_record(self) -> dict[str, Any] | None:
+        return None  # the collection's description holds the identity only: no record kept
+
+    def record_build(self, provenance: Mapping[str, str], embedded: int) -> None:
+        return None
 
     def reset(self, embedder_identity: str, dim: int) -> None:
         from weaviate.classes.config import Configure, DataType, Property, Tokenization

@@ -247,6 +247,9 @@ class RetrievalSettings(ContextSettings):
     lancedb_uri: str | None = None  # default: $CODEGEN_HOME/index
     weaviate_url: str | None = None
     embedder: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | openai
+    # Where the corpus build embeds: auto (a GPU when torch sees one, else the CPU), cpu, cuda.
+    # On a GPU the default's weights run in fp16; searches always embed on the CPU.
+    device: Literal["auto", "cpu", "cuda"] = "auto"
     # Where the ONNX export of MiniLM is cached, keyed by weights and recipe; default: the
     # user's cache (user_cache_dir()), so a fresh CODEGEN_HOME does not export it again.
     model_cache_dir: str | None = None

@@ -30,6 +30,10 @@ class ReversedBatchEmbedder:
     def dim(self) -> int:
         return self.inner.dim
 
+    @property
+    def provenance(self) -> dict[str, str]:
+        return self.inner.provenance
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self.inner.embed_documents(texts)[::-1].copy()
 
@@ -40,6 +44,9 @@ class ReversedBatchEmbedder:
 class BrokenIndexResource(VectorIndexResource):
     def make_embedder(self) -> Embedder:
         return ReversedBatchEmbedder(super().make_embedder())
+
+    def make_build_embedder(self) -> Embedder:
+        return ReversedBatchEmbedder(super().make_build_embedder())
 
 
 def _write_chunks(home: Path, chunks: list[Chunk]) -> None:

@@ -31,6 +31,10 @@ class Counting:
     def dim(self) -> int:
         return self.inner.dim
 
+    @property
+    def provenance(self) -> dict[str, str]:
+        return self.inner.provenance
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         self.documents += len(texts)
         return self.inner.embed_documents(texts)

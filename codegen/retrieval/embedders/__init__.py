@@ -23,12 +23,13 @@ from codegen.retrieval.embedders.minilm import (
 )
 from codegen.retrieval.embedders.onnx_minilm import OnnxMiniLMEmbedder, export_in_background
 from codegen.retrieval.embedders.openai_embedder import OpenAIEmbedder
-from codegen.retrieval.embedders.torch_minilm import MiniLMEmbedder
+from codegen.retrieval.embedders.torch_minilm import DeviceMiniLMEmbedder, MiniLMEmbedder
 
 __all__ = [
     "EMBEDDERS",
     "MINILM_DIM",
     "MINILM_SHA256_PREFIX",
+    "DeviceMiniLMEmbedder",
     "Embedder",
     "EmbedderConfig",
     "EmbedderError",
@@ -37,6 +38,7 @@ __all__ = [
     "OpenAIEmbedder",
     "available_cpus",
     "export_in_background",
+    "make_build_embedder",
     "make_embedder",
     "minilm_model_dir",
     "verified_minilm_dir",
@@ -48,6 +50,7 @@ class EmbedderConfig:
     """Plain values the Dagster/CLI layer hands over to choose an embedder."""
 
     name: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | openai
+    device: str = "cpu"  # where the index is built: auto | cpu | cuda (build.resolve_device)
     cache_dir: str = ""
     openai_model: str = "text-embedding-3-small"
     openai_dimensions: int | None = None
@@ -75,3 +78,20 @@ def make_embedder(config: EmbedderConfig) -> Embedder:
             base_url=config.openai_base_url,
         )
     raise EmbedderError(f"unknown embedder {config.name!r}; choose {', '.join(EMBEDDERS)}")
+
+
+def make_build_embedder(config: EmbedderConfig) -> Embedder:
+    """The embedder that fills the index: ``make_embedder(config)``, or, when ``config.device``
+    resolves to a GPU and the embedder is the default, the same weights there in fp16
+    (``build.device_build_embedder``). Searches always use ``make_embedder``."""
+    from codegen.retrieval.embedders.build import device_build_embedder, resolve_device
+
+    embedder = make_embedder(config)
+    if config.name != "minilm":
+        if config.device == "cuda":
+            raise EmbedderError(f'device = "cuda" builds with minilm only, not {config.name}')
+        return embedder
+    device = resolve_device(config.device)
+    if device == "cpu" or not isinstance(embedder, OnnxMiniLMEmbedder):
+        return embedder
+    return device_build_embedder(embedder, device)

@@ -24,6 +24,12 @@ class Embedder(Protocol):
     @property
     def dim(self) -> int: ...
 
+    @property
+    def provenance(self) -> dict[str, str]:
+        """How its vectors are made (runtime, device, precision): a record for people, not
+        part of the identity."""
+        ...
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised float32 matrix, one row per text, in input order."""
         ...

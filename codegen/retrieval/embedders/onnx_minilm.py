@@ -19,6 +19,7 @@ from codegen.retrieval.embedders.base import EmbedderError, available_cpus, file
 from codegen.retrieval.embedders.minilm import (
     MINILM_DIM,
     MODEL_LOCK,
+    encode_capped,
     fast_tokenizer,
     token_batches,
     verified_minilm_dir,
@@ -131,6 +132,14 @@ class OnnxMiniLMEmbedder:
     def dim(self) -> int:
         return MINILM_DIM
 
+    @property
+    def provenance(self) -> dict[str, str]:
+        return {
+            "runtime": f"onnxruntime {package_version('onnxruntime')}",
+            "device": "cpu",
+            "precision": "int8" if self.quantize else "fp32",
+        }
+
     def _complete(self, model: Path, manifest: Path) -> bool:
         try:
             recorded = str(json.loads(manifest.read_text())["sha256"])
@@ -193,7 +202,8 @@ class OnnxMiniLMEmbedder:
         if not texts:
             return out
         session = session or self._session()
-        encodings = fast_tokenizer(self._path, self.max_seq_length).encode_batch(list(texts))
+        tokenizer = fast_tokenizer(self._path, self.max_seq_length)
+        encodings = encode_capped(tokenizer, texts, self.max_seq_length)
         for batch, ids, mask in token_batches(
             encodings,
             batch_tokens=self.batch_tokens,

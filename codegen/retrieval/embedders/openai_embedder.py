@@ -31,6 +31,10 @@ class OpenAIEmbedder:
         return f"openai:{self.model}{suffix}"
 
     @property
+    def provenance(self) -> dict[str, str]:
+        return {"runtime": "OpenAI-compatible API", "device": "remote", "precision": "api"}
+
+    @property
     def dim(self) -> int:
         if self._dim is None:
             self._dim = int(self.embed_query("dimension probe").shape[0])

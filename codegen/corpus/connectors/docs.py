@@ -1,8 +1,10 @@
 """Documentation sites: pages from sitemap.xml, or a crawl under a URL prefix.
 
-robots.txt is respected, requests to one host are spaced by ``delay_s``, pages are capped in
-size, and each page's ETag / Last-Modified is kept as the cursor: an unchanged page answers
-304 and its stored copy stands. Raw HTML is stored; the clean stage extracts the main
+robots.txt is respected, pages (sitemap entries, links, redirect targets) are fetched only on
+the configured URLs' hosts and ports and never from a private address the configuration does
+not name (``connectors.http.Fence``), requests to one host are spaced by ``delay_s``, pages
+are capped in size, and each page's ETag / Last-Modified is kept as the cursor: an unchanged
+page answers 304 and its stored copy stands. Raw HTML is stored; the clean stage extracts the main
 content (code blocks whole).
 
 Tombstones: a stored page that now answers 404 or 410 is gone; so is one no longer reached by
@@ -32,7 +34,7 @@ from codegen.corpus.connectors.base import (
     SourceReport,
     SourceState,
 )
-from codegen.corpus.connectors.http import PoliteClient, TooLarge
+from codegen.corpus.connectors.http import Fence, OffLimits, PoliteClient, TooLarge
 from codegen.corpus.model import Document, content_hash
 
 _SITEMAP_NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
@@ -46,6 +48,9 @@ class DocsConfig:
     user_agent: str = "multiagent-codegen-corpus/0.1"
     timeout_s: float = 30.0
     retries: int = 3
+    # Hosts of the configured URLs allowed to resolve to loopback, private or link-local
+    # addresses (an IP literal or localhost in a URL needs no entry).
+    private_hosts: list[str] = field(default_factory=list)
 
 
 def _sitemap_urls(body: bytes, report: SourceReport) -> list[str]:
@@ -102,7 +107,8 @@ def fetch_docs(
 ) -> Iterator[Document]:
     if not cfg.urls:
         raise SourceDisabled("no corpus.docs.urls configured")
-    client = PoliteClient(cfg.user_agent, cfg.timeout_s, cfg.retries, cfg.delay_s)
+    fence = Fence.around(cfg.urls, cfg.private_hosts)
+    client = PoliteClient(cfg.user_agent, cfg.timeout_s, cfg.retries, cfg.delay_s, fence=fence)
     validators = state.setdefault("pages", {})
     for url in [u for u, v in validators.items() if v.get("start") not in (None, *cfg.urls)]:
         _tombstone(url, validators, report)  # its start URL is no longer configured
@@ -111,8 +117,8 @@ def fetch_docs(
         prefix = start.rsplit("/", 1)[0] + "/"
         try:
             if start.endswith(".xml"):
-                if not client.allowed(start):
-                    report.skip("robots_disallowed")
+                if refused := client.refusal(start):
+                    report.skip(refused)
                     continue
                 got = client.get(start)
                 if got.status != 200:
@@ -123,6 +129,8 @@ def fetch_docs(
                 queue.append(start)
         except requests.RequestException as exc:
             raise SourceError(f"docs site {start} unreachable: {exc}") from exc
+        except OffLimits as exc:  # the sitemap redirected off its host
+            raise SourceError(f"sitemap {start}: redirected where it may not go ({exc})") from exc
         seen: set[str] = set()
         present: set[str] = set()  # answered 200 or 304: still there
         complete = True
@@ -133,8 +141,9 @@ def fetch_docs(
             seen.add(url)
             if urlsplit(url).scheme not in ("http", "https"):
                 continue
-            if not client.allowed(url):
-                report.skip("robots_disallowed")
+            # Before anything goes to its host: a sitemap may list any host, port or address.
+            if refused := client.refusal(url):
+                report.skip(refused)
                 continue
             old = validators.get(url, PageValidators())
             try:
@@ -142,6 +151,9 @@ def fetch_docs(
             except TooLarge:
                 report.skip("oversized")
                 present.add(url)  # there, just not indexable now: the stored copy stands
+                continue
+            except OffLimits as exc:  # redirected off the configured hosts: not this site's
+                report.skip(str(exc))
                 continue
             except requests.RequestException as exc:
                 report.skip("fetch_error")

@@ -3,6 +3,9 @@
 The feed is fetched with requests (ETag / Last-Modified as the cursor, so an unchanged feed
 costs one 304) and parsed by feedparser from bytes. An entry's full content is used when the
 feed carries it; otherwise the article page is fetched and the clean stage extracts it.
+Feeds and articles are fetched only where robots.txt allows, on the configured feeds' hosts and
+ports, never from a private address the configuration does not name (``connectors.http.Fence``;
+redirects included): an article on another host keeps the feed's own text.
 
 Tombstones: a feed lists only its newest entries, so an entry missing from it has either been
 deleted or aged out. One missing while it is newer than the oldest entry still listed was
@@ -29,7 +32,7 @@ from codegen.corpus.connectors.base import (
     SourceReport,
     SourceState,
 )
-from codegen.corpus.connectors.http import PoliteClient, TooLarge
+from codegen.corpus.connectors.http import Fence, OffLimits, PoliteClient, TooLarge
 from codegen.corpus.model import Document, content_hash
 
 SHORT_CONTENT = 500  # characters: below this a feed entry is a teaser, not the article
@@ -44,6 +47,9 @@ class FeedsConfig:
     retries: int = 3
     delay_s: float = 1.0
     user_agent: str = "multiagent-codegen-corpus/0.1"
+    # Hosts of the configured feeds allowed to resolve to loopback, private or link-local
+    # addresses (an IP literal or localhost in a URL needs no entry).
+    private_hosts: list[str] = field(default_factory=list)
 
 
 def _doc_id(key: str) -> str:
@@ -78,6 +84,8 @@ def _missing_entries(
             continue  # nothing to check: aged out, kept
         try:
             status = client.get(link).status
+        except OffLimits:
+            continue  # never to be checked (another host, robots.txt): aged out, kept
         except (requests.RequestException, TooLarge):
             still_tracked[key] = entry  # cannot tell now; ask again next run
             continue
@@ -93,7 +101,8 @@ def fetch_feeds(
 ) -> Iterator[Document]:
     if not cfg.feeds:
         raise SourceDisabled("no corpus.blogs.feeds configured")
-    client = PoliteClient(cfg.user_agent, cfg.timeout_s, cfg.retries, cfg.delay_s)
+    fence = Fence.around(cfg.feeds, cfg.private_hosts)
+    client = PoliteClient(cfg.user_agent, cfg.timeout_s, cfg.retries, cfg.delay_s, fence=fence)
     validators = state.setdefault("feeds", {})
     for gone_feed in [f for f in validators if f not in cfg.feeds]:
         # No longer configured: its entries go, as a repository dropped from github_repos.
@@ -101,10 +110,16 @@ def fetch_feeds(
     failures = []
     for feed_url in cfg.feeds:
         old = validators.get(feed_url, FeedValidators())
+        if refused := client.refusal(feed_url):
+            report.skip(f"feed_{refused}")
+            continue
         try:
             got = client.get(feed_url, old.get("etag"), old.get("last_modified"))
         except (requests.RequestException, TooLarge) as exc:
             failures.append(f"{feed_url}: {type(exc).__name__}")
+            continue
+        except OffLimits as exc:  # redirected off its host
+            failures.append(f"{feed_url}: redirected where it may not go ({exc})")
             continue
         if got.status == 304:
             report.skip("feed_not_modified")
@@ -133,6 +148,8 @@ def fetch_feeds(
                     page = client.get(link)
                     if page.status == 200 and "html" in page.content_type:
                         body = page.body.decode("utf-8", "replace")
+                except OffLimits as exc:  # another host, robots.txt: the feed's text stands
+                    report.skip(f"article_{exc}")
                 except (requests.RequestException, TooLarge):
                     report.skip("article_fetch_failed")
             title = entry.get("title", "") or link

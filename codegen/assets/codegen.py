@@ -45,6 +45,7 @@ from dagster import (
     asset_check,
 )
 
+from codegen import composition
 from codegen.agents import prompts
 from codegen.agents.endpoint import LLMRoute
 from codegen.agents.records import Selection
@@ -65,7 +66,9 @@ from codegen.assets.resources import (
     SandboxResource,
     SettingsResource,
 )
+from codegen.json_types import JSONObject
 from codegen.requests.review import ReviewError, ReviewStore
+from codegen.requests.route import foreign_endpoint
 from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, request_title
 from codegen.settings import Settings
 
@@ -449,12 +452,32 @@ def asset_name(step_name: str) -> str:
     return step_asset_spec(STEP_BY_NAME[step_name]).asset
 
 
+def _checked_route(stored: JSONObject | None, llm: LLMResource) -> LLMRoute | None:
+    """The LLM route a request was stored with, once this process's own settings name every
+    endpoint and key variable in it; else the step fails in one line before any call (a row
+    edited to another endpoint must not get this process's key: requests/route.py)."""
+    if not stored:
+        return None
+    try:
+        route = LLMRoute.from_dict(stored)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise Failure(
+            description="refused: the request's stored LLM route is not one codegen wrote",
+            allow_retries=False,
+        ) from None
+    own = tuple(composition.candidate_route(c) for c in llm.candidates)
+    problem = foreign_endpoint(route, llm.base_url, own, llm.allowed_base_urls)
+    if problem is not None:
+        raise Failure(description=problem, allow_retries=False)
+    return route
+
+
 def _start(context: AssetExecutionContext, settings: Settings, llm: LLMResource) -> CrewState:
     """The request as stored: its text and options (the review mode's default is [review]
     mode; the request's own options override it)."""
     stored = RequestStore(settings.requests_dir).get(context.partition_key)
     # A queued request's route carries its caller's [llm] candidates: their number of drafts.
-    route = LLMRoute.from_dict(stored.route) if stored.route else None
+    route = _checked_route(stored.route, llm)
     options = llm.crew_options({"review": settings.review.mode, **stored.options}, route)
     return CrewState(request_id=stored.id, request=stored.text, options=options)
 
@@ -467,8 +490,8 @@ def _crew(context: AssetExecutionContext, settings: Settings, services: tuple[st
         stored = RequestStore(settings.requests_dir).get(context.partition_key).route
     except KeyError:
         stored = None
-    route = LLMRoute.from_dict(stored) if stored else None
     llm: LLMResource = resources.llm
+    route = _checked_route(stored, llm)
     sandbox: SandboxResource | None = resources.sandbox if "sandbox" in services else None
     retriever: RetrieverResource | None = resources.retriever if "retriever" in services else None
     return Crew(

@@ -64,6 +64,7 @@ def build_inbox_sensor(job: UnresolvedAssetJobDefinition) -> SensorDefinition:
             cfg.home,
             cfg.llm.base_url,
             [c.api_key_env for c in cfg.llm.candidate_entries() if c.api_key_env],
+            cfg.llm.allowed_base_urls,
         )
         store = RequestStore(cfg.requests_dir)
         # The cursor names the requests of the last tick that Dagster finished, so it holds

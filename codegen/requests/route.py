@@ -14,6 +14,13 @@ Programmer candidates on other endpoints name the variable holding their key (``
 the route carries that name, never the key. The daemon publishes the same salted hash for each
 variable its own ``[llm] candidates`` name, and a request whose candidate names a variable the
 daemon lacks, or holds another value in, is refused the same way.
+
+Those checks are the caller's courtesy; the one that guards the daemon's secrets is its own
+(``foreign_endpoint``, run by the process that runs the request before any call): a stored
+route is followed only to endpoints the daemon's own settings name, its ``OPENAI_API_KEY`` goes
+only to its ``[llm] base_url`` or an ``[llm] allowed_base_urls`` entry, and a candidate's key
+variable only to the endpoint the daemon's own ``[llm] candidates`` pair it with. A request row
+edited to name another endpoint or variable is refused in one line, and nothing is sent.
 """
 
 from __future__ import annotations
@@ -26,8 +33,9 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from codegen.agents.endpoint import LLMRoute, resolved_base_url
+from codegen.agents.endpoint import CandidateRoute, LLMRoute, resolved_base_url, shown_url
 from codegen.durable import atomic_write_text
 
 KEY_ENV = "OPENAI_API_KEY"  # the openai SDK's own variable; no other key is ever read
@@ -64,23 +72,38 @@ class DaemonEnvironment:
     at: float  # time.time() of the publication
     # The hash of each variable the daemon's own [llm] candidates name (api_key_env), by name.
     key_envs: dict[str, str | None] = field(default_factory=dict)
+    # Where the daemon sends its OPENAI_API_KEY (base_url and [llm] allowed_base_urls); None:
+    # a publication from before the list was kept.
+    endpoints: list[str] | None = None
 
     def fresh(self, now: float | None = None) -> bool:
         return (now if now is not None else time.time()) - self.at <= FRESH_S
 
 
 def publish_daemon_environment(
-    home: Path, base_url: str | None = None, key_envs: Iterable[str] = ()
+    home: Path,
+    base_url: str | None = None,
+    key_envs: Iterable[str] = (),
+    allowed_base_urls: Iterable[str] = (),
 ) -> DaemonEnvironment:
     """Called in the daemon's processes (the inbox sensor): record its endpoint and key hash,
-    and the hash of each of ``key_envs`` (the variables its own candidates name)."""
+    the hash of each of ``key_envs`` (the variables its own candidates name), and where its
+    key may go (its endpoint and ``allowed_base_urls``)."""
+    own = resolved_base_url(base_url)
     env = DaemonEnvironment(
-        resolved_base_url(base_url),
+        own,
         key_fingerprint(home),
         time.time(),
         {name: key_fingerprint(home, name) for name in sorted(set(key_envs))},
+        [own, *allowed_base_urls],
     )
-    published = {"base_url": env.base_url, "key": env.key, "at": env.at, "key_envs": env.key_envs}
+    published = {
+        "base_url": env.base_url,
+        "key": env.key,
+        "at": env.at,
+        "key_envs": env.key_envs,
+        "endpoints": env.endpoints,
+    }
     atomic_write_text(_dir(home) / "llm.json", json.dumps(published))
     return env
 
@@ -96,7 +119,12 @@ def daemon_environment(home: Path) -> DaemonEnvironment | None:
             v is None or isinstance(v, str) for v in named.values()
         ):
             return None
-        return DaemonEnvironment(str(data["base_url"]), key, float(at), dict(named))
+        endpoints = data.get("endpoints")
+        if endpoints is not None and not (
+            isinstance(endpoints, list) and all(isinstance(e, str) for e in endpoints)
+        ):
+            return None
+        return DaemonEnvironment(str(data["base_url"]), key, float(at), dict(named), endpoints)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -119,6 +147,15 @@ def refusal(home: Path, route: LLMRoute, daemon: DaemonEnvironment | None) -> st
         return (
             f"a daemon serves this instance but has not said which endpoint and key it uses; "
             f"this request is for {route.base_url}: run it with --launch here"
+        )
+    if daemon.endpoints is not None and not any(
+        same_endpoint(route.base_url, e) for e in daemon.endpoints
+    ):
+        return (
+            f"the daemon serving this instance (endpoint {shown_url(daemon.base_url)}) sends its "
+            f"{KEY_ENV} only to the endpoints its settings name, not to this shell's "
+            f"{shown_url(route.base_url)}: add it to the daemon's [llm] allowed_base_urls and "
+            "restart `make run`, or run the request here with --launch here"
         )
     own = key_fingerprint(home)
     if daemon.key != own:
@@ -149,5 +186,69 @@ def refusal(home: Path, route: LLMRoute, daemon: DaemonEnvironment | None) -> st
                 f"the daemon serving this instance has {have} for [llm] candidates[{index}] "
                 f"(api_key_env, endpoint {url}): restart `make run` with this environment and "
                 "these candidates, or run the request here with --launch here"
+            )
+    return None
+
+
+def same_endpoint(a: str, b: str) -> bool:
+    """Whether two base URLs name one endpoint (scheme and host case, a trailing slash and a
+    default port aside)."""
+    return _endpoint_key(a) == _endpoint_key(b)
+
+
+def _endpoint_key(url: str) -> tuple[str, str, int | None, str]:
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port, parts.path.rstrip("/")
+
+
+def foreign_endpoint(
+    route: LLMRoute,
+    base_url: str | None,
+    candidates: Iterable[CandidateRoute],
+    allowed_base_urls: Iterable[str] = (),
+) -> str | None:
+    """Why the process whose own settings are ``base_url`` (None: the SDK's environment),
+    ``candidates`` and ``allowed_base_urls`` must not call a stored ``route``, in one line;
+    None when every endpoint and key variable of the route is one those settings name.
+
+    Where the keys would go: ``OPENAI_API_KEY`` to the route's base URL (and to each candidate
+    without its own); a candidate's ``api_key_env`` variable to its base URL (or the route's);
+    a candidate with its own base URL and no variable sends no key, but is still a host the
+    request would send its text to, so it too must be one the settings name."""
+    own = resolved_base_url(base_url)
+    main = [own, *allowed_base_urls]  # where OPENAI_API_KEY may go
+    own_candidates = list(candidates)
+    pairs = [(c.base_url or own, c.api_key_env) for c in own_candidates if c.api_key_env]
+    hosts = main + [c.base_url for c in own_candidates if c.base_url]
+
+    def listed(url: str, among: Iterable[str]) -> bool:
+        return any(same_endpoint(url, u) for u in among)
+
+    settings = "[llm] base_url, candidates or allowed_base_urls"
+    if not listed(route.base_url, main):
+        return (
+            f"refused: the request names endpoint {shown_url(route.base_url)}, which this "
+            f"daemon's settings ({settings}) do not; its {KEY_ENV} goes nowhere else and no "
+            "call was made"
+        )
+    for index, entry in enumerate(route.candidates):
+        url = entry.base_url or route.base_url
+        name = entry.api_key_env
+        if name is not None and name != KEY_ENV:
+            if not any(same_endpoint(url, u) and name == n for u, n in pairs):
+                return (
+                    f"refused: the request's candidate {index} sends the key in {name} "
+                    f"(api_key_env) to {shown_url(url)}, which this daemon's own [llm] "
+                    "candidates do not; no call was made"
+                )
+        elif not listed(url, main if name == KEY_ENV or entry.base_url is None else hosts):
+            return (
+                f"refused: the request's candidate {index} names endpoint {shown_url(url)}, "
+                f"which this daemon's settings ({settings}) do not; no call was made"
             )
     return None

@@ -199,6 +199,9 @@ class LLMSettings(BaseModel):
     candidates: int | list[CandidateModel] = 1
     budget_tokens: int | None = None
     budget_usd: float | None = None
+    # Endpoints besides base_url that a request queued with another caller's route may send
+    # this process's OPENAI_API_KEY to; any other endpoint in a stored route is refused.
+    allowed_base_urls: list[str] = Field(default_factory=list)
 
     @field_validator("candidates", mode="before")
     @classmethod
@@ -300,11 +303,15 @@ class DocsSourceSettings(BaseModel):
     max_pages: int = 500
     delay_s: float = 1.0  # politeness delay between requests to one host
     user_agent: str = "multiagent-codegen-corpus/0.1"
+    # Hosts of the urls that may resolve to loopback, private or link-local addresses (an IP
+    # literal or localhost in a URL needs no entry); any other such address is refused.
+    private_hosts: list[str] = Field(default_factory=list)
 
 
 class BlogSourceSettings(BaseModel):
     feeds: list[str] = Field(default_factory=list)  # RSS or Atom URLs
     fetch_articles: bool = True  # fetch the linked page when the feed has only a summary
+    private_hosts: list[str] = Field(default_factory=list)  # as [corpus.docs] private_hosts
 
 
 class CorpusSettings(BaseModel):

@@ -164,7 +164,7 @@ def test_the_report_lists_each_candidates_endpoint_tokens_and_cost_and_each_mode
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The caller's [llm] candidates travel in the request's route, as a request queued for the
-    daemon does: the process running it (configured with no candidates at all) calls them."""
+    daemon does: the process running it (configured with one draft of its own) calls them."""
     a, b = servers
     (isolated_home / "codegen.toml").write_text(CONFIG.format(b=b.base_url, env=QWEN_ENV))
     monkeypatch.setenv("OPENAI_BASE_URL", a.base_url)
@@ -178,8 +178,10 @@ def test_the_report_lists_each_candidates_endpoint_tokens_and_cost_and_each_mode
     req = RequestStore(isolated_home / "requests").add(
         REQUEST, {"max_rounds": 1}, source="cli", route=route.to_dict()
     )
-    # The process running it has its own settings: one draft, no candidate models.
-    runner = LLMResource.from_settings(Settings(llm={"candidates": 1, "max_retries": 0}))
+    # The process running it has its own settings: one draft, which names B and the variable
+    # of B's key (a daemon sends a key variable only where its own settings pair it).
+    own = [{"base_url": b.base_url, "api_key_env": QWEN_ENV}]
+    runner = LLMResource.from_settings(Settings(llm={"candidates": own, "max_retries": 0}))
     assert len(runner.candidates) == 1  # the runner's own default: one draft
     with instance_for_test() as instance:
         instance.add_dynamic_partitions("requests", [req.id])

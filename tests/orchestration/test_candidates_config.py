@@ -139,11 +139,11 @@ def test_the_daemon_is_refused_a_candidate_key_it_lacks_or_holds_another_of(
     monkeypatch.setenv(ENV, KEY)
     route = composition.llm_route(load_settings())
     # A daemon whose own candidates do not name the variable publishes no hash of it.
-    lacking = publish_daemon_environment(isolated_home, "http://a.example/v1")
+    lacking = publish_daemon_environment(isolated_home, route.base_url)
     problem = refusal(isolated_home, route, lacking)
     assert problem and f"no {ENV}" in problem and "candidates[1]" in problem, problem
     assert "http://gpu-box:8000/v1" in problem and "\n" not in problem and KEY not in problem
-    same = publish_daemon_environment(isolated_home, "http://a.example/v1", [ENV])
+    same = publish_daemon_environment(isolated_home, route.base_url, [ENV])
     assert refusal(isolated_home, route, same) is None
     assert KEY not in (isolated_home / "daemon" / "llm.json").read_text()
     monkeypatch.setenv(ENV, "sk-another-gpu-key")

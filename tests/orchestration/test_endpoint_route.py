@@ -37,7 +37,10 @@ def test_refusal_names_both_endpoints_only_when_the_keys_differ(
 ) -> None:
     route = LLMRoute(base_url="http://b.example/v1")
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    same = publish_daemon_environment(isolated_home, "http://a.example/v1")
+    # The daemon's settings let its key go to B ([llm] allowed_base_urls).
+    same = publish_daemon_environment(
+        isolated_home, "http://a.example/v1", allowed_base_urls=["http://b.example/v1"]
+    )
     assert refusal(isolated_home, route, same) is None
     assert KEY not in (isolated_home / "daemon" / "llm.json").read_text()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-another")
@@ -63,7 +66,12 @@ def test_a_daemon_on_endpoint_a_runs_the_callers_request_on_endpoint_b(
         daemon = subprocess.Popen(
             [str(BIN / "dagster-daemon"), "run", "-w", str(ROOT / "workspace.yaml")],
             cwd=ROOT,
-            env={**base, "OPENAI_BASE_URL": a.base_url},
+            # The daemon sends its key to B only because its own settings list B.
+            env={
+                **base,
+                "OPENAI_BASE_URL": a.base_url,
+                "CODEGEN_LLM__ALLOWED_BASE_URLS": json.dumps([b.base_url]),
+            },
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,

@@ -16,6 +16,7 @@ from pathlib import Path
 from codegen.agents.artifacts import is_request_id, new_request_id
 from codegen.agents.options import BadOptions, RequestOptions, StoredOptions
 from codegen.agents.roles import BadRequest, validate_request
+from codegen.durable import atomic_write_text, fsync_dir
 from codegen.requests.store import RequestStore, StoredRequest
 from codegen.untrusted import TooLarge, loads_json, read_capped
 
@@ -71,6 +72,7 @@ def _move(src: Path, dest_dir: Path, name: str) -> Path:
         dest = dest_dir / f"{name}.{n}"
         n += 1
     os.replace(src, dest)
+    fsync_dir(dest_dir)  # the move survives a power cut: no file taken twice, none lost
     return dest
 
 
@@ -98,7 +100,7 @@ def _take(
         # and fail, on every later scan, and nothing after it would ever run.
         reason = " ".join(str(exc).split()) or type(exc).__name__  # one line, never empty
         dest = _move(claim, inbox / "rejected", name)
-        dest.with_name(dest.name + ".reason.txt").write_text(f"{reason}\n")
+        atomic_write_text(dest.with_name(dest.name + ".reason.txt"), f"{reason}\n")
         scan.rejected.append((name, reason))
         return
     req = store.add(text, options, source=f"inbox:{name}", state="queued", request_id=request_id)
@@ -136,5 +138,6 @@ def scan_inbox(inbox: Path, store: RequestStore, *, limit: int = 50) -> InboxSca
             os.replace(path, claim)
         except FileNotFoundError:  # taken away since the listing (by its writer, say)
             continue
+        fsync_dir(inbox)
         _take(inbox, claim, request_id, path.name, store, scan)
     return scan

@@ -51,6 +51,7 @@ def test_a_daemon_and_a_shell_without_keys_are_said_to_have_none(
     isolated_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     beat()
     publish_daemon_environment(isolated_home, "https://api.openai.com/v1")
     daemon = info_lines(capsys)["daemon"]
@@ -64,7 +65,11 @@ def test_a_daemon_and_a_shell_without_keys_are_said_to_have_none(
     # Both with the same key.
     publish_daemon_environment(isolated_home, "https://api.openai.com/v1")
     daemon = info_lines(capsys)["daemon"]
-    assert "it has this shell's OPENAI_API_KEY" in daemon, daemon
+    assert "it has this shell's OPENAI_API_KEY: queued requests run on" in daemon, daemon
+    # The same key, but an endpoint the daemon does not send it to: refused, and said so.
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://b.example/v1")
+    daemon = info_lines(capsys)["daemon"]
+    assert "this shell's OPENAI_API_KEY, but it refuses requests queued from here" in daemon
 
 
 def chunk(i: int) -> Chunk:

@@ -54,12 +54,13 @@ def test_a_daemon_without_this_shells_key_is_refused_the_request_with_exit_2(
     monkeypatch.delenv(KEY_ENV, raising=False)
     if shell_key:
         monkeypatch.setenv(KEY_ENV, shell_key)
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://b.example/v1")
+    # The daemon's own endpoint: one it sends its key to, so the keys are what differ.
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://a.example/v1")
     assert main(["generate", "Write f().", "--launch", "queue"]) == REFUSED_EXIT == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert line == (
         f"codegen: error: the daemon serving this instance (endpoint http://a.example/v1) {said} "
-        "(endpoint http://b.example/v1): restart `make run` with this shell's environment, or "
+        "(endpoint http://a.example/v1): restart `make run` with this shell's environment, or "
         "run the request here with --launch here"
     )
     assert not RequestStore(isolated_home / "requests").all()  # nothing was queued

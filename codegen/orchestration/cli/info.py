@@ -15,13 +15,14 @@ from codegen.agents.structured import StructuredModes, structured_modes_file
 from codegen.composition import llm_route, sandbox_image, store_config
 from codegen.corpus.store import chunks_path
 from codegen.orchestration.instance import postgres_url
-from codegen.requests.route import KEY_ENV, daemon_environment, key_fingerprint
+from codegen.requests.route import KEY_ENV, daemon_environment, key_fingerprint, refusal
 from codegen.retrieval.index import open_store
 from codegen.settings import Settings, config_file, default_dagster_home, get_settings
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
 
+    from codegen.agents.endpoint import LLMRoute
     from codegen.retrieval.grounding import Grounding
 
 
@@ -59,6 +60,7 @@ class DaemonState(TypedDict):
     same_key: NotRequired[bool | None]  # whether the daemon has this shell's key
     has_key: NotRequired[bool | None]  # whether the daemon has an OPENAI_API_KEY at all
     shell_has_key: NotRequired[bool]  # whether this shell has one
+    refusal: NotRequired[str | None]  # why a request queued from this shell would be refused
 
 
 # The assets a corpus build materializes, raw documents to the vector index.
@@ -106,7 +108,7 @@ def build_in_progress(instance: DagsterInstance) -> BuildState | None:
     return {"runs": runs, "assets": [a for a in BUILD_ASSETS if a in assets], "since": since}
 
 
-def instance_state(settings: Settings) -> tuple[DaemonState, BuildState | None]:
+def instance_state(settings: Settings, route: LLMRoute) -> tuple[DaemonState, BuildState | None]:
     """Whether a dagster-daemon serves this instance (and the endpoint and key its runs would
     use), and the corpus build under way, if any: one open of the instance for both."""
     from codegen.orchestration.cli.generate import daemon_running
@@ -130,6 +132,7 @@ def instance_state(settings: Settings) -> tuple[DaemonState, BuildState | None]:
         "same_key": (published.key == mine) if published else None,
         "has_key": (published.key is not None) if published else None,
         "shell_has_key": mine is not None,
+        "refusal": refusal(settings.home, route, published) if published else None,
     }
     return daemon, building
 
@@ -144,13 +147,17 @@ def daemon_line(daemon: DaemonState) -> str:
         return "serving; it has not yet said which endpoint and key it uses"
     own = f"serving (its own endpoint {daemon['endpoint']})"
     theirs, mine = daemon.get("has_key"), daemon.get("shell_has_key")
-    if not theirs and not mine:
-        return (
-            f"{own}; neither it nor this shell has an {KEY_ENV}: queued requests run on "
-            "this shell's endpoint without a key"
-        )
     if daemon.get("same_key"):
-        return f"{own}; it has this shell's {KEY_ENV}: queued requests run on this shell's endpoint"
+        keys = (
+            f"it has this shell's {KEY_ENV}"
+            if mine
+            else f"neither it nor this shell has an {KEY_ENV}"
+        )
+        if not daemon.get("refusal"):
+            without = "" if mine else " without a key"
+            return f"{own}; {keys}: queued requests run on this shell's endpoint{without}"
+        # The keys agree, yet the daemon refuses this shell's endpoint (route.py).
+        return f"{own}; {keys}, but it refuses requests queued from here: {daemon['refusal']}"
     if not theirs:
         keys = f"it has no {KEY_ENV} and this shell has one"
     elif not mine:
@@ -194,7 +201,7 @@ def info(as_json: bool) -> None:
     # Weaviate tunes its own index; opening it here would need the server.
     ann = open_store(store).ann_info() if store.kind == "lancedb" else None
     grounding = index_grounding(settings)
-    daemon, building = instance_state(settings)
+    daemon, building = instance_state(settings, route)
     data = {
         "config_file": str(config_file()),
         "config_file_exists": config_file().exists(),

@@ -33,7 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
-from codegen.retrieval.embedders import Embedder, EmbedderConfig, make_embedder
+from codegen.retrieval.embedders import (
+    DeviceMiniLMEmbedder,
+    Embedder,
+    EmbedderConfig,
+    make_embedder,
+)
+from codegen.retrieval.embedders.build import resolve_device
 from codegen.retrieval.evaluation import EvalQuery, evaluate, stdlib_eval_set
 from codegen.retrieval.index import IndexRetriever, sync_index
 from codegen.retrieval.lancedb_store import LanceDBStore
@@ -41,16 +47,25 @@ from codegen.retrieval.stores import RRF_K
 
 SEARCH_ORDER = ["keyword", "vector", "hybrid"]
 REFERENCE = "minilm-torch"
+# Vectors and MRR of every embedder are compared with these when they run: the torch
+# reference, and the default whose space a GPU build may share.
+COMPARED_TO = (REFERENCE, "minilm")
 
 
 def log(msg: str) -> None:
     print(f"[retrieval_quality] {msg}", file=sys.stderr, flush=True)
 
 
+DEVICE_PATH = "minilm-device-fp16"
+
+
 def named_embedder(name: str, cache: Path) -> Embedder:
     """An embedder by its config name; ``NAME@N`` is the same embedder with its token cap at N
     (e.g. ``minilm@256``: the ONNX default at torch's cap), to weigh the cap apart from the
-    runtime."""
+    runtime. ``minilm-device-fp16`` is the GPU build's path (the default's weights in fp16
+    under torch, its cap and pooling), run on a GPU when torch sees one, else on the CPU."""
+    if name == DEVICE_PATH:
+        return DeviceMiniLMEmbedder(device=resolve_device("auto"), precision="fp16")
     base, _, cap = name.partition("@")
     if cap and not (cap.isdigit() and int(cap) > 0):
         raise SystemExit(f"retrieval_quality: {name!r}: the cap after @ must be a token count")
@@ -119,7 +134,9 @@ def main() -> None:
     ap.add_argument(
         "--embedders",
         default="minilm-torch,minilm",
-        help="config names; NAME@N sets the token cap (e.g. minilm@256, minilm-torch@128)",
+        help="config names; NAME@N sets the token cap (e.g. minilm@256, minilm-torch@128); "
+        "BUILD>QUERY builds the index with BUILD and embeds queries with QUERY, as a GPU-built "
+        "index in the default's space is searched (e.g. minilm-device-fp16>minilm)",
     )
     ap.add_argument("--workdir", default=".codegen/bench/retrieval_quality")
     ap.add_argument("--throughput-sample", type=int, default=256)
@@ -146,10 +163,16 @@ def main() -> None:
     }
     names = args.embedders.split(",")
     embedders: dict[str, Embedder] = {}
+    queriers: dict[str, Embedder] = {}  # BUILD>QUERY: the query side, when not BUILD itself
     sample = [c.text for c in chunks[: args.throughput_sample]]
     for name in names:
         t0 = time.perf_counter()
-        embedders[name] = named_embedder(name, workdir / "cache")
+        build, _, query = name.partition(">")
+        embedders[name] = named_embedder(build, workdir / "cache")
+        if query:
+            queriers[name] = named_embedder(query, workdir / "cache")
+            # Stored under the query embedder's identity: one space, two runtimes.
+            embedders[name].space = queriers[name].identity  # type: ignore[attr-defined]
         embedders[name].embed_documents(sample[:8])  # model load, first-time export/distillation
         report["embedders"][name] = {
             "identity": embedders[name].identity,
@@ -165,25 +188,29 @@ def main() -> None:
         if REFERENCE in rates:
             ratios = [a / b for a, b in zip(rates[name], rates[REFERENCE], strict=True)]
             entry[f"speedup_vs_{REFERENCE}"] = round(statistics.median(ratios), 2)
-            if sample_vectors[name].shape == sample_vectors[REFERENCE].shape:
-                cos = np.sum(sample_vectors[name] * sample_vectors[REFERENCE], axis=1)
-                entry[f"cosine_to_{REFERENCE}_mean"] = round(float(cos.mean()), 5)
-                entry[f"cosine_to_{REFERENCE}_min"] = round(float(cos.min()), 5)
+        for other in COMPARED_TO:
+            theirs = sample_vectors.get(other)
+            if theirs is not None and sample_vectors[name].shape == theirs.shape:
+                cos = np.sum(sample_vectors[name] * theirs, axis=1)
+                entry[f"cosine_to_{other}_mean"] = round(float(cos.mean()), 5)
+                entry[f"cosine_to_{other}_min"] = round(float(cos.min()), 5)
 
     for name, embedder in embedders.items():
         log(f"{name}: syncing the index")
-        store = LanceDBStore(uri=str(workdir / f"index-{name.replace('@', '-seq')}"))
+        slug = name.replace("@", "-seq").replace(">", "-queried-by-")
+        store = LanceDBStore(uri=str(workdir / f"index-{slug}"))
         stats = sync_index(
             chunks,
             store,
             embedder,
             progress=lambda d, t: log(f"  embedded {d}/{t}") if d % 2048 < 256 else None,
         )
-        retriever = IndexRetriever(store, embedder)
+        retriever = IndexRetriever(store, queriers.get(name, embedder))
         scores = {m: vars(s) for m, s in evaluate(retriever, queries, SEARCH_ORDER).items()}
         best_single = max(scores["keyword"]["mrr_at_10"], scores["vector"]["mrr_at_10"])
         fusion = fusion_variants(retriever, queries)
-        fresh = IndexRetriever(store, embedder)  # empty query-vector cache: time embeddings too
+        # An empty query-vector cache: time the query embeddings too.
+        fresh = IndexRetriever(store, queriers.get(name, embedder))
         latencies = []
         for q in queries[: args.latency_queries]:
             t0 = time.perf_counter()
@@ -207,11 +234,13 @@ def main() -> None:
             }
         )
         log(json.dumps(scores))
-    if REFERENCE in embedders:
-        ref = report["embedders"][REFERENCE]["hybrid_mrr_at_10"]
+    for other in COMPARED_TO:
+        if other not in embedders:
+            continue
+        ref = report["embedders"][other]["hybrid_mrr_at_10"]
         for name in names:
             entry = report["embedders"][name]
-            entry[f"hybrid_mrr_minus_{REFERENCE}"] = round(entry["hybrid_mrr_at_10"] - ref, 4)
+            entry[f"hybrid_mrr_minus_{other}"] = round(entry["hybrid_mrr_at_10"] - ref, 4)
     report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     report["total_seconds"] = round(time.perf_counter() - started, 1)
     print(json.dumps(report, indent=2))

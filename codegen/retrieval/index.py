@@ -48,6 +48,11 @@ def open_store(config: StoreConfig) -> VectorStore:
     raise ValueError(f"unknown vector store {config.kind!r}; choose lancedb or weaviate")
 
 
+# Texts per embedder call when the embedder names no size of its own: a progress line per
+# batch on the CPU, and a small bounded amount of memory.
+DEFAULT_INDEX_BATCH = 256
+
+
 @dataclass
 class SyncStats:
     total: int = 0
@@ -67,10 +72,12 @@ def sync_index(
     store: VectorStore,
     embedder: Embedder,
     *,
-    batch_size: int = 256,
+    batch_size: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SyncStats:
-    """Make the store hold exactly ``chunks``, embedding only what it lacks."""
+    """Make the store hold exactly ``chunks``, embedding only what it lacks, ``batch_size``
+    texts per embedder call (default: the embedder's ``index_batch_size``, else 256)."""
+    batch_size = batch_size or getattr(embedder, "index_batch_size", DEFAULT_INDEX_BATCH)
     wanted: dict[str, Chunk] = {}
     for chunk in chunks:
         wanted.setdefault(chunk.id, chunk)  # duplicate ids carry the same text

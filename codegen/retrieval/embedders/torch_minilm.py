@@ -111,6 +111,9 @@ class DeviceMiniLMEmbedder:
     device: str = "cuda"
     precision: str = "fp16"
     max_seq_length: int = 128
+    # Texts per embed_documents call from sync_index: room for the tokenizer to run a group
+    # ahead of the device, and index writes of a size LanceDB handles well.
+    index_batch_size: int = 16384
     group_size: int = 8192
     max_batch: int = 1024
     batch_tokens: int = 1024 * 128
@@ -233,8 +236,10 @@ def _load_device_model(model_dir: str, device: str, precision: str) -> Any:
 
     hf_logging.disable_progress_bar()
     dtype = getattr(torch, PRECISIONS[precision])
-    model = AutoModel.from_pretrained(model_dir, local_files_only=True, torch_dtype=dtype)
-    return model.to(device).eval()
+    # Converted after loading: the loader's dtype argument changed name across transformers
+    # versions, and an unknown one is silently ignored (an fp32 model). The model is small.
+    model = AutoModel.from_pretrained(model_dir, local_files_only=True)
+    return model.to(device=device, dtype=dtype).eval()
 
 
 # What a converted copy holds besides its manifest: the model's own files, weights in fp16.

@@ -108,6 +108,25 @@ def test_an_index_under_construction_is_building_with_the_fraction_embedded(
     assert index.startswith("building: 1 of 4 chunks embedded (25%)"), index
     assert main(["info", "--json"]) == 0
     assert '"building": {' in capsys.readouterr().out
+    assert info_lines(capsys)["built on"].startswith("no build recorded")
+
+
+def test_info_says_how_the_indexs_vectors_were_made(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert info_lines(capsys)["built on"] == "no build yet; the next embeds on device auto"
+    store = open_store(store_config(get_settings()))
+    store.reset("test-embedder", 4)
+    store.upsert([chunk(0), chunk(1)], np.ones((2, 4), dtype=np.float32))
+    gpu = {"runtime": "torch 2.11", "device": "cuda (NVIDIA H200)", "precision": "fp16"}
+    store.record_build({**gpu, "space": "shared with the default: mean cosine 0.994"}, 2)
+    store.record_build({"runtime": "onnxruntime 1.23", "device": "cpu", "precision": "int8"}, 1)
+    built = info_lines(capsys)["built on"]
+    assert built.startswith("last build cpu int8 (onnxruntime 1.23); vectors: ")
+    assert "2 by cuda (NVIDIA H200) fp16 torch 2.11" in built
+    assert "1 by cpu int8 onnxruntime 1.23" in built
+    store.reset("another-embedder", 4)  # the old vectors' record goes with them
+    assert info_lines(capsys)["built on"].startswith("no build recorded")
 
 
 def test_the_build_assets_are_the_corpus_groups_assets() -> None:

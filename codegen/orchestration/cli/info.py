@@ -6,7 +6,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 import click
@@ -51,6 +51,41 @@ def index_grounding(settings: Settings) -> Grounding | str:
         return grounding_of(corpus, open_store(store).ids())
     except Exception as exc:  # unreadable: say so rather than guess
         return " ".join(str(exc).split())[:200]
+
+
+def index_build_record(settings: Settings) -> dict[str, Any] | str | None:
+    """How the index's vectors were made (``VectorStore.build_record``: the last build's
+    runtime, device and precision, and vectors per kind of build), or why it is not known."""
+    store = store_config(settings)
+    local = Path(store.uri)
+    if store.kind == "lancedb" and (not local.is_dir() or not any(local.iterdir())):
+        return None
+    try:
+        record = open_store(store).build_record()
+    except Exception as exc:  # unreadable: say so rather than guess
+        return " ".join(str(exc).split())[:200]
+    if record:
+        return record
+    if store.kind == "lancedb":
+        return "no build recorded for these vectors (built before build records were kept)"
+    return f"not recorded ({store.kind} keeps no build record)"
+
+
+def build_line(record: dict[str, Any] | str | None, device: str) -> str:
+    """The ``built on`` line of ``codegen info``: the last build, the vectors per kind of
+    build, and where the next build embeds ([retrieval] device)."""
+    if record is None:
+        return f"no build yet; the next embeds on device {device}"
+    if isinstance(record, str):
+        return f"{record}; the next embeds on device {device}"
+    last = record.get("last") or {}
+    counts = ", ".join(f"{n} by {kind}" for kind, n in (record.get("embedded_by") or {}).items())
+    space = f"; space {last['space']}" if last.get("space") else ""
+    return (
+        f"last build {last.get('device', '?')} {last.get('precision', '?')} "
+        f"({last.get('runtime', '?')}){space}; vectors: {counts or 'none'}; "
+        f"the next embeds on device {device}"
+    )
 
 
 class DaemonState(TypedDict):
@@ -202,6 +237,7 @@ def info(as_json: bool) -> None:
     ann = open_store(store).ann_info() if store.kind == "lancedb" else None
     grounding = index_grounding(settings)
     daemon, building = instance_state(settings, route)
+    build = index_build_record(settings)
     data = {
         "config_file": str(config_file()),
         "config_file_exists": config_file().exists(),
@@ -217,6 +253,8 @@ def info(as_json: bool) -> None:
             ),
             # The corpus-build runs not ended yet (None: none): the index may still grow.
             "building": building,
+            # How its vectors were made: runtime, device, precision, vectors per kind of build.
+            "build": build,
         },
         "settings": settings.public_dict(),
         # How each endpoint and model was last found to take JSON requests.
@@ -248,6 +286,7 @@ def info(as_json: bool) -> None:
     click.echo(f"daemon        {daemon_line(daemon)}")
     for i, line in enumerate(index_lines(grounding, building)):
         click.echo(f"{'index' if i == 0 else '':<14}{line}")
+    click.echo(f"{'built on':<14}{build_line(build, settings.retrieval.device)}")
     click.echo(f"sandbox       {settings.sandbox.backend} ({sandbox_image(settings.sandbox)})")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
     if ann:

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import openai
 
+    from codegen.agents.reliability_history import ReliabilityHistory
+
 from codegen.agents.endpoint import (
     CandidateRoute,
     RoleModel,
@@ -36,9 +38,7 @@ from codegen.agents.endpoint import (
 )
 from codegen.agents.llm_cache import ResponseCache
 from codegen.agents.llm_types import Completion, Draft, LLMError, refuses_structured_outputs
-from codegen.agents.records import UsedReliability
-from codegen.agents.reliability import CONFIG, HISTORY, NONE, source_key
-from codegen.agents.reliability_history import ReliabilityHistory, usable
+from codegen.agents.reliability import source_key
 from codegen.agents.structured import StructuredMode, StructuredModes, structured_request
 from codegen.agents.usage import Meter
 from codegen.json_types import JSONObject
@@ -161,25 +161,6 @@ class LLMClient:
         """The name a programmer draft's model is known by: model @ endpoint."""
         model = self.model_for("programmer", draft).model
         return source_key(model, shown_url(self.endpoint_for("programmer", draft)))
-
-    def reliabilities(self, count: int) -> list[UsedReliability]:
-        """Per draft of ``count``, the reliability its vote counts with: its ``[llm]
-        candidates`` entry's (``config``), else this home's estimate of its model when it rests
-        on at least ``MIN_TASKS`` tasks (``history``), else none."""
-        learned = usable(self.history.snapshot()) if self.history is not None else {}
-        out: list[UsedReliability] = []
-        for index in range(count):
-            draft = Draft(candidate=index)
-            source = self.source_of(draft)
-            configured = self.reliability_for(draft)
-            if configured is not None:
-                out.append(UsedReliability(index, source, configured, CONFIG))
-            elif source in learned:
-                found = learned[source]
-                out.append(UsedReliability(index, source, found.value, HISTORY, found.tasks))
-            else:
-                out.append(UsedReliability(index, source, None, NONE))
-        return out
 
     def _client_for(self, role: str, draft: Draft | None) -> openai.OpenAI:
         """The SDK client of one call: a candidate's own endpoint and key, else ``client``."""

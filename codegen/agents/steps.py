@@ -19,6 +19,7 @@ from codegen.agents.llm import LLMClient
 from codegen.agents.llm_types import Draft
 from codegen.agents.records import CandidateRun, Selection, SharedInput
 from codegen.agents.refine import Event, classify, quiet, refine
+from codegen.agents.reliability_history import used_reliabilities
 from codegen.agents.repick import decide, record
 from codegen.agents.roles import (
     analyze,
@@ -157,7 +158,7 @@ def _select(
     trusted = [test_function(n).startswith(EXAMPLE_PREFIX) for n in names]
     # Each draft's reliability: its [llm] candidates entry's, else what this home learned of
     # its model (earlier evaluations and requests), else none (equal votes).
-    used = crew.llm.reliabilities(len(drafts))
+    used = used_reliabilities(crew.llm, len(drafts))
     decision = decide(shared.table, names, rows, trusted, used)
     base = Selection(
         chosen=decision.chosen,

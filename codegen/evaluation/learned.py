@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -59,6 +60,7 @@ class LearnedRun:
     moved: list[str] = field(default_factory=list)  # task keys whose pick moved
     scored: int = 0  # drafts scored on the hidden tests for it (verdict cache misses)
     seconds: float = 0.0
+    pick_seconds: float = 0.0  # the estimate and the re-picks alone, before any scoring
     started_at: float = 0.0
     ended_at: float = 0.0
 
@@ -73,6 +75,7 @@ class LearnedRun:
             "moved": list[JSONValue](self.moved),
             "scored": self.scored,
             "seconds": round(self.seconds, 3),
+            "pick_seconds": round(self.pick_seconds, 3),
             "started_at": self.started_at,
             "ended_at": self.ended_at,
         }
@@ -140,6 +143,7 @@ def learn_picks(
     counts = tasks_per_source(votes)
     estimates = {s: Learned(fitted.accuracy[s], counts.get(s, 0)) for s in sources}
     run = LearnedRun(True, "", estimates, len(votes))
+    decided: list[tuple[str, str, list[JSONObject], list[str | None]]] = []
     for key, (fingerprint, cands) in samples.items():
         picks: list[JSONObject] = []
         codes: list[str | None] = []
@@ -182,16 +186,20 @@ def learn_picks(
             )
         if any(p["moved"] for p in picks):
             run.moved.append(key)
+        decided.append((key, fingerprint, picks, codes))
+    run.pick_seconds = time.perf_counter() - wall
+
+    def score(item: tuple[str, str, list[JSONObject], list[str | None]]) -> int:
+        """One task's learned picks on the hidden tests: unmoved ones hit the verdict cache,
+        so only a moved pick's draft runs. The number of drafts that ran."""
+        key, fingerprint, picks, codes = item
         problem = tasks.get(key)
-        # Unmoved picks hit the verdict cache: only a moved pick's draft may run.
-        run.scored += len(
-            {
-                k
-                for code in codes
-                if store.load_verdict(k := verdict_key(problem, code, cfg.limits)) is None
-            }
-        )
-        scores = score_samples(store, problem, codes, sandbox, cfg.limits, workers)
+        misses = {
+            k
+            for code in codes
+            if store.load_verdict(k := verdict_key(problem, code, cfg.limits)) is None
+        }
+        scores = score_samples(store, problem, codes, sandbox, cfg.limits)
         write_json_atomic(
             learned_task_path(store, cfg.config_id, key),
             {
@@ -204,6 +212,11 @@ def learn_picks(
                 "c": sum(s.passed for s in scores),
             },
         )
+        return len(misses)
+
+    # Tasks side by side, as the evaluation scores them.
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        run.scored = sum(pool.map(score, decided))
     if history is not None:
         history.record_evaluation(cfg.config_id, tasks.name, run.tasks, estimates)
     return done(run)

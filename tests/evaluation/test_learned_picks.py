@@ -46,6 +46,10 @@ def test_an_evaluation_learns_its_models_reliability_and_a_later_request_uses_it
         return (good if body.get("model") == "good-model" else poor)(role, body)
 
     (isolated_home / "codegen.toml").write_text(CONFIG)
+    # `--candidates` hands its choice to backfill runs in the environment: undone afterwards.
+    monkeypatch.setenv(
+        "CODEGEN_LLM__CANDIDATES", '[{"model": "good-model"}, {"model": "poor-model"}]'
+    )
     with ScriptedOpenAIServer(handler=handler) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-learned-picks")

@@ -180,7 +180,11 @@ class SandboxResource(SandboxSettings, ConfigurableResource):
     @contextmanager
     def open(self) -> Iterator[Sandbox]:
         yield _shared_sandbox(
-            self.backend, composition.sandbox_image(self), self.pool_size, self.isolation
+            self.backend,
+            composition.sandbox_image(self),
+            self.pool_size,
+            self.isolation,
+            self.bwrap_host_usr,
         )
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
@@ -192,23 +196,33 @@ class SandboxResource(SandboxSettings, ConfigurableResource):
     def _open_quietly(self) -> None:
         with contextlib.suppress(Exception):
             _shared_sandbox(
-                self.backend, composition.sandbox_image(self), self.pool_size, self.isolation
+                self.backend,
+                composition.sandbox_image(self),
+                self.pool_size,
+                self.isolation,
+                self.bwrap_host_usr,
             )
 
 
-_sandboxes: dict[tuple[str, str, int, str], Sandbox] = {}
+_sandboxes: dict[tuple[str, str, int, str, bool], Sandbox] = {}
 _sandboxes_lock = threading.Lock()
 
 
-def _shared_sandbox(backend: str, image: str, pool_size: int, isolation: str) -> Sandbox:
-    key = (backend, image, pool_size, isolation)
+def _shared_sandbox(
+    backend: str, image: str, pool_size: int, isolation: str, host_usr: bool
+) -> Sandbox:
+    key = (backend, image, pool_size, isolation, host_usr)
     with _sandboxes_lock:
         box = _sandboxes.get(key)
         if box is None:
             from codegen.sandbox import open_sandbox  # imported late: it probes Docker
 
             box = open_sandbox(
-                backend=backend, image=image, pool_size=pool_size, isolation=isolation
+                backend=backend,
+                image=image,
+                pool_size=pool_size,
+                isolation=isolation,
+                host_usr=host_usr,
             )
             _sandboxes[key] = box
             if len(_sandboxes) == 1:

@@ -56,12 +56,14 @@ def open_sandbox(
     allow_unsafe_host: bool = False,
     default_limits: Limits | None = None,
     rootfs: str | None = None,
+    host_usr: bool = False,
 ) -> Sandbox:
     """Open a sandbox; ``auto`` picks Docker when a daemon answers, else bubblewrap on Linux.
 
     Raises ``SandboxUnavailable`` (one-line message) when no requested backend works.
     Without the debootstrapped root file system (``codegen sandbox build --offline``)
-    bubblewrap binds the host's /usr read-only instead. Only ``allow_unsafe_host=True``
+    bubblewrap is unavailable unless ``host_usr`` lets it bind the host's /usr read-only
+    instead (its results then say ``bwrap-host``). Only ``allow_unsafe_host=True``
     permits running on the bare host (rlimits, timeout and process-group kill, no isolation)
     when nothing else works; it is never chosen silently.
     """
@@ -93,6 +95,7 @@ def open_sandbox(
                     concurrency=pool_size,
                     isolation=isolation,
                     default_limits=default_limits,
+                    allow_host_binds=host_usr,
                 )
             except SandboxUnavailable as exc:
                 reasons.append(f"bwrap: {exc}")

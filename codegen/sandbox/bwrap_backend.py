@@ -1,18 +1,24 @@
 """bubblewrap backend, for Linux machines without a Docker daemon.
 
 Each sandbox is a ``bwrap`` with every namespace unshared (no network at all), the
-debootstrapped root file system (or, without one, the host's /usr) bound read-only, private
-size-capped tmpfs work and tmp dirs, an empty environment, no capabilities, no further user
-namespaces, ``--die-with-parent`` and ``--new-session``. The supervisor inside applies rlimits
-to each job (address space for memory, CPU seconds, processes, file size), enforces the
-timeout, caps output while streaming, and kills every process of the job and wipes the dirs
-after it (the same reset guarantee as the Docker pool, see ``codegen/sandbox/pool.py``); when a
-sandbox's PID namespace ends the kernel kills anything left. Pooled sandboxes are reused,
-``strict`` starts one per execution. Run as root, bwrap is started under an unprivileged uid
-per slot (a block of uids per host process), so the job never holds a uid that owns anything.
+debootstrapped root file system bound read-only, an empty environment, no capabilities, no
+further user namespaces, ``--die-with-parent`` and ``--new-session``. As in the Docker backend
+the only writable places are the size-capped tmpfs dirs the supervisor wipes after every job
+(``wipe_dirs``: the work dir, /tmp, /dev/shm, /dev/mqueue); /dev is bwrap's minimal device set
+(null, zero, full, random, urandom, tty, pts) remounted read-only. Only a setting
+(``[sandbox] bwrap_host_usr``) lets a machine without the debootstrapped root bind the host's
+/usr instead, and such a sandbox says so: its ``backend`` is ``bwrap-host``. The supervisor
+inside applies rlimits to each job (address space for memory, CPU seconds, processes, file
+size), enforces the timeout, caps output while streaming, and kills every process of the job
+and wipes the dirs after it (the same reset guarantee as the Docker pool, see
+``codegen/sandbox/pool.py``); when a sandbox's PID namespace ends the kernel kills anything
+left. Pooled sandboxes are reused, ``strict`` starts one per execution. Run as root, bwrap is
+started under an unprivileged uid per slot (a block of uids per host process), so the job
+never holds a uid that owns anything.
 
 The kernel offers no memory+swap cgroup here without privileges: the memory limit is
-RLIMIT_AS, so a memory bomb sees MemoryError rather than the OOM killer.
+RLIMIT_AS, so a memory bomb sees MemoryError rather than the OOM killer. tmpfs pages are not
+in a process's address space, so every tmpfs has a size (the job's ``workdir_mb``).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from typing import IO, TypeAlias
 
 from codegen.sandbox.docker_backend import owner_tag
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable
-from codegen.sandbox.image import rootfs_path, rootfs_ready
+from codegen.sandbox.image import HOST_BACKEND, rootfs_path, rootfs_ready
 from codegen.sandbox.pool import Deadline, PooledSandbox
 from codegen.sandbox.protocol import (
     SANDBOX_ENV,
@@ -76,13 +82,19 @@ class _SlotPool:
 _SLOTS = _SlotPool(UID_BLOCK)
 START_TIMEOUT_S = 30.0
 _HOST_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+SHM_MAX_MB = 64  # /dev/shm is min(workdir_mb, this), as the Docker backend's shm_size
+
+
+def shm_mb(workdir_mb: int) -> int:
+    return min(workdir_mb, SHM_MAX_MB)
 
 
 def _root_args(rootfs: Path | None) -> list[str]:
     if rootfs is not None:
         return ["--ro-bind", str(rootfs), "/"]
-    # No debootstrapped tree: the host's programs and libraries, read-only, and nothing else
-    # of the host (no /home, /root, /etc beyond the loader cache, /var, /run, sockets).
+    # No debootstrapped tree (only when a setting asks): the host's programs and libraries,
+    # read-only, and nothing else of the host (no /home, /root, /etc beyond the loader cache,
+    # /var, /run, sockets). The root itself is bwrap's tmpfs, made read-only in ``_argv``.
     args = ["--ro-bind", "/usr", "/usr"]
     for name in _HOST_DIRS:
         path = Path("/") / name
@@ -208,7 +220,7 @@ class BwrapSandbox(PooledSandbox):
         concurrency: int = 2,
         isolation: str = "pooled",
         default_limits: Limits | None = None,
-        allow_host_binds: bool = True,
+        allow_host_binds: bool = False,
         unsafe_host: bool = False,
         prestart: bool = True,
     ) -> None:
@@ -233,10 +245,13 @@ class BwrapSandbox(PooledSandbox):
             self.rootfs = Path(rootfs)
             if not (self.rootfs / "usr").is_dir():
                 raise SandboxUnavailable(f"{self.rootfs} is not a root file system")
-        if self.rootfs is None and not allow_host_binds and not unsafe_host:
-            raise SandboxUnavailable(
-                "no sandbox root file system; run 'codegen sandbox build --offline'"
-            )
+        if self.rootfs is None and not unsafe_host:
+            if not allow_host_binds:
+                raise SandboxUnavailable(
+                    "no sandbox root file system; run 'codegen sandbox build --offline' "
+                    "(or set [sandbox] bwrap_host_usr = true to bind the host's /usr)"
+                )
+            self.backend = HOST_BACKEND  # reports say the sandbox runs the host's programs
         if not unsafe_host:
             self._probe()
             if prestart:
@@ -284,8 +299,16 @@ class BwrapSandbox(PooledSandbox):
         for key, value in SANDBOX_ENV.items():
             argv += ["--setenv", key, value]
         argv += _root_args(self.rootfs)
-        argv += ["--proc", "/proc", "--dev", "/dev"]
+        # bwrap's --dev is a writable, unsized tmpfs: its own sized /dev/shm and the IPC
+        # namespace's mqueue (so the supervisor can wipe queues), then the rest read-only.
+        shm = str(shm_mb(workdir_mb) * 1024 * 1024)
+        argv += ["--proc", "/proc", "--dev", "/dev", "--size", shm, "--tmpfs", "/dev/shm"]
+        argv += ["--mqueue", "/dev/mqueue", "--remount-ro", "/dev"]
         argv += ["--size", size, "--tmpfs", WORKDIR, "--size", size, "--tmpfs", "/tmp"]
+        if self.rootfs is None:
+            # The host-/usr root is bwrap's own unsized tmpfs: read-only once the mount
+            # points exist (not recursive, so the tmpfs dirs above stay writable).
+            argv += ["--remount-ro", "/"]
         argv += ["--chdir", WORKDIR, "--", *command]
         return argv
 

@@ -21,6 +21,8 @@ SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
 BASE_TAG = f"multiagent-codegen-sandbox-base:{SUITE}"
 PACKAGES = ("python3", "python3-pytest")
+# The backend name of a bubblewrap sandbox on the host's /usr (no debootstrapped root).
+HOST_BACKEND = "bwrap-host"
 
 Progress = Callable[[str], None]
 
@@ -47,6 +49,14 @@ def rootfs_path(cache_dir: Path | None = None) -> Path:
 def rootfs_ready(path: Path) -> bool:
     # The marker sits beside the tree, not in it: the tree is mounted as the sandbox's root.
     return path.with_name(path.name + ".complete").exists()
+
+
+def backend_label(backend: str, host_usr: bool, cache_dir: Path | None = None) -> str:
+    """The configured backend as ``codegen info`` shows it: where bubblewrap would bind the
+    host's /usr (no debootstrapped root, ``host_usr`` set), the name its results carry."""
+    if backend == "docker" or not host_usr or rootfs_ready(rootfs_path(cache_dir)):
+        return backend
+    return HOST_BACKEND if backend == "bwrap" else f"{backend} ({HOST_BACKEND} without Docker)"
 
 
 def ensure_rootfs(

@@ -230,6 +230,9 @@ class SandboxSettings(BaseModel):
     image: str | None = None
     pool_size: int = Field(default=2, ge=1, le=64)
     isolation: Literal["pooled", "strict"] = "pooled"
+    # bubblewrap without the debootstrapped root: bind the host's /usr instead (reported as
+    # backend "bwrap-host"); off, such a machine has no bubblewrap sandbox at all.
+    bwrap_host_usr: bool = False
     timeout_s: float | None = Field(default=None, gt=0)
     memory_mb: int | None = Field(default=None, ge=16)
     pids: int | None = Field(default=None, ge=8)

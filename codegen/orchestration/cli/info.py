@@ -17,6 +17,7 @@ from codegen.corpus.store import chunks_path
 from codegen.orchestration.instance import postgres_url
 from codegen.requests.route import KEY_ENV, daemon_environment, key_fingerprint, refusal
 from codegen.retrieval.index import open_store
+from codegen.sandbox.image import backend_label
 from codegen.settings import Settings, config_file, default_dagster_home, get_settings
 
 if TYPE_CHECKING:
@@ -287,7 +288,8 @@ def info(as_json: bool) -> None:
     for i, line in enumerate(index_lines(grounding, building)):
         click.echo(f"{'index' if i == 0 else '':<14}{line}")
     click.echo(f"{'built on':<14}{build_line(build, settings.retrieval.device)}")
-    click.echo(f"sandbox       {settings.sandbox.backend} ({sandbox_image(settings.sandbox)})")
+    label = backend_label(settings.sandbox.backend, settings.sandbox.bwrap_host_usr)
+    click.echo(f"sandbox       {label} ({sandbox_image(settings.sandbox)})")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
     if ann:
         at = ann["calibration"]["at_nprobe"]

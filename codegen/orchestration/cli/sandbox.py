@@ -85,6 +85,7 @@ def exec_command(
             image=sandbox_image(settings),
             pool_size=1,
             isolation="strict",
+            host_usr=settings.bwrap_host_usr,
         ) as sb:
             result = sb.run(files, list(command), limits)
     except (SandboxError, OSError, ValueError) as exc:

@@ -155,7 +155,7 @@ def test_a_run_fills_the_sandbox_pool_before_its_first_test_run() -> None:
 
     from codegen.assets import resources
 
-    key = ("bwrap", DEFAULT_IMAGE, 1, "pooled")
+    key = ("bwrap", DEFAULT_IMAGE, 1, "pooled", False)  # False: no host /usr
     resources.close_shared_sandboxes()
     with build_resources({"sandbox": SandboxResource(backend="bwrap", pool_size=1)}):
         deadline = time.monotonic() + 30

@@ -224,7 +224,7 @@ def _lost(result: ExecResult) -> SampleScore:
 def _own_pid_namespace(sandbox: Sandbox) -> bool:
     # Docker containers and bubblewrap sandboxes have their own PID namespace; the unsafe
     # host mode (tests only) does not, and there leftovers are left to the supervisor.
-    return getattr(sandbox, "backend", "") in ("docker", "bwrap")
+    return getattr(sandbox, "backend", "") in ("docker", "bwrap", "bwrap-host")
 
 
 def run_batch(

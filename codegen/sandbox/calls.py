@@ -174,7 +174,7 @@ def _items(result: ExecResult, token: str) -> list[JSONObject]:
 def own_pid_namespace(sandbox: Sandbox) -> bool:
     """Docker containers and bubblewrap sandboxes have their own PID namespace (there a driver
     may kill every process but its own line); the unsafe host mode (tests only) does not."""
-    return getattr(sandbox, "backend", "") in ("docker", "bwrap")
+    return getattr(sandbox, "backend", "") in ("docker", "bwrap", "bwrap-host")
 
 
 def call_functions(

@@ -1,22 +1,39 @@
 """Runs inside the sandbox (standard library only, the image's python3): score one batch of a
-task's samples. Shipped as a file by ``codegen.evaluation.scoring`` with the supervisor beside
-it, whose process hygiene (non-dumpable, reaping, wiping) it shares; never imported on the host.
+task's samples. Shipped as a file by ``codegen.evaluation.scoring`` with the supervisor and
+``isolation`` beside it; never imported on the host.
 
-``_sample`` is one sample, in a process forked for it; ``_main`` runs a batch of them.
+A verdict is decided where the candidate cannot reach. Before the driver reads its token or
+the task (hidden test, expected values), it forks a zygote that only ever receives candidate
+sources; each sample's candidate is a child of the zygote (own session, memory limit, stdio on
+/dev/null, no descriptor but its socket) and loads the module at once. The test side is a
+child of the driver: it runs the task's prompt itself (the hidden test may call its helpers),
+binds the test's free names to handles of the candidate's process (``isolation``), runs the
+test and writes the verdict on a pipe only it holds. Both are non-dumpable (inherited from the
+driver), so the candidate can neither read the test side's memory nor write its verdict; it
+can only answer calls with plain data, exit, or kill, and silence is a failure.
+
+A test whose calls cannot cross (a lambda passed to the candidate) is run again the old way,
+the candidate in the test's own process (``_sample``), and reported ``isolated: false`` with
+the reason.
 """
 
 import contextlib
+import importlib
 import json
 import os
 import resource
 import secrets
+import select
 import selectors
 import signal
+import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's dir out
-from supervisor import _ancestors, _kill_leftovers, _non_dumpable, _reap, _wipe_dir
+DRIVER_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, DRIVER_DIR)  # -I leaves the script's dir out
+import isolation  # noqa: E402
+from supervisor import _ancestors, _kill_leftovers, _non_dumpable, _reap, _wipe_dir  # noqa: E402
 
 TAIL = 2000
 
@@ -28,6 +45,7 @@ def _verdict(token, category, message=""):
 
 
 def _sample(task, token):
+    """The old way (the fallback): candidate, prompt and test in one namespace."""
     entry = task["entry_point"]
     try:
         prompt_code = compile(task["prompt"], "prompt.py", "exec")
@@ -154,36 +172,243 @@ def _classify(token, code, timed_out, out, err):
     return category, str(verdict.get("message", ""))
 
 
+def _close_except(keep):
+    low = 3
+    for fd in sorted(keep):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 65536)
+
+
+def _quiet_stdio():
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115 (lives as long as the process)
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+
+
+def _candidate(job, fd):
+    """In the zygote's child: load the candidate and answer the test side. Never returns."""
+    try:
+        os.setsid()
+        for sig in (signal.SIGCHLD, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        if job["memory_bytes"]:
+            limit = job["memory_bytes"]
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        _quiet_stdio()
+        _close_except({fd})
+        os.chdir(job["workdir"])
+        sock = socket.socket(fileno=fd)
+        namespace, why = isolation.load_module(job["prompt"], job["candidate"], job["entry_point"])
+        isolation.serve(sock, namespace, why)
+    finally:
+        os._exit(1)
+
+
+def _zygote(sock):
+    """Forks one candidate per source it is sent; holds nothing else (forked before the
+    driver read its token or task). Never returns."""
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the candidates
+        _close_except({sock.fileno()})
+        while True:
+            head, fds, _flags, _addr = socket.recv_fds(sock, 8, 1)
+            if not head or not fds:
+                break
+            head += isolation._exact(sock, 8 - len(head)) if len(head) < 8 else b""
+            job = json.loads(isolation._exact(sock, int.from_bytes(head, "big")))
+            pid = os.fork()
+            if pid == 0:
+                sock.close()
+                _candidate(job, fds[0])
+            for fd in fds:
+                os.close(fd)
+            sock.sendall(pid.to_bytes(8, "big"))
+    finally:
+        os._exit(0)
+
+
+def _free(names, namespace, conn):
+    for name in names:
+        try:
+            namespace[name] = conn.get(name)
+        except AttributeError:
+            namespace.pop(name, None)  # as unbound as it was in the candidate's module
+
+
+def _decide(task, conn):
+    """The test side's verdict: {"category", "message"}, or {"cross": why} when a value of the
+    test has no plain form."""
+    try:
+        compile(task["candidate"], "solution.py", "exec")
+    except (SyntaxError, ValueError) as exc:
+        return {"category": "syntax_error", "message": f"{type(exc).__name__}: {exc}"}
+    except BaseException as exc:
+        return {"category": "runtime_error", "message": f"{type(exc).__name__}: {exc}"}
+    try:
+        why = conn.hello()
+    except isolation.ChildGone as exc:
+        return {"category": "runtime_error", "message": f"while loading the module: {exc}"}
+    if why is not None:
+        return {"category": "runtime_error", "message": why}
+    namespace = {"__name__": "solution"}
+    try:
+        with contextlib.suppress(SyntaxError, ValueError):  # a prompt in prose runs nothing
+            exec(compile(task["prompt"], "prompt.py", "exec"), namespace)
+        for name in task["stdlib_names"]:
+            namespace[name] = importlib.import_module(name)
+        _free(task["remote_names"], namespace, conn)
+        exec(compile(task["test"], "hidden_test.py", "exec"), namespace)
+        if task["call_check"]:
+            namespace[task["check_name"]](namespace[task["entry_point"]])
+        verdict = {"category": "passed", "message": ""}
+    except isolation.CannotCross as exc:
+        return {"cross": str(exc)}
+    except AssertionError as exc:
+        verdict = {"category": "wrong_answer", "message": f"AssertionError: {exc}"}
+    except BaseException as exc:
+        verdict = {"category": "runtime_error", "message": f"{type(exc).__name__}: {exc}"}
+    if conn.dead is not None:  # whatever the test made of it, silence is a failure
+        verdict = {"category": "runtime_error", "message": conn.dead}
+    return verdict
+
+
+def _test_side(task, sock, verdict_w, memory_bytes, workdir):
+    """In the driver's child: decide, write the verdict, exit. Never returns."""
+    try:
+        os.setsid()
+        if memory_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        _quiet_stdio()
+        _close_except({sock.fileno(), verdict_w})
+        os.chdir(workdir)
+        # The candidate can write where the driver lives: the test's imports never look there.
+        sys.path[:] = [p for p in sys.path if p not in (DRIVER_DIR, "", ".")]
+        verdict = _decide(task, isolation.Conn(sock))
+        data = json.dumps(verdict).encode()
+        while data:
+            data = data[os.write(verdict_w, data) :]
+    finally:
+        os._exit(0)
+
+
+def _isolated(zygote, task, timeout_s, memory_bytes, workdir):
+    """One sample across the process boundary: (category, message, duration, cross), or None
+    when the zygote is gone (the host then runs the rest of the batch alone)."""
+    ours, theirs = isolation.socket_pair()
+    job = {
+        "prompt": task["prompt"],
+        "candidate": task["candidate"],
+        "entry_point": task["entry_point"],
+        "memory_bytes": memory_bytes,
+        "workdir": workdir,
+    }
+    data = json.dumps(job).encode()
+    started = time.monotonic()
+    try:
+        zygote.settimeout(max(timeout_s, 1.0))
+        socket.send_fds(zygote, [len(data).to_bytes(8, "big")], [theirs.fileno()])
+        zygote.sendall(data)
+        cpid = int.from_bytes(isolation._exact(zygote, 8), "big")
+    except (OSError, EOFError, ValueError):
+        ours.close()
+        return None
+    finally:
+        theirs.close()
+    verdict_r, verdict_w = os.pipe()
+    tpid = os.fork()
+    if tpid == 0:
+        os.close(verdict_r)
+        zygote.close()
+        _test_side(task, ours, verdict_w, memory_bytes, workdir)
+    os.close(verdict_w)
+    ours.close()
+    deadline = started + timeout_s
+    buf, timed_out = b"", False
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select([verdict_r], [], [], remaining)
+        if ready:
+            chunk = os.read(verdict_r, 65536)
+            if not chunk:
+                break
+            buf += chunk[: 65536 - len(buf)]
+    duration = time.monotonic() - started
+    os.close(verdict_r)
+    for pid in (cpid, tpid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(tpid, 0)
+    try:
+        verdict = json.loads(buf)
+    except ValueError:
+        verdict = None
+    if not isinstance(verdict, dict):
+        if timed_out:
+            return "timeout", "killed at the time limit", duration, None
+        return "runtime_error", "the test side ended without a verdict", duration, None
+    if "cross" in verdict:
+        return None, "", duration, str(verdict["cross"])
+    return str(verdict["category"]), str(verdict.get("message", "")), duration, None
+
+
+def _fresh(workdir, own_pid_namespace, keep):
+    if own_pid_namespace:
+        _kill_leftovers(keep)
+    _reap()
+    if os.path.isdir(workdir):
+        _wipe_dir(workdir)  # what a sample left, even in directories it made unwritable
+    else:
+        os.mkdir(workdir, 0o700)
+
+
 def _main():
-    _non_dumpable()
+    _non_dumpable()  # inherited by the zygote, its candidates and the test sides
+    zygote, theirs = isolation.socket_pair()
+    zygote_pid = os.fork()
+    if zygote_pid == 0:
+        zygote.close()
+        _zygote(theirs)
+    theirs.close()
     with open("token.txt") as fh:
         batch_token = fh.read().strip()
     os.remove("token.txt")
     with open("batch.json") as fh:
         batch = json.load(fh)
     os.remove("batch.json")
-    keep = _ancestors()
+    keep = _ancestors() | {zygote_pid}
     workdir = os.path.join(os.getcwd(), "sample")
+    own = batch["own_pid_namespace"]
     for i, candidate in enumerate(batch["candidates"]):
-        if batch["own_pid_namespace"]:
-            _kill_leftovers(keep)
-        _reap()
-        if os.path.isdir(workdir):
-            _wipe_dir(workdir)  # what a sample left, even in directories it made unwritable
-        else:
-            os.mkdir(workdir, 0o700)
-        token = secrets.token_hex(16)  # made now: no earlier sample's process can know it
+        _fresh(workdir, own, keep)
         task = dict(batch["task"], candidate=candidate)
-        code, timed_out, out, err, duration = _run(
-            task, token, batch["timeout_s"], batch["memory_bytes"], workdir
-        )
-        category, message = _classify(token, code, timed_out, out, err)
+        limits = (batch["timeout_s"], batch["memory_bytes"], workdir)
+        outcome = _isolated(zygote, task, *limits)
+        if outcome is None:
+            break  # the zygote is gone (a candidate killed it): the rest run alone
+        category, message, duration, cross = outcome
+        if cross is not None:
+            _fresh(workdir, own, keep)
+            token = secrets.token_hex(16)  # made now: no earlier sample's process can know it
+            code, timed_out, out, err, duration = _run(task, token, *limits)
+            category, message = _classify(token, code, timed_out, out, err)
         line = json.dumps(
             {
                 "i": i,
                 "category": category,
                 "message": message[:500],
                 "duration_s": round(duration, 4),
+                "isolated": cross is None,
+                "note": "" if cross is None else f"the test's calls cannot cross: {cross}"[:300],
             }
         )
         sys.stdout.write("\n" + batch_token + " " + line + "\n")

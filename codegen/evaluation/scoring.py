@@ -27,12 +27,15 @@ the driver killed) loses no verdict: samples without one are re-run one per exec
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import secrets
+import sys
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from functools import lru_cache
-from typing import TypedDict, cast
+from importlib import resources
+from typing import NotRequired, TypedDict, cast
 
 from codegen.evaluation.humaneval import Problem
 from codegen.sandbox.api import Sandbox
@@ -40,7 +43,7 @@ from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
 from codegen.sandbox.types import ExecResult, Limits
 
 # Bump when the driver or the classification changes: it is part of every cache key.
-HARNESS_VERSION = "4"  # 4: a sample's unreadable directories no longer reach the next
+HARNESS_VERSION = "5"  # 5: the candidate in its own process, the test reaches it by calls
 # Samples per sandbox execution: large enough to amortise the round trip, small enough that
 # a pool of workers still shares one task's 100 samples.
 MAX_BATCH = 25
@@ -66,6 +69,8 @@ class ScoreDict(TypedDict):
     message: str
     duration_s: float
     plus: bool | None
+    isolated: NotRequired[bool | None]
+    isolation_note: NotRequired[str]
 
 
 @dataclass
@@ -76,6 +81,11 @@ class SampleScore:
     duration_s: float = 0.0
     # HumanEval+: the plus verdict (base and every plus input pass); ``passed`` is base there.
     plus: bool | None = None
+    # Decided across the process boundary (``score_driver``); False: the test's calls could not
+    # cross and the candidate ran in the test's process, ``isolation_note`` says why. None: not
+    # scored by this driver (HumanEval+ inputs, no code).
+    isolated: bool | None = None
+    isolation_note: str = ""
 
     def __post_init__(self) -> None:
         self.category = str(self.category)  # plain str in JSON and comparisons, not the enum
@@ -88,6 +98,8 @@ class SampleScore:
         return cls(
             **{k: data[k] for k in ("passed", "category", "message", "duration_s")},
             plus=data.get("plus"),
+            isolated=data.get("isolated"),
+            isolation_note=str(data.get("isolation_note", "")),
         )
 
 
@@ -103,6 +115,9 @@ class PreparedTest:
     # MBPP's tests call it themselves (``check(f)``, ``test_check()``), so a second call would
     # count the task twice.
     call_check: bool
+    # Names the test uses without binding them (besides builtins): what it expects the
+    # solution's module (or the prompt) to define.
+    free_names: tuple[str, ...] = ()
 
 
 class _RenameCheck(ast.NodeTransformer):
@@ -114,6 +129,62 @@ class _RenameCheck(ast.NodeTransformer):
 
 def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _bound(tree: ast.AST) -> set[str]:
+    """Every name ``tree`` binds anywhere (any scope: a superset is safe here)."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            bound.add(node.name)
+    return bound
+
+
+def _free_names(tree: ast.AST) -> tuple[str, ...]:
+    loaded = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
+    return tuple(sorted(loaded - _bound(tree) - set(dir(builtins))))
+
+
+def _top_level(prompt: str) -> set[str]:
+    try:
+        tree = ast.parse(prompt)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()  # a prompt in prose defines nothing
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif not isinstance(node, ast.Expr):
+            names |= _bound(node)
+    return names
+
+
+def cross_names(problem: Problem, prepared: PreparedTest) -> tuple[list[str], list[str]]:
+    """What the test side binds before the hidden test runs, from trusted text only (the test,
+    the prompt, the entry point), never from what the candidate's process reports: the names
+    it reaches in the candidate's process (the entry point, and every free name of the test
+    the prompt does not define: MBPP's tests call helpers the solution defines), and the
+    standard-library modules it imports itself (a test may use ``math`` it never imported)."""
+    prompt_names = _top_level(problem.prompt)
+    stdlib = [
+        n
+        for n in prepared.free_names
+        if n in sys.stdlib_module_names and n not in prompt_names and n != problem.entry_point
+    ]
+    remote = {problem.entry_point} | {
+        n for n in prepared.free_names if n not in prompt_names and n not in stdlib
+    }
+    return sorted(remote), stdlib
 
 
 @lru_cache(maxsize=1024)
@@ -140,15 +211,22 @@ def prepare_test(test: str) -> PreparedTest:
         else:
             statements.append(node)
     if not defines:  # plain assertions: running the test is the check
-        return PreparedTest(test, call_check=False)
+        return PreparedTest(test, call_check=False, free_names=_free_names(tree))
     calls_itself = any(_names(node) & reaching for node in statements)
-    return PreparedTest(ast.unparse(tree) + "\n", call_check=not calls_itself)
+    code = ast.unparse(tree) + "\n"
+    return PreparedTest(code, call_check=not calls_itself, free_names=_free_names(tree))
+
+
+@lru_cache(maxsize=1)
+def _isolation_source() -> str:
+    return resources.files("codegen.sandbox").joinpath("isolation.py").read_text("utf-8")
 
 
 def _batch_files(
     problem: Problem, candidates: list[str], limits: Limits, token: str, own_pid_namespace: bool
 ) -> dict[str, str]:
     prepared = prepare_test(problem.test)
+    remote, stdlib = cross_names(problem, prepared)
     batch = {
         "task": {
             "entry_point": problem.entry_point,
@@ -156,6 +234,8 @@ def _batch_files(
             "test": prepared.code,
             "call_check": prepared.call_check,
             "check_name": CHECK_NAME,
+            "remote_names": remote,
+            "stdlib_names": stdlib,
         },
         "candidates": candidates,
         "timeout_s": limits.timeout_s,
@@ -164,6 +244,7 @@ def _batch_files(
     }
     return {
         **driver_files("codegen.evaluation", "score_driver.py"),
+        "isolation.py": _isolation_source(),
         "token.txt": token,
         "batch.json": json.dumps(batch),
     }
@@ -204,6 +285,8 @@ def parse_batch(result: ExecResult, token: str, count: int) -> dict[int, SampleS
             category,
             str(data.get("message", "")),
             float(data.get("duration_s", 0.0)),
+            isolated=data.get("isolated") is True,
+            isolation_note=str(data.get("note", "")),
         )
     return scores
 

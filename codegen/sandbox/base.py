@@ -2,14 +2,42 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import dataclasses
+import json
+import secrets
 import threading
 import uuid
 from collections.abc import Mapping
+from functools import cache
+from importlib import resources
 
 from codegen.sandbox.files import FileContent
 from codegen.sandbox.junit import MAX_XML_BYTES, parse_junit
-from codegen.sandbox.protocol import JobExtra
+from codegen.sandbox.protocol import DRIVER_COMMAND, JobExtra, driver_files
 from codegen.sandbox.types import ExecResult, Limits, TestReport
+
+
+@cache
+def _isolation_source() -> str:
+    return resources.files("codegen.sandbox").joinpath("isolation.py").read_text("utf-8")
+
+
+def _driver_report(result: ExecResult, token: str) -> tuple[bytes, dict[str, object]]:
+    """The JUnit XML and the status ``pytest_driver`` printed under ``token`` (the last such
+    line); empty when it printed none."""
+    xml, status = b"", {}
+    for line in result.stdout.splitlines():
+        if not line.startswith(token + " "):
+            continue
+        try:
+            data = json.loads(line[len(token) + 1 :])
+            xml = base64.b64decode(str(data["junit"]), validate=True)
+            status = data["status"] if isinstance(data.get("status"), dict) else {}
+        except (ValueError, KeyError, TypeError, binascii.Error):
+            continue
+    return xml, status
 
 
 class BaseSandbox:
@@ -41,6 +69,47 @@ class BaseSandbox:
     def run_pytest(
         self, solution_source: str, test_source: str, limits: Limits | None = None
     ) -> TestReport:
+        """pytest over ``test_source`` with ``solution.py``, decided where the solution cannot
+        reach (``pytest_driver``): the solution runs in a process of its own, the tests reach it
+        by calls. Tests whose values cannot cross run again the old way (``_run_pytest_here``),
+        the report then ``isolated=False`` with the reason."""
+        limits = limits or self.default_limits
+        token = secrets.token_hex(16)
+        files = {
+            **driver_files("codegen.sandbox", "pytest_driver.py"),
+            "isolation.py": _isolation_source(),
+            "solution.py": solution_source,
+            "test_solution.py": test_source,
+            "token.txt": token,
+        }
+        room = dataclasses.replace(
+            limits, max_output_bytes=max(limits.max_output_bytes, 2 * MAX_XML_BYTES)
+        )
+        result = self._execute(files, DRIVER_COMMAND, room)[0]
+        xml, status = _driver_report(result, token)
+        if status.get("cross"):
+            report = self._run_pytest_here(solution_source, test_source, limits)
+            report.isolated = False
+            report.isolation_note = f"the tests' calls cannot cross: {status['cross']}"[:300]
+            return report
+        report = parse_junit(xml if len(xml) <= MAX_XML_BYTES else xml[: MAX_XML_BYTES + 1], result)
+        report.isolated = True
+        for key, what in (
+            ("dead", "the solution's process"),
+            ("load_error", "solution.py did not load"),
+            ("error", "the test side failed"),
+        ):
+            if status.get(key):
+                report.collection_errors.append(f"{what}: {status[key]}"[:500])
+        if xml and status.get("exit") not in (0, 1):
+            # interrupted, internal error, no tests: whatever the report holds, not a pass
+            report.collection_errors.append(f"pytest ended with status {status.get('exit')}")
+        return report
+
+    def _run_pytest_here(
+        self, solution_source: str, test_source: str, limits: Limits
+    ) -> TestReport:
+        """The old way: ``solution`` imported into the pytest process itself."""
         # The report lives outside the work dir, under a name the job cannot guess in advance.
         report = f"/tmp/.codegen-{uuid.uuid4().hex}/junit.xml"
         command = [
@@ -57,7 +126,7 @@ class BaseSandbox:
         ]
         files = {"solution.py": solution_source, "test_solution.py": test_source}
         extra: JobExtra = {"collect": [report], "max_collect_bytes": MAX_XML_BYTES}
-        result, collected = self._execute(files, command, limits or self.default_limits, extra)
+        result, collected = self._execute(files, command, limits, extra)
         return parse_junit(collected.get(report, b""), result)
 
     def close(self) -> None:

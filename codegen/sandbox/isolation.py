@@ -24,6 +24,8 @@ import math
 import operator
 import os
 import socket
+import sys
+import types
 from decimal import Decimal
 from fractions import Fraction
 
@@ -39,6 +41,10 @@ BUILTIN_EXCEPTIONS = {
 
 class ChildGone(BaseException):
     """The candidate's process ended, was killed, or broke the protocol."""
+
+
+class LoadFailed(Exception):
+    """The candidate's module did not load; the message says why."""
 
 
 class CannotCross(BaseException):
@@ -333,6 +339,7 @@ class Conn:
     def __init__(self, sock):
         self.sock = sock
         self.dead = None  # why the candidate's side is gone, once it is
+        self.cross = None  # the first value of the test side that could not cross
         self.classes = {}  # handle id -> local class (handle classes, exception classes)
 
     def _request(self, msg):
@@ -373,6 +380,8 @@ class Conn:
     def get(self, name):
         """The candidate module's ``name``: a plain value, a handle, or AttributeError."""
         reply = self._request({"op": "get", "name": name})
+        if "load_error" in reply:
+            raise LoadFailed(str(reply["load_error"])[:500])
         if reply.get("missing"):
             raise AttributeError(f"the module does not define {name!r}")
         if "raise" in reply:
@@ -385,7 +394,11 @@ class Conn:
                 return {"h": object.__getattribute__(obj, "_hid")}
             raise CannotCross(f"a {type(obj).__name__} of the test side has no plain form")
 
-        return encode(value, ref)
+        try:
+            return encode(value, ref)
+        except CannotCross as exc:
+            self.cross = self.cross or str(exc)
+            raise
 
     def _handle(self, tag):
         hid = int(tag["h"])
@@ -547,3 +560,25 @@ def _handle_class(conn, hid, name):
 
 def socket_pair():
     return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+
+
+def _serve_file(fd):
+    """``isolation.py serve FD`` (a fresh interpreter): ``solution.py`` of the working directory
+    as the module ``solution``, served on the socket FD."""
+    sock = socket.socket(fileno=fd)
+    sys.path.insert(0, os.getcwd())  # as pytest's rootdir put it: the solution's own imports
+    module = types.ModuleType("solution")
+    module.__file__ = os.path.abspath("solution.py")
+    sys.modules["solution"] = module
+    why = None
+    try:
+        with open("solution.py", encoding="utf-8") as fh:
+            source = fh.read()
+        exec(compile(source, "solution.py", "exec"), module.__dict__)
+    except BaseException as exc:
+        why = f"{type(exc).__name__}: {exc}"[:500]
+    serve(sock, module.__dict__, why)
+
+
+if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "serve":
+    _serve_file(int(sys.argv[2]))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,8 @@ class TestCaseDict(TypedDict):
 
 
 class TestReportDict(TypedDict):
+    isolated: NotRequired[bool | None]
+    isolation_note: NotRequired[str]
     tests: list[TestCaseDict]
     collection_errors: list[str]
     exec_result: ExecResultDict | None
@@ -92,6 +94,10 @@ class TestReport:
     tests: list[TestCaseResult] = field(default_factory=list)
     collection_errors: list[str] = field(default_factory=list)
     exec_result: ExecResult | None = None
+    # Decided with the solution in a process of its own (``run_pytest``); False: the tests'
+    # calls could not cross and the solution ran in pytest's process, the note says why.
+    isolated: bool | None = None
+    isolation_note: str = ""
 
     @property
     def total(self) -> int:
@@ -118,4 +124,6 @@ class TestReport:
             "passed": self.passed,
             "failed": self.failed,
             "ok": self.ok,
+            "isolated": self.isolated,
+            "isolation_note": self.isolation_note,
         }

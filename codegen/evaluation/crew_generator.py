@@ -17,7 +17,8 @@ from codegen.agents.crew import run_crew
 from codegen.agents.endpoint import candidate_at
 from codegen.agents.llm import LLMClient
 from codegen.agents.options import CrewOptions
-from codegen.evaluation.harness import Candidate, Generator, PublicTask
+from codegen.evaluation.harness import Generator, PublicTask
+from codegen.evaluation.records import Candidate
 from codegen.json_types import JSONObject
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox

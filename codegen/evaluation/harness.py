@@ -11,12 +11,14 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-from typing import TypedDict, TypeVar, cast
+from typing import TypeVar, cast
 
 from codegen.evaluation import scoring
 from codegen.evaluation.humaneval import Problem, public_request
+from codegen.evaluation.plus import SCORING_VERSION, expected_outputs, score_plus
+from codegen.evaluation.records import Candidate, ConfigDoc
 from codegen.evaluation.scoring import MAX_BATCH, SampleScore, ScoreDict, score_candidates
-from codegen.evaluation.store import ConfigDoc, EvalStore, digest
+from codegen.evaluation.store import EvalStore, digest
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
@@ -43,60 +45,6 @@ def public_task(problem: Problem) -> PublicTask:
     return PublicTask(
         problem.key, problem.entry_point, problem.prompt, public_request(problem), problem.task_id
     )
-
-
-class CandidateDict(TypedDict, total=False):
-    """A :class:`Candidate` as stored in ``samples/<task>.json`` (older files may lack the
-    newer fields: their defaults apply)."""
-
-    code: str | None
-    status: str
-    reason: str
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float | None
-    latency_s: float
-    llm_calls: int
-    cache_hits: int
-    rounds: int
-    own_tests_passed: int | None
-    own_tests_total: int | None
-    drafts: list[str]
-    selection: JSONObject
-
-
-@dataclass
-class Candidate:
-    """One generated sample with what it cost to produce."""
-
-    code: str | None
-    status: str  # the crew's final status, "canonical", or "sample" (from a samples file)
-    reason: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0  # None: some call used a model without a price
-    latency_s: float = 0.0
-    llm_calls: int = 0
-    cache_hits: int = 0
-    rounds: int = 0
-    own_tests_passed: int | None = None  # the crew's own generated suite, for contrast
-    own_tests_total: int | None = None
-    # With several drafts: each draft's code (candidate order; ``code`` is the one picked,
-    # after refinement) and the selection record, so a benchmark can score every draft and
-    # compare the pick with other rules on the same run. None with one draft.
-    drafts: list[str] | None = None
-    selection: JSONObject | None = None
-
-    def to_dict(self) -> CandidateDict:
-        out = asdict(self)
-        for key in ("drafts", "selection"):  # one draft: stored as before
-            if out[key] is None:
-                del out[key]
-        return cast(CandidateDict, out)
-
-    @classmethod
-    def from_dict(cls, data: CandidateDict) -> Candidate:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 # (task, sample index) -> Candidate. Exceptions mean "could not run" and fail the task.
@@ -234,8 +182,6 @@ def harness_id(problem: Problem) -> str:
     tasks the plus scoring's too."""
     if problem.plus is None:
         return scoring.HARNESS_VERSION
-    from codegen.evaluation.plus import SCORING_VERSION
-
     return f"{scoring.HARNESS_VERSION}+plus-{SCORING_VERSION}"
 
 
@@ -268,8 +214,6 @@ def score_samples(
         def run_chunk(index: int) -> list[SampleScore]:
             chunk = chunks[index]
             if problem.plus is not None:  # HumanEval+: EvalPlus's inputs and comparison
-                from codegen.evaluation.plus import expected_outputs, score_plus
-
                 expected = expected_outputs(store, sandbox, problem, limits)
                 return [score_plus(sandbox, problem, c, expected, limits) for _, c in chunk]
             return score_candidates(sandbox, problem, [c for _, c in chunk], limits, size)

@@ -40,7 +40,8 @@ from codegen.agents.reliability import (
 )
 from codegen.agents.reliability_history import Learned, ReliabilityHistory
 from codegen.agents.repick import repick
-from codegen.evaluation.harness import Candidate, EvalConfig, score_samples, verdict_key
+from codegen.evaluation.harness import EvalConfig, score_samples, verdict_key
+from codegen.evaluation.records import Candidate
 from codegen.evaluation.store import EvalStore, read_object, write_json_atomic
 from codegen.evaluation.tasks import TaskSet
 from codegen.json_types import JSONObject, JSONValue

@@ -11,41 +11,16 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TypedDict, cast
+from typing import cast
 
 from codegen.agents.types import MODEL_ENDED, Status
-from codegen.evaluation.harness import CREW, Candidate
+from codegen.evaluation.harness import CREW
 from codegen.evaluation.learned import load_learned, load_learned_task
 from codegen.evaluation.passk import mean_pass_at_k, reportable_ks
+from codegen.evaluation.records import Candidate, HistoryEntry
 from codegen.evaluation.scoring import FAILURE_CATEGORIES, SampleScore, ScoreDict
 from codegen.evaluation.store import EvalStore
 from codegen.json_types import JSONObject
-
-# One line of ``history.jsonl``. Besides these it holds every reported ``pass@k`` of the run
-# (and ``plus pass@k``); ``task_set`` is added by the CLI. Old lines may lack newer keys.
-HistoryEntry = TypedDict(
-    "HistoryEntry",
-    {
-        "at": str,
-        "label": str,
-        "config_id": str,
-        "mode": str,
-        "task_set": str,
-        "tasks": int,
-        "samples": int,
-        "solved": int,
-        "pass@1": float,
-        "plus pass@1": float,
-        "precision": float | None,
-        "tokens": int,
-        "cost_usd": float | None,
-        "cost_per_solved_usd": float | None,
-        "wall_s": float | None,
-        "first pass@1": float | None,
-        "reliability": JSONObject | None,
-    },
-    total=False,
-)
 
 
 @dataclass

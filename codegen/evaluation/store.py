@@ -20,45 +20,11 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import cast
 
 from codegen.durable import atomic_write_text
+from codegen.evaluation.records import ConfigDoc, HistoryEntry, SamplesDoc, ScoresDoc
 from codegen.json_types import JSONObject, JSONValue
-
-if TYPE_CHECKING:
-    from codegen.evaluation.harness import CandidateDict
-    from codegen.evaluation.report import HistoryEntry
-    from codegen.evaluation.scoring import ScoreDict
-
-
-class ConfigDoc(TypedDict):
-    """``<config_id>/config.json``: what the configuration is (``EvalConfig.describe``)."""
-
-    mode: str
-    samples: int
-    identity: JSONObject  # the generator's identity: nested, free-form, never a secret
-    harness_version: str
-    limits: JSONObject
-
-
-class SamplesDoc(TypedDict):
-    """``samples/<task>.json``: a task's generated candidates (``Candidate.to_dict`` each)."""
-
-    task_id: str
-    fingerprint: str
-    candidates: list[CandidateDict]
-    generated_at: float
-
-
-class ScoresDoc(TypedDict):
-    """``scores/<task>.json``: the hidden-test verdicts of a task's candidates."""
-
-    task_id: str
-    fingerprint: str
-    n: int
-    c: int
-    scores: list[ScoreDict]
-    scored_at: float
 
 
 def digest(obj: JSONValue) -> str:
@@ -158,5 +124,5 @@ class EvalStore:
             except ValueError:
                 continue  # a torn last line from a crash must not hide the other runs
             if isinstance(entry, dict):
-                entries.append(cast("HistoryEntry", entry))
+                entries.append(cast(HistoryEntry, entry))
         return entries

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen.evaluation.harness import Candidate
+from codegen.evaluation.records import Candidate
 from codegen.evaluation.report import (
     history_entry,
     plot_history,

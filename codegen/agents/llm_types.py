@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegen.replay.recording import UNRECORDED_CODE
+from codegen.agents.wire import UNRECORDED_CODE
 
 
 @dataclass

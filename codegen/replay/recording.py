@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TypedDict
 
+from codegen.agents.wire import CANDIDATE_HEADER, ROUND_HEADER, TASK_HEADER
 from codegen.durable import atomic_text_writer
 from codegen.json_types import JSONValue
 from codegen.untrusted import TooLarge, loads_json, read_capped
@@ -41,12 +42,6 @@ from codegen.untrusted import TooLarge, loads_json, read_capped
 FORMAT_VERSION = 1
 RECORDED = "recorded"
 DERIVED = "derived"
-TASK_HEADER = "X-Codegen-Task"
-CANDIDATE_HEADER = "X-Codegen-Candidate"
-ROUND_HEADER = "X-Codegen-Round"
-ROLE_HEADER = "X-Codegen-Agent"
-# The error code of a replay server's 404 for a turn its recording never held.
-UNRECORDED_CODE = "replay_unrecorded"
 # The environment variable a recording crew reads (set by ``--record``; runs in other
 # processes inherit it).
 RECORD_ENV = "CODEGEN_RECORD"

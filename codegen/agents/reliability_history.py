@@ -12,7 +12,7 @@ Two kinds of evidence, both from what the crew observed (no hidden test):
 ``snapshot`` gives per model (``source_key``: model @ endpoint) the task-weighted mean of
 those estimates and the tasks they rest on. A request's pick uses a model's figure only from
 ``MIN_TASKS`` tasks on (below that it counts as with no history), and a figure in the config
-wins (``LLMClient.reliabilities``).
+wins (``llm.used_reliabilities``).
 """
 
 from __future__ import annotations
@@ -27,13 +27,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen.agents.llm import LLMClient
-from codegen.agents.llm_types import Draft
-from codegen.agents.records import UsedReliability
 from codegen.agents.reliability import (
-    CONFIG,
-    HISTORY,
-    NONE,
     TaskVotes,
     estimate,
     tasks_per_source,
@@ -184,23 +178,3 @@ def usable(found: Mapping[str, Learned], minimum: int | None = None) -> dict[str
     """The models whose figure rests on at least ``minimum`` (default ``MIN_TASKS``) tasks."""
     least = MIN_TASKS if minimum is None else minimum
     return {k: v for k, v in found.items() if v.tasks >= least}
-
-
-def used_reliabilities(llm: LLMClient, count: int) -> list[UsedReliability]:
-    """Per draft of ``count``, the reliability its vote counts with: its ``[llm] candidates``
-    entry's (``config``), else the home's estimate of its model (``llm.history``) when it
-    rests on at least ``MIN_TASKS`` tasks (``history``), else none."""
-    learned = usable(llm.history.snapshot()) if llm.history is not None else {}
-    out: list[UsedReliability] = []
-    for index in range(count):
-        draft = Draft(candidate=index)
-        source = llm.source_of(draft)
-        configured = llm.reliability_for(draft)
-        if configured is not None:
-            out.append(UsedReliability(index, source, configured, CONFIG))
-        elif source in learned:
-            found = learned[source]
-            out.append(UsedReliability(index, source, found.value, HISTORY, found.tasks))
-        else:
-            out.append(UsedReliability(index, source, None, NONE))
-    return out

@@ -15,11 +15,10 @@ from pathlib import Path
 from codegen.agents import prompts
 from codegen.agents.agreement import run_on_shared_inputs
 from codegen.agents.context import queries_for, retrieve_context
-from codegen.agents.llm import LLMClient
+from codegen.agents.llm import LLMClient, used_reliabilities
 from codegen.agents.llm_types import Draft
 from codegen.agents.records import CandidateRun, Selection, SharedInput
 from codegen.agents.refine import Event, classify, quiet, refine
-from codegen.agents.reliability_history import used_reliabilities
 from codegen.agents.repick import decide, record
 from codegen.agents.roles import (
     analyze,

@@ -7,14 +7,18 @@ chunk is re-embedded, the same identity means nothing is (see ``codegen.retrieva
 
 One module per runtime: ``onnx_minilm`` (with ``onnx_export``, the export and int8
 quantizer), ``torch_minilm``, ``openai_embedder``; ``minilm`` holds what the MiniLM runtimes
-share (verified weights, tokenizer, token batches) and ``base`` the interface.
+share (verified weights, tokenizer, token batches) and ``base`` the interface and its
+configuration.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from codegen.retrieval.embedders.base import Embedder, EmbedderError, available_cpus
+from codegen.retrieval.embedders.base import (
+    Embedder,
+    EmbedderConfig,
+    EmbedderError,
+    available_cpus,
+)
 from codegen.retrieval.embedders.minilm import (
     MINILM_DIM,
     MINILM_SHA256_PREFIX,
@@ -43,18 +47,6 @@ __all__ = [
     "minilm_model_dir",
     "verified_minilm_dir",
 ]
-
-
-@dataclass(frozen=True)
-class EmbedderConfig:
-    """Plain values the Dagster/CLI layer hands over to choose an embedder."""
-
-    name: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | openai
-    device: str = "cpu"  # where the index is built: auto | cpu | cuda (build.resolve_device)
-    cache_dir: str = ""
-    openai_model: str = "text-embedding-3-small"
-    openai_dimensions: int | None = None
-    openai_base_url: str | None = None
 
 
 EMBEDDERS = ("minilm", "minilm-torch", "openai")

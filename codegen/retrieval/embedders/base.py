@@ -1,14 +1,28 @@
-"""What every embedder shares: the interface, its error, and small vector and file helpers."""
+"""What every embedder shares: the interface, its configuration, its error, and small vector
+and file helpers."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class EmbedderConfig:
+    """Plain values the Dagster/CLI layer hands over to choose an embedder."""
+
+    name: str = "minilm"  # minilm (ONNX Runtime) | minilm-torch | openai
+    device: str = "cpu"  # where the index is built: auto | cpu | cuda (build.resolve_device)
+    cache_dir: str = ""
+    openai_model: str = "text-embedding-3-small"
+    openai_dimensions: int | None = None
+    openai_base_url: str | None = None
 
 
 class EmbedderError(RuntimeError):

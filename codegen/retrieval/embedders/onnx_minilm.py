@@ -11,11 +11,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from codegen.retrieval.embedders.base import EmbedderError, available_cpus, file_sha256
+from codegen.retrieval.embedders.base import (
+    EmbedderConfig,
+    EmbedderError,
+    available_cpus,
+    file_sha256,
+)
 from codegen.retrieval.embedders.minilm import (
     MINILM_DIM,
     MODEL_LOCK,
@@ -30,9 +35,6 @@ from codegen.retrieval.embedders.onnx_export import (
     export_minilm_onnx,
     package_version,
 )
-
-if TYPE_CHECKING:
-    from codegen.retrieval.embedders import EmbedderConfig
 
 
 def onnx_session_options(threads: int) -> Any:

@@ -36,9 +36,8 @@ from codegen.agents.endpoint import (
 )
 from codegen.agents.llm_cache import ResponseCache
 from codegen.agents.llm_types import Completion, Draft, LLMError, refuses_structured_outputs
-from codegen.agents.records import UsedReliability
-from codegen.agents.reliability import CONFIG, HISTORY, NONE, source_key
-from codegen.agents.reliability_history import ReliabilityHistory, usable
+from codegen.agents.reliability import source_key
+from codegen.agents.reliability_history import ReliabilityHistory
 from codegen.agents.structured import StructuredMode, StructuredModes, structured_request
 from codegen.agents.usage import Meter
 
@@ -367,26 +366,6 @@ class LLMClient:
             model=done.model,
             candidate=draft.candidate if draft is not None else None,
         )
-
-
-def used_reliabilities(llm: LLMClient, count: int) -> list[UsedReliability]:
-    """Per draft of ``count``, the reliability its vote counts with: its ``[llm] candidates``
-    entry's (``config``), else the home's estimate of its model (``llm.history``) when it
-    rests on at least ``MIN_TASKS`` tasks (``history``), else none."""
-    learned = usable(llm.history.snapshot()) if llm.history is not None else {}
-    out: list[UsedReliability] = []
-    for index in range(count):
-        draft = Draft(candidate=index)
-        source = llm.source_of(draft)
-        configured = llm.reliability_for(draft)
-        if configured is not None:
-            out.append(UsedReliability(index, source, configured, CONFIG))
-        elif source in learned:
-            found = learned[source]
-            out.append(UsedReliability(index, source, found.value, HISTORY, found.tasks))
-        else:
-            out.append(UsedReliability(index, source, None, NONE))
-    return out
 
 
 def _is_bare_json(text: str) -> bool:

@@ -15,10 +15,12 @@ from pathlib import Path
 from codegen.agents import prompts
 from codegen.agents.agreement import run_on_shared_inputs
 from codegen.agents.context import queries_for, retrieve_context
-from codegen.agents.llm import LLMClient, used_reliabilities
+from codegen.agents.llm import LLMClient
 from codegen.agents.llm_types import Draft
-from codegen.agents.records import CandidateRun, Selection, SharedInput
+from codegen.agents.records import CandidateRun, Selection, SharedInput, UsedReliability
 from codegen.agents.refine import Event, classify, quiet, refine
+from codegen.agents.reliability import CONFIG, HISTORY, NONE
+from codegen.agents.reliability_history import usable
 from codegen.agents.repick import decide, record
 from codegen.agents.roles import (
     analyze,
@@ -124,6 +126,26 @@ def _draft_step(crew: Crew, state: CrewState, meter: Meter) -> DraftResult:
             drafts = list(pool.map(one, range(count)))
     meter.check()  # the drafts together may have crossed the budget
     return DraftResult(code=drafts[0].code, problem=drafts[0].problem, drafts=drafts)
+
+
+def used_reliabilities(llm: LLMClient, count: int) -> list[UsedReliability]:
+    """Per draft of ``count``, the reliability its vote counts with: its ``[llm] candidates``
+    entry's (``config``), else the home's estimate of its model (``llm.history``) when it
+    rests on at least ``MIN_TASKS`` tasks (``history``), else none."""
+    learned = usable(llm.history.snapshot()) if llm.history is not None else {}
+    out: list[UsedReliability] = []
+    for index in range(count):
+        draft = Draft(candidate=index)
+        source = llm.source_of(draft)
+        configured = llm.reliability_for(draft)
+        if configured is not None:
+            out.append(UsedReliability(index, source, configured, CONFIG))
+        elif source in learned:
+            found = learned[source]
+            out.append(UsedReliability(index, source, found.value, HISTORY, found.tasks))
+        else:
+            out.append(UsedReliability(index, source, None, NONE))
+    return out
 
 
 def _select(

@@ -1,6 +1,6 @@
 """GitHub rate limits: waiting for the reset versus stopping the source, on a loopback GitHub.
 
-The loopback server (codegen/replay/loopback_sources.py) speaks GitHub's REST shapes and spends its
+The loopback server (codegen/testing/loopback_sources.py) speaks GitHub's REST shapes and spends its
 quota mid-pagination: issues come one per page, and after ``--quota`` requests it answers 403
 (or 429) with ``X-RateLimit-Remaining: 0`` until ``X-RateLimit-Reset``, ``--reset-in`` seconds
 later. Per status, in the same run:
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def scenario(
     status: int, issues: int, quota: int, reset_in: float, max_wait_s: float
 ) -> dict[str, Any]:
-    from codegen.replay.loopback_sources import FakeGitHub, FakeRepo, issue
+    from codegen.testing.loopback_sources import FakeGitHub, FakeRepo, issue
 
     repo = FakeRepo(
         "acme/widgets",

@@ -35,8 +35,8 @@ def main() -> None:
     from codegen.evaluation.humaneval import get_problem, hidden_check_lines, select_keys
     from codegen.evaluation.report import summarize
     from codegen.replay.scripted import ScriptedOpenAIServer, estimate_tokens
-    from codegen.replay.scripted_crew import make_handler
     from codegen.settings import get_settings
+    from codegen.testing.scripted_crew import make_handler
 
     keys = select_keys(args.limit)
     solve = set(keys[:: args.solve_every])

@@ -13,7 +13,7 @@ from dagster import instance_for_test
 import codegen.settings as config
 from codegen.orchestration.corpus import build_corpus, corpus_reindex_schedule
 from codegen.orchestration.definitions import build_definitions
-from codegen.replay.loopback_sources import FakeGitHub, FakeRepo
+from codegen.testing.loopback_sources import FakeGitHub, FakeRepo
 from tests.corpus.test_pipeline import make_tree, read_chunks
 
 CODEGEN = str(Path(sys.executable).parent / "codegen")

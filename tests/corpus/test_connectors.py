@@ -14,7 +14,7 @@ from codegen.corpus.connectors.github import GitHubConfig
 from codegen.corpus.connectors.stackexchange import StackExchangeConfig
 from codegen.corpus.sources import refresh_source
 from codegen.corpus.store import raw_path, read_documents, state_dir
-from codegen.replay.loopback_sources import (
+from codegen.testing.loopback_sources import (
     FakeGitHub,
     FakeRepo,
     FakeSite,

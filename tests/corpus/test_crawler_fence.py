@@ -16,7 +16,7 @@ from codegen.corpus.connectors.feeds import FeedsConfig
 from codegen.corpus.connectors.http import Fence
 from codegen.corpus.sources import refresh_source
 from codegen.corpus.store import raw_path, read_documents
-from codegen.replay.loopback_sources import FakeSite
+from codegen.testing.loopback_sources import FakeSite
 
 PAGE = "<html><head><title>{0}</title></head><body><main><h1>{0}</h1></main></body></html>"
 

@@ -12,10 +12,10 @@ from codegen.corpus.model import Chunk
 from codegen.corpus.pipeline import chunk_stage, clean_stage, dedupe_stage
 from codegen.corpus.sources import refresh_source
 from codegen.corpus.store import chunks_path, raw_path, read_documents, read_jsonl
-from codegen.replay.loopback_sources import FakeSite
 from codegen.retrieval.embedders import MiniLMEmbedder
 from codegen.retrieval.index import sync_index
 from codegen.retrieval.lancedb_store import LanceDBStore
+from codegen.testing.loopback_sources import FakeSite
 
 PAGE = """<html><head><title>{title}</title></head><body><main><h1>{title}</h1>
 <p>{title} explained at length, with an example of its use in real code.</p>

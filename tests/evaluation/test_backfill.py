@@ -12,8 +12,8 @@ from codegen.evaluation.humaneval import task_keys
 from codegen.orchestration.backfill import configure_pools, drive_backfill, submit_backfill
 from codegen.orchestration.definitions import build_definitions
 from codegen.replay.scripted import ScriptedOpenAIServer
-from codegen.replay.scripted_crew import make_handler
 from codegen.settings import get_settings
+from codegen.testing.scripted_crew import make_handler
 
 pytestmark = pytest.mark.docker
 POOLS = {"concurrency": {"pools": {"default_limit": 2, "granularity": "op"}}}

@@ -12,7 +12,7 @@ import pytest
 from codegen.evaluation.humaneval import get_problem, hidden_check_lines, task_keys
 from codegen.orchestration.cli import main
 from codegen.replay.scripted import Reply, ScriptedOpenAIServer
-from codegen.replay.scripted_crew import make_handler
+from codegen.testing.scripted_crew import make_handler
 
 pytestmark = pytest.mark.docker
 API_KEY = "sk-eval-test-0123456789-not-a-real-key"

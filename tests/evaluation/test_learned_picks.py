@@ -26,9 +26,9 @@ from codegen.evaluation.humaneval import get_problem, public_request, task_keys
 from codegen.json_types import JSONObject
 from codegen.orchestration.cli import main
 from codegen.replay.scripted import ScriptedOpenAIServer
-from codegen.replay.scripted_crew import ScriptedReply, make_handler
 from codegen.requests.store import RequestStore
 from codegen.settings import get_settings
+from codegen.testing.scripted_crew import ScriptedReply, make_handler
 
 pytestmark = pytest.mark.docker
 KEYS = task_keys()[:4]

@@ -384,7 +384,7 @@ def test_record_then_replay_gives_the_same_evaluation(
     import io
 
     from codegen.replay.scripted import ScriptedOpenAIServer
-    from codegen.replay.scripted_crew import make_handler
+    from codegen.testing.scripted_crew import make_handler
 
     tasks = ["HumanEval/11", "HumanEval/12"]
     args = [a for t in tasks for a in ("--task", t)]

@@ -12,6 +12,7 @@ status under the token; a solution that exits, is killed, or breaks the protocol
 collection error, so the suite cannot pass by going silent.
 """
 
+import ast
 import base64
 import contextlib
 import json
@@ -55,7 +56,34 @@ class _StandIn(types.ModuleType):
             raise ImportError(f"solution.py did not load: {exc}") from None
 
 
-def _pytest_side(sock, junit_w, status_w, out_w):
+def _memory_module(source):
+    """A pytest plugin collecting ``test_solution.py`` from ``source``, the text the driver read
+    before the solution's process started: what the solution writes to the file later is never
+    run (the file must still exist for pytest to collect it)."""
+    import pytest
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    class _Module(pytest.Module):
+        def _getobj(self):
+            module = types.ModuleType("test_solution")
+            module.__file__ = str(self.path)
+            tree = ast.parse(source, str(self.path))
+            rewrite_asserts(tree, source.encode("utf-8"), str(self.path), self.config)
+            sys.modules["test_solution"] = module
+            exec(compile(tree, str(self.path), "exec", dont_inherit=True), module.__dict__)
+            return module
+
+    class _Plugin:
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_pycollect_makemodule(self, module_path, parent):
+            if module_path.name == "test_solution.py":
+                return _Module.from_parent(parent, path=module_path)
+            return None
+
+    return _Plugin()
+
+
+def _pytest_side(sock, junit_w, status_w, out_w, test_source):
     """In the driver's child: pytest over the stand-in; a status line on ``status_w``."""
     status = {"exit": None}
     conn = isolation.Conn(sock)
@@ -85,7 +113,7 @@ def _pytest_side(sock, junit_w, status_w, out_w):
             f"--junitxml=/proc/self/fd/{junit_w}",
             "test_solution.py",
         ]
-        status["exit"] = int(pytest.main(args))
+        status["exit"] = int(pytest.main(args, plugins=[_memory_module(test_source)]))
     except isolation.ChildGone as exc:
         status["dead"] = str(exc)
     except BaseException as exc:
@@ -126,6 +154,8 @@ def main():
     with open("token.txt") as fh:
         token = fh.read().strip()
     os.remove("token.txt")
+    with open("test_solution.py", encoding="utf-8") as fh:
+        test_source = fh.read()  # before the solution's process exists
     ours, theirs = isolation.socket_pair()
     solution_pid = _solution_process(theirs)
     theirs.close()
@@ -136,7 +166,7 @@ def main():
     if pid == 0:
         for fd in (junit_r, status_r, out_r):
             os.close(fd)
-        _pytest_side(ours, junit_w, status_w, out_w)
+        _pytest_side(ours, junit_w, status_w, out_w, test_source)
     for fd in (junit_w, status_w, out_w):
         os.close(fd)
     ours.close()

@@ -2,7 +2,8 @@
 solution runs in a process of its own, so patching pytest, forging the JUnit report, an
 always-equal return value or an early exit all end not ok, on both backends (issue 38, item 1).
 Four of them (reports, JUnit, always-equal, interrupt) made the old ``run_pytest`` (solution
-imported into pytest) pass."""
+imported into pytest) pass; the last passes a driver that reads the tests from disk with
+conftest files allowed."""
 
 from __future__ import annotations
 
@@ -52,6 +53,17 @@ GAMED = {
         "def add(a, b):\n    if a < 0:\n        raise KeyboardInterrupt\n    return a + b\n"
     ),
     "exits at import": "import sys\nsys.exit(0)\n",
+    # It loads before pytest collects: a tests file or conftest written now would count.
+    "rewrites the tests and writes a conftest": (
+        "PASS = 'def test_small():\\n    pass\\n\\ndef test_negative():\\n    pass\\n'\n"
+        "HOOK = ('import pytest\\n@pytest.hookimpl(hookwrapper=True)\\n'\n"
+        "        'def pytest_runtest_makereport(item, call):\\n'\n"
+        "        '    out = yield\\n    out.get_result().outcome = \"passed\"\\n')\n"
+        "for name, text in [('test_solution.py', PASS), ('conftest.py', HOOK)]:\n"
+        "    with open(name, 'w') as fh:\n"
+        "        fh.write(text)\n"
+        "def add(a, b):\n    return 0\n"
+    ),
 }
 
 

@@ -30,7 +30,15 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's dir out
-from supervisor import _ancestors, _kill_leftovers, _non_dumpable, _reap, _wipe_dir, _wipe_ipc
+import isolation
+from supervisor import (
+    _ancestors,
+    _kill_leftovers,
+    _non_dumpable,
+    _reap,
+    _wipe_dir,
+    _wipe_ipc,
+)
 
 MAX_VALUE_CHARS = 200_000  # an output larger than this travels as its digest
 MAX_DEPTH = 64
@@ -42,26 +50,14 @@ class _CallTimeout(BaseException):
 
 def _encode(value, depth=0):
     """A tagged JSON form of a Python value that keeps its type (tuple vs list, set, dict
-    keys, non-finite floats); anything else by type name and repr."""
-    if depth > MAX_DEPTH:
-        raise ValueError("value nested too deep")
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        value = float(value)
-        return value if math.isfinite(value) else {"f": repr(value)}
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, list):
-        return [_encode(v, depth + 1) for v in value]
-    if isinstance(value, tuple):
-        return {"t": [_encode(v, depth + 1) for v in value]}
-    if isinstance(value, dict):
-        return {"d": [[_encode(k, depth + 1), _encode(v, depth + 1)] for k, v in value.items()]}
-    if isinstance(value, (set, frozenset)):
-        return {"s": [_encode(v, depth + 1) for v in value], "frozen": isinstance(value, frozenset)}
+    keys, non-finite floats, bytes): ``isolation.encode``, the one codec of every driver;
+    anything without a plain form by type name and repr."""
+    return isolation.encode(value, _opaque, depth)
+
+
+def _opaque(value, depth):
+    if isinstance(value, isolation._PLAIN_BASES):  # a subclass: its base type's value
+        return _encode(isolation._base_value(value), depth + 1)
     return {"o": type(value).__name__, "r": repr(value)[:500]}
 
 
@@ -232,7 +228,7 @@ def _many(job, token):
     keep = _ancestors()
     top = os.getcwd()
     workdir = os.path.join(top, "candidate")
-    own_files = {"driver.py", "supervisor.py", "candidate"}
+    own_files = {"driver.py", "supervisor.py", "isolation.py", "candidate"}
     for index, module in enumerate(job["modules"]):
         if job.get("own_pid_namespace"):
             # Only in the sandbox's own namespaces: there every other process, file and IPC

@@ -17,7 +17,9 @@ import math
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from functools import cache
+from importlib import resources
+from typing import Literal, cast
 
 from codegen.json_types import JSONObject, JSONValue
 from codegen.sandbox.api import Sandbox
@@ -25,6 +27,33 @@ from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
 from codegen.sandbox.types import ExecResult, Limits
 
 Status = Literal["ok", "error", "timeout"]
+
+
+@cache
+def isolation_source() -> str:
+    """``isolation.py``, shipped beside every driver that moves values across a process."""
+    return resources.files("codegen.sandbox").joinpath("isolation.py").read_text("utf-8")
+
+
+def codec_decode(data: JSONValue) -> object:
+    """A value in ``isolation``'s tags (big ints, bytes, complex, Decimal, Fraction)."""
+    import base64
+    from decimal import Decimal
+    from fractions import Fraction
+
+    assert isinstance(data, dict)
+    if "i" in data:
+        return int(str(data["i"]), 16)
+    if "b" in data:
+        raw = base64.b64decode(str(data["b"]), validate=True)
+        return bytearray(raw) if data.get("mutable") else raw
+    if "c" in data:
+        real, imag = (decode(v) for v in cast(list[JSONValue], data["c"]))
+        return complex(cast(float, real), cast(float, imag))
+    if "dec" in data:
+        return Decimal(str(data["dec"]))
+    num, den = (decode(v) for v in cast(list[JSONValue], data["fr"]))
+    return Fraction(cast(int, num), cast(int, den))
 
 
 @dataclass(frozen=True)
@@ -88,6 +117,8 @@ def decode(data: JSONValue) -> object:
         return frozenset(items) if data.get("frozen") else items
     if "o" in data:
         return Opaque(str(data["o"]), str(data.get("r", "")))
+    if any(tag in data for tag in ("i", "b", "c", "dec", "fr")):
+        return codec_decode(data)  # the tags only ``isolation``'s codec writes
     raise ValueError(f"unknown value tag in {sorted(data)}")
 
 
@@ -150,6 +181,7 @@ def call_function(
     }
     files = {
         **driver_files("codegen.sandbox", "call_driver.py"),
+        "isolation.py": isolation_source(),
         "token.txt": token,
         "job.json": json.dumps(job),
     }
@@ -264,6 +296,7 @@ def _run_many(
     }
     files = {
         **driver_files("codegen.sandbox", "call_driver.py"),
+        "isolation.py": isolation_source(),
         "token.txt": token,
         "job.json": json.dumps(job),
     }

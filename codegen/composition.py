@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codegen.agents.endpoint import CandidateRoute, LLMRoute, RoleModel, resolved_base_url
 from codegen.corpus.chunk import Budget
@@ -28,6 +28,9 @@ from codegen.retrieval.embedders import EmbedderConfig
 from codegen.retrieval.index import StoreConfig
 from codegen.sandbox import DEFAULT_IMAGE, Limits
 from codegen.settings import CandidateModel, LLMSettings, SandboxSettings, Settings
+
+if TYPE_CHECKING:
+    from codegen.evaluation.session import EvalSetup
 
 
 def source_config(settings: Settings, source: str) -> Any:
@@ -144,3 +147,20 @@ def unset_key_envs(route: LLMRoute) -> str | None:
                 "which is not set in this environment"
             )
     return None
+
+
+def eval_setup(settings: Settings) -> EvalSetup:
+    """What an evaluation session reads of the settings (``[eval]``, the sandbox's limits)."""
+    from codegen.agents.reliability_history import FILE_NAME
+    from codegen.evaluation.session import EvalSetup
+
+    limits = sandbox_limits(
+        settings.sandbox, timeout_s=settings.eval.timeout_s, memory_mb=settings.eval.memory_mb
+    )
+    return EvalSetup(
+        eval_dir=settings.eval_dir,
+        limits=limits,
+        workers=max(1, settings.eval.workers),
+        samples=settings.eval.samples,
+        reliability_file=settings.home / FILE_NAME,
+    )

@@ -45,6 +45,9 @@ class TaskSet:
     digest: str  # sha256 (16 hex) of the file's bytes; "" for the packaged HumanEval
     problems: dict[str, Problem] = field(default_factory=dict)  # by key, in file order
     source: str = ""
+    # The registered benchmark whose asset family holds this set (codegen.evaluation.benchmarks;
+    # "humaneval"); "" for a task file, whose tasks are the task_set family's partitions.
+    benchmark: str = ""
 
     @property
     def builtin(self) -> bool:
@@ -89,7 +92,7 @@ class TaskSet:
 
 @lru_cache(maxsize=1)
 def humaneval_tasks() -> TaskSet:
-    return TaskSet(name="HumanEval", digest="", problems=load_problems())
+    return TaskSet(name="HumanEval", digest="", problems=load_problems(), benchmark="humaneval")
 
 
 def safe_key(task_id: str) -> str:

@@ -360,6 +360,9 @@ class EvalSettings(BaseModel):
     # A samples file (JSONL: task_id + completion | solution) the humaneval_file_* assets
     # score; set by `codegen eval humaneval --samples-file FILE --backfill`.
     samples_file: str | None = None
+    # Modules that register benchmarks of their own (codegen.evaluation.benchmarks.register):
+    # each gets its asset family (<name>_samples, ...) beside HumanEval's.
+    benchmarks: list[str] = Field(default_factory=list)
 
 
 class StorageSettings(BaseModel):

@@ -35,10 +35,10 @@ def main() -> None:
     os.environ["CODEGEN_HOME"] = str(home)
     os.environ.setdefault("CODEGEN_ENV", "local")
 
-    from codegen.assets.evaluation_session import eval_session
     from codegen.evaluation.harness import CANONICAL, evaluate
     from codegen.evaluation.humaneval import select_keys
     from codegen.evaluation.report import summarize
+    from codegen.orchestration.evaluation import open_session, sandbox_resource
     from codegen.settings import get_settings
 
     settings = get_settings()
@@ -51,11 +51,12 @@ def main() -> None:
     }
     for label in ("direct", "cached"):
         started = time.perf_counter()
-        with eval_session(settings, CANONICAL) as s:
+        s = open_session(settings, None, CANONICAL)
+        with sandbox_resource(settings).open() as box:
             outcomes, errors = evaluate(
-                s.store, s.config, keys, s.generator, s.sandbox, workers=s.workers
+                s.store, s.config, keys, s.generator(box), box, workers=s.workers
             )
-            result["backend"] = s.sandbox.backend
+            result["backend"] = box.backend
             summary = summarize(s.store, s.config.config_id, CANONICAL, keys)
         wall = time.perf_counter() - started
         result[label] = {

@@ -30,10 +30,10 @@ def main() -> None:
     args = parser.parse_args()
 
     os.environ["CODEGEN_HOME"] = tempfile.mkdtemp(prefix="codegen-crew-eval-")
-    from codegen.assets.evaluation_session import eval_session
     from codegen.evaluation.harness import CREW, evaluate
     from codegen.evaluation.humaneval import get_problem, hidden_check_lines, select_keys
     from codegen.evaluation.report import summarize
+    from codegen.orchestration.evaluation import open_session, sandbox_resource
     from codegen.replay.scripted import ScriptedOpenAIServer, estimate_tokens
     from codegen.settings import get_settings
     from codegen.testing.scripted_crew import make_handler
@@ -45,8 +45,10 @@ def main() -> None:
         os.environ["OPENAI_API_KEY"] = "sk-benchmark-not-a-secret"
         settings = get_settings()
         started = time.perf_counter()
-        with eval_session(settings, CREW) as s:
-            _, errors = evaluate(s.store, s.config, keys, s.generator, s.sandbox, workers=s.workers)
+        s = open_session(settings, None, CREW)
+        with sandbox_resource(settings).open() as box:
+            generator = s.generator(box, sandbox_resource(settings).limits())
+            _, errors = evaluate(s.store, s.config, keys, generator, box, workers=s.workers)
             summary = summarize(s.store, s.config.config_id, CREW, keys)
         wall = time.perf_counter() - started
         posts = [r for r in server.requests if r.method == "POST"]
@@ -66,7 +68,7 @@ def main() -> None:
         json.dumps(
             {
                 "tasks": n,
-                "backend": s.sandbox.backend,
+                "backend": box.backend,
                 "expected_pass@1": expected,
                 "pass@1": summary.pass_at_1,
                 "exact": summary.pass_at_1 == expected,

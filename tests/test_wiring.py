@@ -170,7 +170,7 @@ def test_assets_import_nothing_of_orchestration() -> None:
     # Imports run one way: orchestration (definitions, jobs, sensors, CLI) -> assets -> domain.
     modules = imported_after(
         "import codegen.assets.codegen, codegen.assets.corpus, codegen.assets.evaluation, "
-        "codegen.assets.index, codegen.assets.evaluation_session, codegen.assets.resources"
+        "codegen.assets.index, codegen.assets.evaluation_family, codegen.assets.resources"
     )
     assert not [m for m in modules if m.startswith("codegen.orchestration")]
 

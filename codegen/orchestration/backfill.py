@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dagster import AssetKey, DagsterInstance, Definitions
 
@@ -27,6 +28,9 @@ from codegen.orchestration.dagster_private import (
 )
 from codegen.orchestration.run_queue import KIND_EVALUATION, kind_tags
 from codegen.settings import PROJECT_ROOT, Settings
+
+if TYPE_CHECKING:
+    from codegen.evaluation.backfill_plan import BackfillPlan
 
 CODE_MODULE = "codegen.orchestration.definitions"
 LOCATION_NAME = "multiagent_codegen"
@@ -56,7 +60,7 @@ def stdout_to_stderr() -> Iterator[None]:
 
 def configure_pools(instance: DagsterInstance, settings: Settings) -> dict[str, int]:
     """Set the "llm" and "sandbox" pool limits from settings (dagster.yaml only has a default)."""
-    from codegen.assets.evaluation_session import LLM_POOL, SANDBOX_POOL
+    from codegen.evaluation.backfill_plan import LLM_POOL, SANDBOX_POOL
 
     limits = {
         LLM_POOL: settings.eval.llm_concurrency,
@@ -103,6 +107,30 @@ def submit_backfill(
     )
     instance.add_backfill(backfill)
     return backfill_id
+
+
+def submit_plan(
+    instance: DagsterInstance, settings: Settings, plan: BackfillPlan
+) -> tuple[str, dict[str, int]]:
+    """Submit an evaluation's backfill (``codegen.evaluation.backfill_plan``): its task file's
+    partitions added, the pools set from settings; returns (backfill id, pool limits)."""
+    from dagster import AssetKey
+
+    from codegen.evaluation.backfill_plan import TASK_SET_PARTITIONS
+    from codegen.orchestration.definitions import build_definitions
+
+    if plan.new_partitions:
+        instance.add_dynamic_partitions(TASK_SET_PARTITIONS, plan.new_partitions)
+    pools = configure_pools(instance, settings)
+    backfill_id = submit_backfill(
+        instance,
+        build_definitions(),
+        [AssetKey(k) for k in plan.selection],
+        plan.partitions,
+        title=plan.title,
+        tags=plan.tags,
+    )
+    return backfill_id, pools
 
 
 @dataclass

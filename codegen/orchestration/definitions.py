@@ -10,6 +10,7 @@ import contextlib
 from functools import cache
 
 from dagster import (
+    AssetChecksDefinition,
     Definitions,
     JobDefinition,
     load_asset_checks_from_modules,
@@ -17,6 +18,7 @@ from dagster import (
 )
 
 from codegen.assets import codegen, corpus, evaluation, index
+from codegen.evaluation.benchmarks import registered
 from codegen.orchestration.corpus import CORPUS_JOBS, CORPUS_SCHEDULES, CORPUS_SENSORS
 from codegen.orchestration.evaluation import eval_jobs
 from codegen.orchestration.indexing import INDEX_JOBS, INDEX_SENSORS
@@ -26,18 +28,28 @@ from codegen.orchestration.review import REVIEW_JOB, build_review_sensor, review
 from codegen.orchestration.sensors import build_inbox_sensor
 from codegen.settings import get_settings
 
-ASSET_MODULES = [corpus, evaluation, codegen, index]
+ASSET_MODULES = [corpus, codegen, index]
 
 
 def build_definitions() -> Definitions:
     settings = get_settings()
+    benchmarks = registered(settings.eval.benchmarks)
+    # One family of evaluation assets per registered benchmark, and one for task files.
+    evaluations = evaluation.evaluation_definitions(benchmarks)
     # The README's inbox command works as soon as the code location has loaded.
     with contextlib.suppress(OSError):  # a read-only home still loads
         settings.inbox_dir.mkdir(parents=True, exist_ok=True)
     return Definitions(
         # The request assets are built from STEPS (a dict, which module loading does not see).
-        assets=[*load_assets_from_modules(ASSET_MODULES), *codegen.REQUEST_ASSETS.values()],
-        asset_checks=load_asset_checks_from_modules(ASSET_MODULES),
+        assets=[
+            *load_assets_from_modules(ASSET_MODULES),
+            *codegen.REQUEST_ASSETS.values(),
+            *(d for d in evaluations if not isinstance(d, AssetChecksDefinition)),
+        ],
+        asset_checks=[
+            *load_asset_checks_from_modules(ASSET_MODULES),
+            *(d for d in evaluations if isinstance(d, AssetChecksDefinition)),
+        ],
         resources=resources_for(settings),
         jobs=[
             codegen_request_job,
@@ -45,7 +57,7 @@ def build_definitions() -> Definitions:
             review_request_job,
             *CORPUS_JOBS,
             *INDEX_JOBS,
-            *eval_jobs(),
+            *eval_jobs(benchmarks),
         ],
         schedules=[*CORPUS_SCHEDULES],
         sensors=[

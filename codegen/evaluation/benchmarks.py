@@ -79,6 +79,13 @@ def register(benchmark: Benchmark) -> Benchmark:
     return benchmark
 
 
+def unregister(name: str) -> None:
+    """Forget benchmark ``name`` (a test's own registration, once it is done)."""
+    if name != HUMANEVAL:
+        _registry.pop(name, None)
+        _loaded.pop(name, None)
+
+
 def registered(modules: Sequence[str] = ()) -> list[Benchmark]:
     """Every registered benchmark, HumanEval first, after importing ``modules`` (``[eval]
     benchmarks``), each of which registers its own."""

@@ -26,7 +26,8 @@ from codegen.corpus.sources import source_spec
 from codegen.retrieval.ann import RecallTarget
 from codegen.retrieval.embedders import EmbedderConfig
 from codegen.retrieval.index import StoreConfig
-from codegen.sandbox import DEFAULT_IMAGE, Limits
+from codegen.sandbox import Limits
+from codegen.sandbox.packages import PackageSet, image_tag, package_set
 from codegen.settings import CandidateModel, LLMSettings, SandboxSettings, Settings
 
 if TYPE_CHECKING:
@@ -71,8 +72,15 @@ def chunk_budget(settings: Settings) -> Budget:
     return Budget(**_set(max_tokens=c.chunk_max_tokens, min_tokens=c.chunk_min_tokens))  # type: ignore[arg-type]
 
 
+def sandbox_packages(sandbox: SandboxSettings) -> PackageSet:
+    """The sandbox's package set: ``[sandbox] package_set`` plus ``packages``."""
+    return package_set(sandbox.package_set, sandbox.packages)
+
+
 def sandbox_image(sandbox: SandboxSettings) -> str:
-    return sandbox.image or DEFAULT_IMAGE
+    """``[sandbox] image``, else the tag that names the package set (DEFAULT_IMAGE for the
+    default set)."""
+    return sandbox.image or image_tag(sandbox_packages(sandbox))
 
 
 def sandbox_limits(

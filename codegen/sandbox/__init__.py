@@ -16,9 +16,12 @@ import sys
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable, UnsafePathError
 from codegen.sandbox.files import Symlink
+from codegen.sandbox.image import bwrap_root
+from codegen.sandbox.packages import image_tag, package_set
 from codegen.sandbox.types import ExecResult, Limits, TestCaseResult, TestReport
 
-DEFAULT_IMAGE = "multiagent-codegen-sandbox:1"
+# The default package set's image (packages.py: its name and a digest of its pinned list).
+DEFAULT_IMAGE = image_tag(package_set())
 BACKENDS = ("auto", "docker", "bwrap")
 
 __all__ = [
@@ -91,7 +94,7 @@ def open_sandbox(
 
             try:
                 return BwrapSandbox(
-                    rootfs=rootfs,
+                    rootfs=rootfs if rootfs is not None else bwrap_root(image),
                     concurrency=pool_size,
                     isolation=isolation,
                     default_limits=default_limits,

@@ -3,19 +3,40 @@
 Offline: ``debootstrap --variant=minbase --include=python3,python3-pytest bookworm DIR``, cached
 under the cache dir so a second build is fast; ``docker import`` of that directory as the base
 image; then ``codegen/sandbox/Dockerfile`` on top of it (the same pytest and user layers as online).
-The debootstrapped directory doubles as the read-only root of the bubblewrap backend.
+The debootstrapped directory is the base of the bubblewrap backend's read-only root.
+
+The package set (``packages.py``) is part of both: its wheels are downloaded and installed
+into a plain directory at build time (``wheelhouse.py``), which the Dockerfile copies into the
+image and which is hard-linked, with a hard-linked copy of the debootstrapped tree, into a
+bubblewrap root of its own, named after the image tag (``rootfs-<tag>``): one tag, one
+environment on both backends.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import os
+import re
 import shutil
 import subprocess
+import tarfile
+import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import IO
 
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable
+from codegen.sandbox.packages import (
+    SANDBOX_PYTHON,
+    PackageSet,
+    is_packaged_tag,
+    manifest_path,
+    package_set,
+    write_manifest,
+)
+from codegen.sandbox.wheelhouse import PTH_NAME, SITE_MOUNT, ensure_site, installed
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -51,10 +72,36 @@ def rootfs_ready(path: Path) -> bool:
     return path.with_name(path.name + ".complete").exists()
 
 
-def backend_label(backend: str, host_usr: bool, cache_dir: Path | None = None) -> str:
+def image_rootfs_path(tag: str, cache_dir: Path | None = None) -> Path:
+    """The bubblewrap root built beside image ``tag`` (its package set included)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", tag)
+    return (cache_dir or default_cache_dir()) / f"rootfs-{name}"
+
+
+def bwrap_root(tag: str, cache_dir: Path | None = None) -> Path | None:
+    """The root bubblewrap mounts for image ``tag``: the one built beside it; else None (the
+    plain debootstrapped root, or the host's /usr where that is allowed). Refuses a tag this
+    module names after a package set when only the plain root is there: code that imports the
+    set must not meet a root without it."""
+    path = image_rootfs_path(tag, cache_dir)
+    if rootfs_ready(path):
+        return path
+    if is_packaged_tag(tag) and rootfs_ready(rootfs_path(cache_dir)):
+        raise SandboxUnavailable(
+            f"the sandbox root of {tag} (its package set) is not built; "
+            "run 'codegen sandbox build --offline'"
+        )
+    return None
+
+
+def backend_label(
+    backend: str, host_usr: bool, cache_dir: Path | None = None, image: str | None = None
+) -> str:
     """The configured backend as ``codegen info`` shows it: where bubblewrap would bind the
     host's /usr (no debootstrapped root, ``host_usr`` set), the name its results carry."""
     if backend == "docker" or not host_usr or rootfs_ready(rootfs_path(cache_dir)):
+        return backend
+    if image is not None and rootfs_ready(image_rootfs_path(image, cache_dir)):
         return backend
     return HOST_BACKEND if backend == "bwrap" else f"{backend} ({HOST_BACKEND} without Docker)"
 
@@ -128,42 +175,143 @@ def dockerfile_text() -> str:
     return resources.files("codegen.sandbox").joinpath("Dockerfile").read_text("utf-8")
 
 
+def ensure_packaged_rootfs(
+    tag: str, base: Path, site: Path, cache_dir: Path | None = None, progress: Progress = _quiet
+) -> Path:
+    """The bubblewrap root of image ``tag``: hard links of the debootstrapped tree and of the
+    installed set (nothing is copied, nothing is ever written through them), plus the .pth
+    file that puts the set on python3's path, as the Dockerfile does in the image."""
+    path = image_rootfs_path(tag, cache_dir)
+    if rootfs_ready(path):
+        progress(f"bubblewrap root of {tag} cached at {path}")
+        return path
+    partial = path.with_name(path.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    progress(f"bubblewrap root of {tag} at {path}")
+    for cmd in (
+        ["cp", "-a", "--link", str(base), str(partial)],
+        ["cp", "-a", "--link", str(site), str(partial) + SITE_MOUNT],
+    ):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SandboxError(f"{' '.join(cmd[:3])} failed: {proc.stderr.strip()[-300:]}")
+    # A new file in a new directory: the hard-linked files of the base stay untouched.
+    site_dir = partial / f"usr/local/lib/python{SANDBOX_PYTHON}/dist-packages"
+    site_dir.mkdir(parents=True, exist_ok=True)
+    (site_dir / PTH_NAME).write_text(SITE_MOUNT + "\n", encoding="utf-8")
+    (site_dir / PTH_NAME).chmod(0o644)
+    shutil.rmtree(path, ignore_errors=True)
+    partial.rename(path)
+    path.with_name(path.name + ".complete").touch()
+    return path
+
+
+def _write_context(site: Path, fileobj: IO[bytes]) -> None:
+    """The build context: the Dockerfile and the installed set as ``site/``."""
+
+    def as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        return info
+
+    with tarfile.open(fileobj=fileobj, mode="w") as tar:
+        text = dockerfile_text().encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(text)
+        tar.addfile(as_root(info), io.BytesIO(text))
+        tar.add(site, arcname="site", filter=as_root)
+    fileobj.seek(0)
+
+
+# Run inside the built image: every distribution its python3 sees, by normalized name.
+_LIST_DISTRIBUTIONS = (
+    "import importlib.metadata as m, json, re; "
+    "print(json.dumps({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): d.version "
+    "for d in m.distributions()}))"
+)
+
+
+def _record_distributions(
+    client: object, tag: str, packages: PackageSet, cache_dir: Path | None
+) -> None:
+    out = client.containers.run(  # type: ignore[attr-defined]
+        tag, ["python3", "-c", _LIST_DISTRIBUTIONS], network_disabled=True, remove=True
+    )
+    write_manifest(cache_dir or default_cache_dir(), tag, packages, json.loads(out))
+
+
+def ensure_image_rootfs(
+    tag: str,
+    packages: PackageSet,
+    cache_dir: Path | None = None,
+    progress: Progress = _quiet,
+) -> Path:
+    """Only the bubblewrap side of ``build_image(tag, offline=True)``: no Docker needed."""
+    base = ensure_rootfs(cache_dir, progress=progress)
+    path = image_rootfs_path(tag, cache_dir)
+    if not rootfs_ready(path):
+        site = ensure_site(packages, cache_dir or default_cache_dir(), progress)
+        path = ensure_packaged_rootfs(tag, base, site, cache_dir, progress)
+    cache = cache_dir or default_cache_dir()
+    if not manifest_path(cache, tag).exists():
+        # What python3 sees in that root: its site dirs, the set's included.
+        dirs = [f"usr/local/lib/python{SANDBOX_PYTHON}/dist-packages", SITE_MOUNT.lstrip("/")]
+        dirs.append("usr/lib/python3/dist-packages")
+        write_manifest(cache, tag, packages, installed([str(path / d) for d in dirs]))
+    return path
+
+
 def build_image(
     tag: str,
     *,
     offline: bool,
+    packages: PackageSet | None = None,
     force: bool = False,
     cache_dir: Path | None = None,
     progress: Progress = _quiet,
 ) -> str:
-    """Build ``tag`` unless it exists (``force`` rebuilds); returns the tag."""
-    import io
-
+    """Build ``tag`` with ``packages`` (default: the default set) unless it exists (``force``
+    rebuilds); offline, also the bubblewrap root beside it. Returns the tag."""
     from codegen.sandbox.docker_backend import docker_client
 
+    packages = packages if packages is not None else package_set()
+    cache = cache_dir or default_cache_dir()
     client = docker_client(timeout=600)
     try:
-        rootfs = ensure_rootfs(cache_dir, progress=progress) if offline else None
+        if offline:
+            ensure_image_rootfs(tag, packages, cache_dir, progress)
+        # The wheels are fetched only when something is built from them: a second build of
+        # the same set reaches no package index.
         if image_exists(client, tag) and not force:
             progress(f"image {tag} already exists")
+            if not manifest_path(cache, tag).exists():
+                _record_distributions(client, tag, packages, cache_dir)
             return tag
+        site = ensure_site(packages, cache, progress)
         buildargs = {}
-        if rootfs is not None:
-            buildargs["BASE"] = import_base(client, rootfs, progress)
-        progress(f"building {tag} from codegen/sandbox/Dockerfile")
+        if offline:
+            buildargs["BASE"] = import_base(client, rootfs_path(cache_dir), progress)
+        progress(f"building {tag} from codegen/sandbox/Dockerfile with {packages.describe()}")
         try:
-            client.images.build(
-                fileobj=io.BytesIO(dockerfile_text().encode()),
-                tag=tag,
-                buildargs=buildargs,
-                rm=True,
-                forcerm=True,
-                pull=False,
-                network_mode="none" if offline else None,
-                labels={"multiagent-codegen.sandbox.image": tag},
-            )
+            with tempfile.TemporaryFile() as context:
+                _write_context(site, context)
+                client.images.build(
+                    fileobj=context,
+                    custom_context=True,
+                    tag=tag,
+                    buildargs=buildargs,
+                    rm=True,
+                    forcerm=True,
+                    pull=False,
+                    network_mode="none" if offline else None,
+                    labels={
+                        "multiagent-codegen.sandbox.image": tag,
+                        "multiagent-codegen.sandbox.packages": " ".join(packages.requirements),
+                    },
+                )
         except Exception as exc:
             raise SandboxError(f"building {tag} failed: {exc}") from exc
+        _record_distributions(client, tag, packages, cache_dir)
         return tag
     finally:
         client.close()

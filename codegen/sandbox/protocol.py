@@ -23,6 +23,12 @@ SANDBOX_ENV: dict[str, str] = {
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONUNBUFFERED": "1",
     "PYTHONHASHSEED": "0",
+    # One BLAS/OpenMP thread (the job has one CPU): numpy's OpenBLAS otherwise starts a thread
+    # per host core, each with its stack and buffers counted against the memory and pids
+    # limits, so whether `import numpy` fits would depend on the machine's core count.
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
 }
 # Room the result JSON may take beyond the captured output (escaping can grow text up to 6x).
 RESULT_SLACK_BYTES = 64_000

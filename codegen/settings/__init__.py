@@ -224,10 +224,15 @@ class LLMSettings(BaseModel):
 
 class SandboxSettings(BaseModel):
     backend: Literal["auto", "docker", "bwrap"] = "auto"
-    # None keeps the sandbox's own value, defined once there: the image tag is
-    # codegen.sandbox.DEFAULT_IMAGE, each limit a field of codegen.sandbox.Limits
+    # None keeps the sandbox's own value, defined once there: the image tag is the package
+    # set's (codegen.sandbox.packages.image_tag), each limit a field of codegen.sandbox.Limits
     # (composition.sandbox_limits fills in what is set here).
     image: str | None = None
+    # The sandbox's third-party Python distributions, installed into the image and the
+    # bubblewrap root at build time only (codegen/sandbox/packages.py): a named set, plus
+    # extra requirements ("name==version"; one of a set's names replaces its pin).
+    package_set: Literal["none", "default", "classeval"] = "default"
+    packages: list[str] = []
     pool_size: int = Field(default=2, ge=1, le=64)
     isolation: Literal["pooled", "strict"] = "pooled"
     # bubblewrap without the debootstrapped root: bind the host's /usr instead (reported as

@@ -112,10 +112,13 @@ def ensure_docker_image() -> str:
 
 
 def ensure_rootfs_or_skip() -> None:
-    from codegen.sandbox.image import ensure_rootfs, rootfs_path, rootfs_ready
+    from codegen.sandbox import DEFAULT_IMAGE
+    from codegen.sandbox.image import ensure_image_rootfs, image_rootfs_path, rootfs_ready
+    from codegen.sandbox.packages import package_set
 
-    if rootfs_ready(rootfs_path()):
+    # bubblewrap's root for the default image: the debootstrapped tree plus its package set.
+    if rootfs_ready(image_rootfs_path(DEFAULT_IMAGE)):
         return
     if os.geteuid() != 0:
         pytest.skip("no debootstrapped root file system and not root to build one")
-    ensure_rootfs()
+    ensure_image_rootfs(DEFAULT_IMAGE, package_set())

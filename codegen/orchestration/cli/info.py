@@ -12,13 +12,20 @@ from urllib.parse import urlsplit
 import click
 
 from codegen.agents.structured import StructuredModes, structured_modes_file
-from codegen.composition import llm_route, sandbox_image, store_config
+from codegen.composition import llm_route, sandbox_image, sandbox_packages, store_config
 from codegen.corpus.store import chunks_path
 from codegen.orchestration.instance import postgres_url
 from codegen.requests.route import KEY_ENV, daemon_environment, key_fingerprint, refusal
 from codegen.retrieval.index import open_store
+from codegen.sandbox.errors import SandboxError
 from codegen.sandbox.image import backend_label
-from codegen.settings import Settings, config_file, default_dagster_home, get_settings
+from codegen.settings import (
+    SandboxSettings,
+    Settings,
+    config_file,
+    default_dagster_home,
+    get_settings,
+)
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
@@ -227,6 +234,17 @@ def index_lines(grounding: Grounding | str, building: BuildState | None) -> list
     return lines
 
 
+def sandbox_line(sandbox: SandboxSettings) -> str:
+    """The backend, the image tag and the package set it was built with (or the error)."""
+    try:
+        packages = sandbox_packages(sandbox)
+        image = sandbox_image(sandbox)
+    except SandboxError as exc:
+        return f"{sandbox.backend} (bad package set: {exc})"
+    label = backend_label(sandbox.backend, sandbox.bwrap_host_usr, image=image)
+    return f"{label} ({image}; packages {packages.describe()})"
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def info(as_json: bool) -> None:
@@ -288,8 +306,7 @@ def info(as_json: bool) -> None:
     for i, line in enumerate(index_lines(grounding, building)):
         click.echo(f"{'index' if i == 0 else '':<14}{line}")
     click.echo(f"{'built on':<14}{build_line(build, settings.retrieval.device)}")
-    label = backend_label(settings.sandbox.backend, settings.sandbox.bwrap_host_usr)
-    click.echo(f"sandbox       {label} ({sandbox_image(settings.sandbox)})")
+    click.echo(f"sandbox       {sandbox_line(settings.sandbox)}")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
     if ann:
         at = ann["calibration"]["at_nprobe"]

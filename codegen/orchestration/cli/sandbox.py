@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from codegen.composition import sandbox_image, sandbox_limits
+from codegen.composition import sandbox_image, sandbox_limits, sandbox_packages
 from codegen.settings import get_settings
 
 if TYPE_CHECKING:
@@ -37,9 +37,14 @@ def build(offline: bool, force: bool, tag: str | None) -> None:
     from codegen.sandbox import SandboxError
     from codegen.sandbox.image import build_image
 
-    tag = tag or sandbox_image(get_settings().sandbox)
+    settings = get_settings().sandbox
     try:
-        built = build_image(tag, offline=offline, force=force, progress=_progress)
+        # The package set comes from [sandbox] package_set and packages, installed now.
+        packages = sandbox_packages(settings)
+        tag = tag or sandbox_image(settings)
+        built = build_image(
+            tag, offline=offline, packages=packages, force=force, progress=_progress
+        )
     except SandboxError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(built)

@@ -31,6 +31,7 @@ from codegen.sandbox.errors import SandboxError, SandboxUnavailable
 from codegen.sandbox.packages import (
     SANDBOX_PYTHON,
     PackageSet,
+    default_cache_dir,
     is_packaged_tag,
     manifest_path,
     package_set,
@@ -50,17 +51,6 @@ Progress = Callable[[str], None]
 
 def _quiet(_: str) -> None:
     pass
-
-
-def default_cache_dir() -> Path:
-    """World-traversable for root (bubblewrap drops to an unprivileged uid), else XDG."""
-    explicit = os.environ.get("CODEGEN_SANDBOX_CACHE")
-    if explicit:
-        return Path(explicit)
-    if os.geteuid() == 0:
-        return Path("/var/cache/multiagent-codegen/sandbox")
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "multiagent-codegen" / "sandbox"
 
 
 def rootfs_path(cache_dir: Path | None = None) -> Path:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,18 @@ def is_packaged_tag(tag: str) -> bool:
     )
 
 
+# Here rather than in image.py, which imports this module: the manifest lives under it too.
+def default_cache_dir() -> Path:
+    """World-traversable for root (bubblewrap drops to an unprivileged uid), else XDG."""
+    explicit = os.environ.get("CODEGEN_SANDBOX_CACHE")
+    if explicit:
+        return Path(explicit)
+    if os.geteuid() == 0:
+        return Path("/var/cache/multiagent-codegen/sandbox")
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "multiagent-codegen" / "sandbox"
+
+
 def manifest_path(cache_dir: Path, tag: str) -> Path:
     return cache_dir / "manifests" / (re.sub(r"[^A-Za-z0-9_.-]", "_", tag) + ".json")
 
@@ -148,8 +161,6 @@ def sandbox_distributions(
     what it pulled in, pytest and its own). Elsewhere: the set as declared (a pinned version,
     or None), which leaves out what its distributions pull in.
     """
-    from codegen.sandbox.image import default_cache_dir
-
     path = manifest_path(cache_dir or default_cache_dir(), tag)
     try:
         record = json.loads(path.read_text(encoding="utf-8"))

@@ -215,6 +215,7 @@ def _zygote(sock):
     driver read its token or task). Never returns."""
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the candidates
+        _quiet_stdio()  # the driver's stdout is the execution's: never in a candidate's line
         _close_except({sock.fileno()})
         while True:
             head, fds, _flags, _addr = socket.recv_fds(sock, 8, 1)

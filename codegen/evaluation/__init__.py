@@ -1,6 +1,7 @@
-"""Benchmark evaluation: HumanEval tasks, scoring in the sandbox, unbiased pass@k.
+"""Benchmark evaluation: task sets, scoring in the sandbox, unbiased pass@k, reports.
 
-Plain Python (no Dagster): ``codegen/assets/evaluation.py`` and
-``codegen/orchestration/cli/evaluate.py``
-adapt these modules.
+Plain Python (no Dagster). ``session.py`` is the one evaluation session that the CLI
+(``codegen/orchestration/cli/evaluate.py``), the assets (``codegen/assets/evaluation_family.py``)
+and a backfill's end all drive; ``benchmarks.py`` registers the benchmarks with asset
+families of their own.
 """

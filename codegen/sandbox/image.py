@@ -14,6 +14,8 @@ environment on both backends.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
 import json
 import os
@@ -22,7 +24,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import IO
@@ -230,6 +232,17 @@ def _record_distributions(
     write_manifest(cache_dir or default_cache_dir(), tag, packages, json.loads(out))
 
 
+@contextlib.contextmanager
+def _build_lock(cache_dir: Path | None) -> Iterator[None]:
+    """One build at a time per cache dir (two test workers on a fresh machine, say): the
+    steps rename finished directories into place and would race."""
+    cache = cache_dir or default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / "build.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def ensure_image_rootfs(
     tag: str,
     packages: PackageSet,
@@ -237,6 +250,13 @@ def ensure_image_rootfs(
     progress: Progress = _quiet,
 ) -> Path:
     """Only the bubblewrap side of ``build_image(tag, offline=True)``: no Docker needed."""
+    with _build_lock(cache_dir):
+        return _ensure_image_rootfs(tag, packages, cache_dir, progress)
+
+
+def _ensure_image_rootfs(
+    tag: str, packages: PackageSet, cache_dir: Path | None, progress: Progress
+) -> Path:
     base = ensure_rootfs(cache_dir, progress=progress)
     path = image_rootfs_path(tag, cache_dir)
     if not rootfs_ready(path):
@@ -262,14 +282,26 @@ def build_image(
 ) -> str:
     """Build ``tag`` with ``packages`` (default: the default set) unless it exists (``force``
     rebuilds); offline, also the bubblewrap root beside it. Returns the tag."""
+    packages = packages if packages is not None else package_set()
+    with _build_lock(cache_dir):
+        return _build_image(tag, offline, packages, force, cache_dir, progress)
+
+
+def _build_image(
+    tag: str,
+    offline: bool,
+    packages: PackageSet,
+    force: bool,
+    cache_dir: Path | None,
+    progress: Progress,
+) -> str:
     from codegen.sandbox.docker_backend import docker_client
 
-    packages = packages if packages is not None else package_set()
     cache = cache_dir or default_cache_dir()
     client = docker_client(timeout=600)
     try:
         if offline:
-            ensure_image_rootfs(tag, packages, cache_dir, progress)
+            _ensure_image_rootfs(tag, packages, cache_dir, progress)
         # The wheels are fetched only when something is built from them: a second build of
         # the same set reaches no package index.
         if image_exists(client, tag) and not force:

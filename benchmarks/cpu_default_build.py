@@ -1,8 +1,9 @@
 """The CPU default's index build against a named baseline checkout: the sha256 of its vectors
 on a fixed sample (the same bytes, or not), and the wall time of a whole ``sync_index`` of
 N standard-library chunks into a fresh LanceDB (tokenize, embed, write), the two checkouts
-alternating in pairs in one run. Prints JSON; ``ratio`` is this checkout's time over the
-baseline's, per pair and their median.
+alternating in pairs in one run. Prints JSON; ``ratio`` is this checkout's wall time over the
+baseline's, per pair and their median, and ``cpu_ratio`` the same for CPU seconds (user +
+system of the build), which other work on a busy machine moves far less.
 
 The baseline is another checkout of this repository, e.g. the code before the GPU build
 work: ``git worktree add /tmp/before-gpu bf0f22d``. Each build runs in its own child
@@ -18,6 +19,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -61,10 +63,21 @@ def child(cache: str, count: int) -> None:
     vectors = embedder.embed_documents([c.text for c in chunks[:SAMPLE]])  # also warms up
     digest = hashlib.sha256(vectors.astype("<f4").tobytes()).hexdigest()
     with tempfile.TemporaryDirectory() as tmp:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), _cpu_seconds()
         stats = sync_index(chunks, LanceDBStore(uri=str(Path(tmp) / "index")), embedder)
-        seconds = time.perf_counter() - started
-    print(json.dumps({"sha256": digest, "seconds": seconds, "embedded": stats.embedded}))
+        seconds, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
+    print(
+        json.dumps(
+            {"sha256": digest, "seconds": seconds, "cpu_seconds": cpu, "embedded": stats.embedded}
+        )
+    )
+
+
+def _cpu_seconds() -> float:
+    """User + system seconds of this process (every thread): less moved by other work on a
+    busy machine than wall time, which waits for the cores it shares."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run_side(checkout: Path, cache: str, count: int) -> dict:  # type: ignore[type-arg]
@@ -108,6 +121,7 @@ def main() -> None:
             flush=True,
         )
     ratios = [p["ours"]["seconds"] / p["baseline"]["seconds"] for p in pairs]
+    cpu_ratios = [p["ours"]["cpu_seconds"] / p["baseline"]["cpu_seconds"] for p in pairs]
     print(
         json.dumps(
             {
@@ -122,6 +136,9 @@ def main() -> None:
                 },
                 "ratio_per_pair": [round(r, 3) for r in ratios],
                 "ratio_median": round(statistics.median(ratios), 3),
+                "cpu_seconds": {s: [round(p[s]["cpu_seconds"], 2) for p in pairs] for s in SIDES},
+                "cpu_ratio_per_pair": [round(r, 3) for r in cpu_ratios],
+                "cpu_ratio_median": round(statistics.median(cpu_ratios), 3),
             },
             indent=2,
         )

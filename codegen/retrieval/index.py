@@ -102,8 +102,10 @@ def sync_index(
     stale = present - wanted.keys()
     stats.unchanged = len(wanted) - len(new_ids)
     started = time.perf_counter()
-    # Each batch is written while the next one embeds (both spend their time outside the
-    # GIL: the model's kernels, the store's writer), so neither waits on the other.
+    # An embedder on a GPU leaves the host's cores idle while it runs: each batch is then
+    # written while the next one embeds. On the CPU the writer would take cores from the
+    # model's own threads (ONNX Runtime's spin while they wait), so batches go one by one.
+    overlap = bool(getattr(embedder, "overlap_writes", False))
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-writer") as writer:
         written: Future[None] | None = None
         for start in range(0, len(new_ids), batch_size):
@@ -114,6 +116,10 @@ def sync_index(
                 report(written_count)
             written = writer.submit(store.upsert, batch, vectors)
             written_count = len(batch)
+            if not overlap:
+                written.result()
+                report(written_count)
+                written = None
         if written is not None:
             written.result()
             report(written_count)

@@ -4,6 +4,7 @@ that travel to a GPU machine, and an index that never mixes two vector spaces.""
 
 from __future__ import annotations
 
+import hashlib
 import sysconfig
 from pathlib import Path
 
@@ -182,3 +183,47 @@ def test_an_index_never_mixes_vector_spaces(
     assert sorted(record["embedded_by"].values()) == [8, 16]
     hits = IndexRetriever(store, onnx_minilm).search("Wrap a single paragraph of text", k=3)
     assert hits and hits[0].title in {"wrap", "fill"}
+
+
+class HashEmbedder:
+    """Deterministic unit vectors from each text's hash: no model, exact rows to compare."""
+
+    identity = "hash-test"
+    dim = 8
+
+    def __init__(self, overlap: bool) -> None:
+        self.overlap_writes = overlap
+        self.provenance = {"runtime": "test", "device": "cuda (stand-in)", "precision": "fp16"}
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:32], np.uint8) for t in texts]
+        vectors = np.asarray(rows, np.float32).reshape(len(texts), -1)[:, : self.dim] + 1
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+def test_writes_overlapped_with_embedding_keep_every_row_and_the_progress_count(
+    tmp_path: Path, stdlib_chunks: list[Chunk]
+) -> None:
+    """A GPU embedder's batches are written while the next one embeds; the index ends the
+    same as when they go one by one, and progress counts only what was written."""
+    chunks = stdlib_chunks[:40]
+    rows = {}
+    for overlap in (True, False):
+        seen: list[tuple[int, int]] = []
+        store = LanceDBStore(uri=str(tmp_path / f"overlap-{overlap}"))
+        stats = sync_index(
+            chunks,
+            store,
+            HashEmbedder(overlap),
+            batch_size=7,
+            progress=lambda d, t, seen=seen: seen.append((d, t)),
+        )
+        assert stats.embedded == 40 and store.count() == 40
+        assert [d for d, _ in seen] == [7, 14, 21, 28, 35, 40] and {t for _, t in seen} == {40}
+        table = store._table().to_arrow()
+        rows[overlap] = dict(zip(table["id"].to_pylist(), table["vector"].to_pylist(), strict=True))
+        assert store.build_record()["embedded_by"] == {"cuda (stand-in) fp16 test": 40}
+    assert rows[True] == rows[False]

@@ -151,6 +151,12 @@ class DeviceMiniLMEmbedder:
         return MINILM_DIM
 
     @property
+    def overlap_writes(self) -> bool:
+        """Whether sync_index should write a batch while the next embeds: on a GPU, where
+        the host's cores are free meanwhile."""
+        return self.device.startswith("cuda")
+
+    @property
     def provenance(self) -> dict[str, str]:
         import torch
 

@@ -48,7 +48,8 @@ from codegen.agents.behaviour import (
     AgreementPick,
     BehaviourGroup,
     BehaviourTable,
-    CandidateVerdicts,
+    PickFrame,
+    candidate_verdicts,
     ran,
     splitting_inputs,
 )
@@ -59,6 +60,150 @@ from codegen.agents.spec import Spec
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.calls import call_functions
 from codegen.sandbox.types import Limits
+
+
+@dataclass(frozen=True)
+class _Checks:
+    """Which test columns count, and how: worked examples that filter, generated tests that
+    score, and the ones left out (suspect tests, outvoted examples)."""
+
+    examples: list[int]
+    counted: list[int]
+    suspect: tuple[int, ...]
+    outvoted: tuple[int, ...]
+
+
+def _checks_that_count(
+    table: BehaviourTable,
+    frame: PickFrame,
+    prior: list[float],
+    errors: CheckErrors | None,
+) -> _Checks:
+    """The checks left out first: ``suspect_tests``, and with ``errors`` what
+    ``suspect_checks`` finds more likely wrong than right."""
+    rows, trusted = frame.rows, frame.trusted
+    judged_wrong: tuple[int, ...] = ()
+    if errors is not None:
+        judged_wrong = suspect_checks(
+            table, rows, trusted, prior, frame.people, frame.columns, errors
+        )
+    outvoted = tuple(t for t in judged_wrong if trusted[t])
+    suspect = tuple(
+        sorted(set(suspect_tests(rows, trusted)).union(t for t in judged_wrong if not trusted[t]))
+    )
+    return _Checks(
+        examples=[t for t in range(frame.tests) if trusted[t] and t not in outvoted],
+        counted=[t for t in range(frame.tests) if not trusted[t] and t not in suspect],
+        suspect=suspect,
+        outvoted=outvoted,
+    )
+
+
+def _expected_agreement(
+    table: BehaviourTable,
+    frame: PickFrame,
+    representative: int,
+    valid: tuple[int, ...],
+    weight: dict[int, float],
+) -> float:
+    """MBR-exec's support of the behaviour of member ``representative``: every weighted
+    draft's weight times the share of the valid inputs both ran on which it returns the same."""
+    classes = table.classes
+    if not valid:
+        return sum(weight.values())
+    own = classes[frame.people[representative]]
+    total = 0.0
+    for j in weight:
+        theirs = classes[frame.people[j]]
+        both = [k for k in valid if ran(own[k]) and ran(theirs[k])]
+        same = sum(1 for k in both if own[k] >= 0 and own[k] == theirs[k])
+        total += weight[j] * (same / len(both) if both else 0.0)
+    return round(total, 6)
+
+
+def _ranked_groups(
+    table: BehaviourTable,
+    frame: PickFrame,
+    counted: list[int],
+    prior: list[float],
+    weight: dict[int, float],
+    valid: tuple[int, ...],
+    support: Literal["group", "similarity"],
+) -> list[tuple[list[int], BehaviourGroup]]:
+    """The weighted (eligible) drafts in behaviour groups, best first: CodeT's consensus sets
+    over the suite (same verdicts on the ``counted`` tests; score = members x tests passed,
+    every draft in one set when no test counts), and inside each set the drafts with the same
+    outputs on every shared input; the best set's largest behaviour (by weight) first."""
+    rows, classes = frame.rows, table.classes
+    by_verdicts: dict[Row, list[int]] = {}
+    by_behaviour: dict[tuple[Row, tuple[int, ...]], list[int]] = {}
+    for i in weight:
+        verdicts_row = tuple(rows[i][t] for t in counted)
+        by_verdicts.setdefault(verdicts_row, []).append(i)
+        outputs = tuple(classes[frame.people[i]][k] for k in frame.columns)
+        by_behaviour.setdefault((verdicts_row, outputs), []).append(i)
+    set_score = {
+        row: round(sum(prior[i] for i in ms) * (sum(row) if counted else 1), 9)
+        for row, ms in by_verdicts.items()
+    }
+    set_weight = {row: sum(weight[i] for i in ms) for row, ms in by_verdicts.items()}
+    groups: list[tuple[list[int], BehaviourGroup]] = []
+    for (verdicts_row, _), found in by_behaviour.items():
+        # The most reliable member first (with equal priors: the earliest draft).
+        members = sorted(found, key=lambda i: (-prior[i], i))
+        similarity = (
+            _expected_agreement(table, frame, members[0], valid, weight)
+            if support == "similarity"
+            else 0.0
+        )
+        group = BehaviourGroup(
+            tuple(frame.people[i] for i in members),
+            round(sum(weight[i] for i in members), 4),
+            round(set_weight[verdicts_row], 4),
+            sum(verdicts_row),
+            set_score[verdicts_row],
+            similarity,
+        )
+        groups.append((members, group))
+    groups.sort(
+        key=lambda mg: (-mg[1].score, -mg[1].similarity, -mg[1].weight, -len(mg[0]), mg[0][0])
+    )
+    return groups
+
+
+def _why(
+    frame: PickFrame,
+    checks: _Checks,
+    groups: Sequence[BehaviourGroup],
+    eligible: int,
+    best_examples: int,
+    valid: tuple[int, ...],
+    support: Literal["group", "similarity"],
+) -> str:
+    best = groups[0]
+    note = (
+        f"{eligible} of {len(frame.people)} pass {best_examples}/{len(checks.examples)} examples; "
+        if checks.examples
+        else ""
+    )
+    rivals = sum(1 for g in groups if g.score == best.score) - 1
+    return (
+        f"{note}{len(best.members)} candidate(s) return the same outputs on "
+        f"{len(frame.columns)} inputs ({len(valid)} valid), weight {best.weight:.2f}, in the "
+        f"consensus set that passes {best.suite_passes} of {len(checks.counted)} generated "
+        f"tests (score {best.score:g}, {rivals} other behaviour(s) in it or tied)"
+        + (f"; {len(checks.suspect)} suspect test(s) left out" if checks.suspect else "")
+        + (
+            f"; {len(checks.outvoted)} worked example(s) outvoted: the drafts' posterior says wrong"
+            if checks.outvoted
+            else ""
+        )
+        + (
+            f"; expected agreement {best.similarity:.2f} (weighted by each draft's prior)"
+            if support == "similarity"
+            else ""
+        )
+    )
 
 
 def agreement_pick(
@@ -91,124 +236,25 @@ def agreement_pick(
     ``errors`` (with ``priors``, each draft's probability of being right): the checks
     ``suspect_checks`` finds more likely wrong than right are left out first: such a worked
     example filters nothing (``outvoted_examples``), such a generated test is suspect."""
-    people = list(range(len(table.classes))) if members is None else list(members)
-    if not people or len(rows) != len(people):
-        raise ValueError("no candidates to pick from" if not people else "rows != members")
+    frame = PickFrame.of(table, rows, trusted, members, inputs)
+    people = frame.people
     if priors is not None and len(priors) != len(people):
         raise ValueError("priors != members")
+    if errors is not None and priors is None:
+        raise ValueError("errors needs priors (each draft's probability of being right)")
     prior = [1.0] * len(people) if priors is None else [float(p) for p in priors]
-    n_tests = len(rows[0]) if rows else 0
-    trusted = list(trusted) if trusted is not None else [False] * n_tests
-    columns = tuple(range(table.inputs)) if inputs is None else tuple(inputs)
-    judged_wrong: tuple[int, ...] = ()
-    if errors is not None:
-        if priors is None:
-            raise ValueError("errors needs priors (each draft's probability of being right)")
-        judged_wrong = suspect_checks(table, rows, trusted, prior, people, columns, errors)
-    outvoted = tuple(t for t in judged_wrong if trusted[t])
-    examples = [t for t in range(n_tests) if trusted[t] and t not in outvoted]
-    suspect = tuple(
-        sorted(set(suspect_tests(rows, trusted)).union(t for t in judged_wrong if not trusted[t]))
-    )
-    counted = [t for t in range(n_tests) if not trusted[t] and t not in suspect]
-    passed_examples = [sum(rows[i][t] for t in examples) for i in range(len(people))]
+    checks = _checks_that_count(table, frame, prior, errors)
+    # An example in the spec outranks any number of agreeing drafts: only those passing the
+    # most of them are eligible.
+    passed_examples = [frame.passes(i, checks.examples) for i in range(len(people))]
     best_examples = max(passed_examples)
     eligible = [i for i in range(len(people)) if passed_examples[i] == best_examples]
-    classes = table.classes
-    valid = table.valid_inputs([people[i] for i in eligible], columns)
+    valid = table.valid_inputs([people[i] for i in eligible], frame.columns)
     weight = {i: prior[i] * table.value_share(people[i], valid) for i in eligible}
-    # CodeT's consensus sets over the suite: same verdicts on the counted tests; score =
-    # members x tests passed (every eligible draft in one set when no test counts).
-    by_verdicts: dict[Row, list[int]] = {}
-    for i in eligible:
-        by_verdicts.setdefault(tuple(rows[i][t] for t in counted), []).append(i)
-    set_score = {
-        row: round(sum(prior[i] for i in ms) * (sum(row) if counted else 1), 9)
-        for row, ms in by_verdicts.items()
-    }
-    set_weight = {row: sum(weight[i] for i in ms) for row, ms in by_verdicts.items()}
-    # Within each set, the drafts with the same outputs on every shared input.
-    by_behaviour: dict[tuple[Row, tuple[int, ...]], list[int]] = {}
-    for i in eligible:
-        verdicts_row = tuple(rows[i][t] for t in counted)
-        signature = (verdicts_row, tuple(classes[people[i]][k] for k in columns))
-        by_behaviour.setdefault(signature, []).append(i)
-
-    def similarity(members_: list[int]) -> float:
-        if support != "similarity":
-            return 0.0
-        own = classes[people[members_[0]]]
-        if not valid:
-            return sum(weight.values())
-        total = 0.0
-        for j in eligible:
-            theirs = classes[people[j]]
-            both = [k for k in valid if ran(own[k]) and ran(theirs[k])]
-            same = sum(1 for k in both if own[k] >= 0 and own[k] == theirs[k])
-            total += weight[j] * (same / len(both) if both else 0.0)
-        return round(total, 6)
-
-    groups: list[tuple[list[int], BehaviourGroup]] = []
-    for (verdicts_row, _), found in by_behaviour.items():
-        # The most reliable member first (with equal priors: the earliest draft).
-        group_members = sorted(found, key=lambda i: (-prior[i], i))
-        groups.append(
-            (
-                group_members,
-                BehaviourGroup(
-                    tuple(people[i] for i in group_members),
-                    round(sum(weight[i] for i in group_members), 4),
-                    round(set_weight[verdicts_row], 4),
-                    sum(verdicts_row),
-                    set_score[verdicts_row],
-                    similarity(group_members),
-                ),
-            )
-        )
-    # The best consensus set, then its largest behaviour (by weight: crashers count less).
-    groups.sort(
-        key=lambda mg: (-mg[1].score, -mg[1].similarity, -mg[1].weight, -len(mg[0]), mg[0][0])
-    )
+    groups = _ranked_groups(table, frame, checks.counted, prior, weight, valid, support)
     ranked = tuple(g for _, g in groups)
-    best = groups[0][1]
-    group_of = {i: gi for gi, (ms, _) in enumerate(groups) for i in ms}
-    verdicts = tuple(
-        CandidateVerdicts(
-            candidate=people[i],
-            group=group_of.get(i, -1),
-            examples_passed=passed_examples[i],
-            suite_passed=sum(rows[i][t] for t in counted),
-            crashes=table.crashes(people[i], valid) if i in weight else 0,
-            weight=round(weight.get(i, 0.0), 4),
-        )
-        for i in range(len(people))
-    )
-    splitting = splitting_inputs(
-        table, [people[ms[0]] for ms, _ in groups[:3]], columns, max_splitting
-    )
-    note = (
-        f"{len(eligible)} of {len(people)} pass {best_examples}/{len(examples)} examples; "
-        if examples
-        else ""
-    )
-    rivals = sum(1 for _, g in groups if g.score == best.score) - 1
-    why = (
-        f"{note}{len(best.members)} candidate(s) return the same outputs on {len(columns)} "
-        f"inputs ({len(valid)} valid), weight {best.weight:.2f}, in the consensus set that "
-        f"passes {best.suite_passes} of {len(counted)} generated tests (score {best.score:g}, "
-        f"{rivals} other behaviour(s) in it or tied)"
-        + (f"; {len(suspect)} suspect test(s) left out" if suspect else "")
-        + (
-            f"; {len(outvoted)} worked example(s) outvoted: the drafts' posterior says wrong"
-            if outvoted
-            else ""
-        )
-        + (
-            f"; expected agreement {best.similarity:.2f} (weighted by each draft's prior)"
-            if support == "similarity"
-            else ""
-        )
-    )
+    best = ranked[0]
+    leaders = [people[ms[0]] for ms, _ in groups[:3]]
     return AgreementPick(
         chosen=best.members[0],
         group=best,
@@ -220,13 +266,15 @@ def agreement_pick(
             if priors is None
             else "weighted_output_agreement"
         ),
-        why=why,
+        why=_why(frame, checks, ranked, len(eligible), best_examples, valid, support),
         eligible=tuple(people[i] for i in eligible),
         valid_inputs=valid,
-        splitting=tuple(splitting),
-        candidates=verdicts,
-        suspect_tests=suspect,
-        outvoted_examples=outvoted,
+        splitting=tuple(splitting_inputs(table, leaders, frame.columns, max_splitting)),
+        candidates=candidate_verdicts(
+            table, frame, [ms for ms, _ in groups], checks.examples, checks.counted, valid, weight
+        ),
+        suspect_tests=checks.suspect,
+        outvoted_examples=checks.outvoted,
     )
 
 

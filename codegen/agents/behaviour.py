@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from codegen.agents.selection import Row
 from codegen.sandbox.calls import CallOutcome, Digest, Opaque
 
 ERROR = -1  # the class of every exception
@@ -229,3 +230,69 @@ def splitting_inputs(
             )
             splitting.append(SplittingInput(k, outputs))
     return splitting
+
+
+@dataclass(frozen=True)
+class PickFrame:
+    """What a pick compares: ``people`` (rows of the table), each one's suite row (``rows``, in
+    the same order), which test columns are the spec's worked examples, the inputs compared."""
+
+    people: list[int]
+    rows: Sequence[Row]
+    trusted: list[bool]
+    columns: tuple[int, ...]
+
+    @classmethod
+    def of(
+        cls,
+        table: BehaviourTable,
+        rows: Sequence[Row],
+        trusted: Sequence[bool] | None,
+        members: Sequence[int] | None,
+        inputs: Sequence[int] | None,
+    ) -> PickFrame:
+        """``members`` default to every row of ``table``, ``inputs`` to all of its inputs, and
+        ``trusted`` to no worked examples."""
+        people = list(range(len(table.classes))) if members is None else list(members)
+        if not people or len(rows) != len(people):
+            raise ValueError("no candidates to pick from" if not people else "rows != members")
+        tests = len(rows[0]) if rows else 0
+        return cls(
+            people,
+            rows,
+            list(trusted) if trusted is not None else [False] * tests,
+            tuple(range(table.inputs)) if inputs is None else tuple(inputs),
+        )
+
+    @property
+    def tests(self) -> int:
+        return len(self.rows[0]) if self.rows else 0
+
+    def passes(self, i: int, tests: Sequence[int]) -> int:
+        """How many of the test columns ``tests`` member ``i`` passes."""
+        return sum(self.rows[i][t] for t in tests)
+
+
+def candidate_verdicts(
+    table: BehaviourTable,
+    frame: PickFrame,
+    groups: Sequence[Sequence[int]],
+    examples: Sequence[int],
+    counted: Sequence[int],
+    valid: Sequence[int],
+    weight: dict[int, float],
+) -> tuple[CandidateVerdicts, ...]:
+    """Every member's verdicts: its group (index into ``groups``, -1 when in none), the
+    ``examples`` and ``counted`` tests it passes, its crashes and weight (0 when unweighted)."""
+    group_of = {i: gi for gi, members in enumerate(groups) for i in members}
+    return tuple(
+        CandidateVerdicts(
+            candidate=person,
+            group=group_of.get(i, -1),
+            examples_passed=frame.passes(i, examples),
+            suite_passed=frame.passes(i, counted),
+            crashes=table.crashes(person, valid) if i in weight else 0,
+            weight=round(weight.get(i, 0.0), 4),
+        )
+        for i, person in enumerate(frame.people)
+    )

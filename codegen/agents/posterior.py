@@ -15,7 +15,8 @@ from codegen.agents.behaviour import (
     AgreementPick,
     BehaviourGroup,
     BehaviourTable,
-    CandidateVerdicts,
+    PickFrame,
+    candidate_verdicts,
     splitting_inputs,
 )
 from codegen.agents.reliability import MAX_P, MIN_P
@@ -61,6 +62,81 @@ def _log_odds(p: float) -> float:
     return math.log(p / (1.0 - p))
 
 
+@dataclass(frozen=True)
+class _Scored:
+    """One behaviour group under the model: its log score, members (most reliable first), and
+    the generated tests it passes."""
+
+    log_score: float
+    members: list[int]
+    suite_passes: int
+
+
+def _behaviours(table: BehaviourTable, frame: PickFrame, checks: Sequence[int]) -> list[list[int]]:
+    """Every member in a group: same outputs on every shared input, same verdicts on
+    ``checks``."""
+    by_behaviour: dict[tuple[Row, tuple[int, ...]], list[int]] = {}
+    for i, person in enumerate(frame.people):
+        verdicts_row = tuple(frame.rows[i][t] for t in checks)
+        outputs = tuple(table.classes[person][k] for k in frame.columns)
+        by_behaviour.setdefault((verdicts_row, outputs), []).append(i)
+    return list(by_behaviour.values())
+
+
+def _score(
+    found: list[int],
+    frame: PickFrame,
+    prior: list[float],
+    examples: list[int],
+    counted: list[int],
+    errors: CheckErrors,
+) -> _Scored:
+    """The one-coin model's log score of a group: its members' log-odds summed, plus the
+    likelihood of the examples and generated tests it fails."""
+    members = sorted(found, key=lambda i: (-prior[i], i))
+    first = members[0]
+    failed_examples = sum(not frame.rows[first][t] for t in examples)
+    failed_tests = sum(not frame.rows[first][t] for t in counted)
+    log_score = (
+        sum(_log_odds(prior[i]) for i in members)
+        + errors.examples_log_likelihood(failed_examples, len(examples))
+        + errors.tests_log_likelihood(failed_tests)
+    )
+    return _Scored(log_score, members, len(counted) - failed_tests)
+
+
+def _ranked(
+    scored: list[_Scored], frame: PickFrame, prior: list[float], weight: dict[int, float]
+) -> list[tuple[list[int], BehaviourGroup]]:
+    """The groups best first (ties: the group answering more valid inputs, then the most
+    reliable member), each with its posterior."""
+    top = max(g.log_score for g in scored)
+    total = sum(math.exp(g.log_score - top) for g in scored)
+    ordered = sorted(
+        scored,
+        key=lambda g: (
+            -round(g.log_score, 9),
+            -weight[g.members[0]],
+            -prior[g.members[0]],
+            g.members[0],
+        ),
+    )
+    return [
+        (
+            g.members,
+            BehaviourGroup(
+                tuple(frame.people[i] for i in g.members),
+                round(sum(weight[i] for i in g.members), 4),
+                round(sum(prior[i] for i in g.members), 4),
+                g.suite_passes,
+                round(g.log_score, 6),
+                posterior=round(math.exp(g.log_score - top) / total, 6),
+            ),
+        )
+        for g in ordered
+    ]
+
+
 def posterior_pick(
     table: BehaviourTable,
     rows: Sequence[Row],
@@ -86,77 +162,29 @@ def posterior_pick(
     posteriors decide which checks ``suspect_checks`` leaves out, and ``benchmarks/selection.py``
     reports its own pick as an ablation (exact groups split right drafts that differ only
     outside the domain; docs/humaneval.md)."""
-    people = list(range(len(table.classes))) if members is None else list(members)
-    if not people or len(rows) != len(people):
-        raise ValueError("no candidates to pick from" if not people else "rows != members")
+    frame = PickFrame.of(table, rows, trusted, members, inputs)
+    people = frame.people
     if len(priors) != len(people):
         raise ValueError("priors != members")
     prior = [min(MAX_P, max(MIN_P, float(p))) for p in priors]
-    n_tests = len(rows[0]) if rows else 0
-    trusted = list(trusted) if trusted is not None else [False] * n_tests
-    columns = tuple(range(table.inputs)) if inputs is None else tuple(inputs)
-    examples = [t for t in range(n_tests) if trusted[t]]
-    suspect = suspect_tests(rows, trusted)
-    counted = [t for t in range(n_tests) if not trusted[t] and t not in suspect]
+    examples = [t for t in range(frame.tests) if frame.trusted[t]]
+    suspect = suspect_tests(rows, frame.trusted)
+    counted = [t for t in range(frame.tests) if not frame.trusted[t] and t not in suspect]
     everyone = range(len(people))
-    passed_examples = [sum(rows[i][t] for t in examples) for i in everyone]
-    best_examples = max(passed_examples)
-    classes = table.classes
     # Every candidate is a hypothesis here, not only those passing the most examples.
-    valid = table.valid_inputs([people[i] for i in everyone], columns)
+    valid = table.valid_inputs(people, frame.columns)
     weight = {i: table.value_share(people[i], valid) for i in everyone}
-    by_behaviour: dict[tuple[Row, tuple[int, ...]], list[int]] = {}
-    for i in everyone:
-        verdicts_row = tuple(rows[i][t] for t in (*examples, *counted))
-        by_behaviour.setdefault(
-            (verdicts_row, tuple(classes[people[i]][k] for k in columns)), []
-        ).append(i)
-    scored: list[tuple[float, list[int], int, int]] = []
-    for found in by_behaviour.values():
-        group_members = sorted(found, key=lambda i: (-prior[i], i))
-        first = group_members[0]
-        failed_examples = sum(not rows[first][t] for t in examples)
-        failed_tests = sum(not rows[first][t] for t in counted)
-        log_score = (
-            sum(_log_odds(prior[i]) for i in group_members)
-            + errors.examples_log_likelihood(failed_examples, len(examples))
-            + errors.tests_log_likelihood(failed_tests)
-        )
-        scored.append((log_score, group_members, failed_examples, len(counted) - failed_tests))
-    top = max(s for s, *_ in scored)
-    total = sum(math.exp(s - top) for s, *_ in scored)
-    scored.sort(key=lambda g: (-round(g[0], 9), -weight[g[1][0]], -prior[g[1][0]], g[1][0]))
-    groups = [
-        (
-            ms,
-            BehaviourGroup(
-                tuple(people[i] for i in ms),
-                round(sum(weight[i] for i in ms), 4),
-                round(sum(prior[i] for i in ms), 4),
-                passes,
-                round(s, 6),
-                posterior=round(math.exp(s - top) / total, 6),
-            ),
-        )
-        for s, ms, _, passes in scored
+    scored = [
+        _score(found, frame, prior, examples, counted, errors)
+        for found in _behaviours(table, frame, [*examples, *counted])
     ]
+    groups = _ranked(scored, frame, prior, weight)
     best_members, best = groups[0]
-    group_of = {i: gi for gi, (ms, _) in enumerate(groups) for i in ms}
-    verdicts = tuple(
-        CandidateVerdicts(
-            candidate=people[i],
-            group=group_of[i],
-            examples_passed=passed_examples[i],
-            suite_passed=sum(rows[i][t] for t in counted),
-            crashes=table.crashes(people[i], valid),
-            weight=round(weight[i], 4),
-        )
-        for i in everyone
-    )
     outvoted = tuple(t for t in examples if not rows[best_members[0]][t])
-    eligible = tuple(people[i] for i in everyone if passed_examples[i] == best_examples)
+    passed_examples = [frame.passes(i, examples) for i in everyone]
+    eligible = tuple(people[i] for i in everyone if passed_examples[i] == max(passed_examples))
     why = (
-        f"{len(best.members)} candidate(s) with the same outputs on {len(columns)} inputs "
+        f"{len(best.members)} candidate(s) with the same outputs on {len(frame.columns)} inputs "
         f"({len(valid)} valid), log-odds {sum(_log_odds(prior[i]) for i in best_members):.2f}, "
         f"pass {len(examples) - len(outvoted)}/{len(examples)} examples and "
         f"{best.suite_passes}/{len(counted)} generated tests: posterior {best.posterior:.2f} "
@@ -168,6 +196,7 @@ def posterior_pick(
         )
         + (f"; {len(suspect)} suspect test(s) left out" if suspect else "")
     )
+    leaders = [people[ms[0]] for ms, _ in groups[:3]]
     return AgreementPick(
         chosen=people[best_members[0]],
         group=best,
@@ -176,10 +205,10 @@ def posterior_pick(
         why=why,
         eligible=eligible,
         valid_inputs=valid,
-        splitting=tuple(
-            splitting_inputs(table, [people[ms[0]] for ms, _ in groups[:3]], columns, max_splitting)
+        splitting=tuple(splitting_inputs(table, leaders, frame.columns, max_splitting)),
+        candidates=candidate_verdicts(
+            table, frame, [ms for ms, _ in groups], examples, counted, valid, weight
         ),
-        candidates=verdicts,
         suspect_tests=suspect,
         outvoted_examples=outvoted,
     )

@@ -1,10 +1,11 @@
 """Human review bookkeeping: which requests await a person's verdict, and the verdicts given.
 
-Lives beside the request store (same SQLite file under ``$CODEGEN_HOME/requests/``), so it
-survives restarts of the daemon and the webserver: a request awaiting review holds no run,
-only a row here. Each wait is one *review round*; a verdict claims its round with one
-compare-and-set ``UPDATE`` inside a write transaction, so of two verdicts racing for the same
-round exactly one wins, whichever process gives them.
+Lives beside the request store (its SQLite file under ``$CODEGEN_HOME/requests/``, opened
+and given its schema by ``requests.store.requests_db``), so it survives restarts of the daemon
+and the webserver: a request awaiting review holds no run, only a row here. Each wait is one
+*review round*; a verdict claims its round with one compare-and-set ``UPDATE`` inside a write
+transaction, so of two verdicts racing for the same round exactly one wins, whichever process
+gives them.
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ from __future__ import annotations
 import pickle  # nosec B403 - only our own ReviewResult, written by this module, is read back
 import secrets
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from codegen.agents.records import Round, Selection
 from codegen.agents.state import VERDICT_KINDS, HumanVerdict, ReviewResult
-from codegen.requests.store import requests_db
+from codegen.requests.store import database_path, requests_db
 
 AWAITING, DECIDING, CLOSED = "awaiting", "deciding", "closed"
 
@@ -55,21 +55,10 @@ def _now() -> datetime:
 class ReviewStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self.path = self.root / "requests.sqlite"
+        self.path = database_path(self.root)
 
-    @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        with requests_db(
-            self.root,
-            "CREATE TABLE IF NOT EXISTS reviews (request_id TEXT PRIMARY KEY,"
-            " review_round INTEGER NOT NULL, status TEXT NOT NULL, since TEXT NOT NULL,"
-            " claim TEXT, state BLOB)",
-            "CREATE TABLE IF NOT EXISTS verdicts (request_id TEXT NOT NULL,"
-            " review_round INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL,"
-            " reviewer TEXT NOT NULL, decided_at TEXT NOT NULL, claim TEXT NOT NULL,"
-            " PRIMARY KEY (request_id, review_round))",
-        ) as conn:
-            yield conn
+    def _db(self) -> AbstractContextManager[sqlite3.Connection]:
+        return requests_db(self.root)
 
     def open_round(self, request_id: str, review: ReviewResult) -> int:
         """Start waiting for a verdict on ``review``; returns the new round's number."""
@@ -157,13 +146,7 @@ class ReviewStore:
     def _why_not(
         self, conn: sqlite3.Connection, request_id: str, row: tuple[int, str] | None
     ) -> str:
-        exists = (
-            conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'requests'"
-            ).fetchone()
-            and conn.execute("SELECT 1 FROM requests WHERE id = ?", (request_id,)).fetchone()
-        )
-        if not exists:
+        if not conn.execute("SELECT 1 FROM requests WHERE id = ?", (request_id,)).fetchone():
             return f"unknown request {request_id!r}"
         if row is None:
             return f"request {request_id} is not awaiting review"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,16 +55,41 @@ class StoredRequest:
     route: JSONObject | None = None
 
 
-@contextmanager
-def requests_db(root: Path, *schema: str) -> Iterator[sqlite3.Connection]:
-    """One short transaction on the requests database under ``root``, its ``schema`` ensured.
+DATABASE = "requests.sqlite"  # under the requests root: requests, review rounds, verdicts
 
-    Shared by every store kept in that file (requests, human reviews), so all of them open,
-    wait on locks and commit the same way."""
+# The one schema of that file; every store kept in it (this one, ``requests.review``) opens it
+# through ``requests_db``, so the tables exist whichever store a process touches first.
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, text TEXT NOT NULL,"
+    " options TEXT NOT NULL, source TEXT NOT NULL, state TEXT NOT NULL,"
+    " created_at TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS reviews (request_id TEXT PRIMARY KEY,"
+    " review_round INTEGER NOT NULL, status TEXT NOT NULL, since TEXT NOT NULL,"
+    " claim TEXT, state BLOB)",
+    "CREATE TABLE IF NOT EXISTS verdicts (request_id TEXT NOT NULL,"
+    " review_round INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL,"
+    " reviewer TEXT NOT NULL, decided_at TEXT NOT NULL, claim TEXT NOT NULL,"
+    " PRIMARY KEY (request_id, review_round))",
+)
+
+
+def database_path(root: Path) -> Path:
+    return Path(root) / DATABASE
+
+
+@contextmanager
+def requests_db(root: Path) -> Iterator[sqlite3.Connection]:
+    """One short transaction on the requests database under ``root``, its schema ensured.
+
+    Every store kept in that file (requests, human reviews) opens it here, so all of them
+    open, wait on locks and commit the same way."""
     root.mkdir(parents=True, exist_ok=True)
-    with closing(sqlite3.connect(root / "requests.sqlite", timeout=30)) as conn:
-        for statement in schema:
+    with closing(sqlite3.connect(database_path(root), timeout=30)) as conn:
+        for statement in SCHEMA:
             conn.execute(statement)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(requests)")}
+        if "route" not in columns:  # a store made before routes were kept
+            conn.execute("ALTER TABLE requests ADD COLUMN route TEXT")
         with conn:  # commit on success, roll back on error
             yield conn
 
@@ -74,20 +99,10 @@ class RequestStore:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self.path = self.root / "requests.sqlite"
+        self.path = database_path(self.root)
 
-    @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        with requests_db(
-            self.root,
-            "CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, text TEXT NOT NULL,"
-            " options TEXT NOT NULL, source TEXT NOT NULL, state TEXT NOT NULL,"
-            " created_at TEXT NOT NULL)",
-        ) as conn:
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(requests)")}
-            if "route" not in columns:  # a store made before routes were kept
-                conn.execute("ALTER TABLE requests ADD COLUMN route TEXT")
-            yield conn
+    def _db(self) -> AbstractContextManager[sqlite3.Connection]:
+        return requests_db(self.root)
 
     def add(
         self,

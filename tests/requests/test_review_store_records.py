@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from codegen.agents.records import Round, Selection
 from codegen.agents.state import HumanVerdict, ReviewResult, SolutionResult
-from codegen.requests.review import ReviewStore
+from codegen.requests.review import ReviewError, ReviewStore
 from codegen.requests.store import RequestStore
 
 VERDICT = {
@@ -41,3 +43,14 @@ def test_a_review_stored_with_dicts_resumes_with_records(tmp_path: Path) -> None
     assert review.revised is not None
     assert review.revised.history == [Round(2, passed=1, total=1)]
     assert review.revised.selection == Selection(chosen=1, why="agreement")
+
+
+def test_either_store_opened_first_makes_the_whole_file(tmp_path: Path) -> None:
+    # One schema for requests.sqlite: a review store opened on a fresh home answers for an
+    # unknown request by name, and a request store opened after it finds its table there.
+    reviews = ReviewStore(tmp_path)
+    with pytest.raises(ReviewError, match="unknown request 'req-0000000000000000'"):
+        reviews.claim("req-0000000000000000", "approve", "", "bob")
+    request_id = RequestStore(tmp_path).add("primes up to n").id
+    assert RequestStore(tmp_path).path == reviews.path
+    assert reviews.get(request_id) is None

@@ -142,107 +142,139 @@ def _add(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
-def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) -> Summary:
-    """Aggregate the stored scores of ``keys`` (tasks not scored yet are listed as missing)."""
-    rows: list[TaskRow] = []
-    missing: list[str] = []
-    categories: Counter[str] = Counter()
-    statuses: Counter[str] = Counter()
-    prompt_tokens = completion_tokens = 0
-    cost: float | None = 0.0
-    gen_latency = scoring_s = 0.0
-    verdict_pairs: list[tuple[bool, bool]] = []
-    plus_counts: list[tuple[int, int]] = []
-    plus_pairs: list[tuple[bool, bool]] = []
-    learned = load_learned(store, config_id)
-    first_counts: list[tuple[int, int]] = []
-    first_rules: Counter[str] = Counter()
-    for key in keys:
-        scores_doc = store.load_scores(config_id, key)
-        samples_doc = store.load_samples(config_id, key)
-        if not scores_doc or not samples_doc:
-            missing.append(key)
-            continue
-        first_scores = [SampleScore.from_dict(s) for s in scores_doc["scores"]]
-        cands = [Candidate.from_dict(c) for c in samples_doc["candidates"]]
-        first_counts.append((len(first_scores), sum(s.passed for s in first_scores)))
-        first_rules.update(str(c.selection.get("rule")) for c in cands if c.selection)
-        task_learned = (
-            load_learned_task(store, config_id, key, str(samples_doc.get("fingerprint", "")))
-            if learned
-            else None
-        )
-        raw = task_learned.get("scores") if task_learned else None
-        scores = (
-            [SampleScore.from_dict(cast(ScoreDict, s)) for s in raw]
-            if isinstance(raw, list) and len(raw) == len(first_scores)
-            else first_scores
-        )
-        task_cats = Counter(s.category for s in scores if not s.passed)
-        task_status = Counter(c.status for c in cands)
-        tokens = sum(c.prompt_tokens + c.completion_tokens for c in cands)
+@dataclass
+class _TaskResults:
+    """One task's stored results: its candidates, the scores of the crew's own (first) picks,
+    and the scores reported: the learned re-pick's where there is one, else the first."""
+
+    key: str
+    candidates: list[Candidate]
+    first_scores: list[SampleScore]
+    scores: list[SampleScore]
+
+    def row(self) -> TaskRow:
+        scores, cands = self.scores, self.candidates
         task_cost: float | None = 0.0
         for cand in cands:
             task_cost = _add(task_cost, cand.cost_usd)
-        latency = sum(c.latency_s for c in cands)
         first = next((f"{s.category}: {s.message}" for s in scores if not s.passed), "")
-        rows.append(
-            TaskRow(
-                key=key,
-                n=len(scores),
-                c=sum(s.passed for s in scores),
-                categories=dict(task_cats),
-                statuses=dict(task_status),
-                tokens=tokens,
-                cost_usd=task_cost,
-                latency_s=round(latency, 3),
-                first_failure=first[:200],
-            )
+        return TaskRow(
+            key=self.key,
+            n=len(scores),
+            c=sum(s.passed for s in scores),
+            categories=dict(Counter(s.category for s in scores if not s.passed)),
+            statuses=dict(Counter(c.status for c in cands)),
+            tokens=sum(c.prompt_tokens + c.completion_tokens for c in cands),
+            cost_usd=task_cost,
+            latency_s=round(self.latency_s, 3),
+            first_failure=first[:200],
         )
-        categories.update(task_cats)
-        statuses.update(task_status)
-        # The crew's own "passed" was said of the first pick: precision is measured on it.
-        verdict_pairs += [
-            (c.status == Status.PASSED.value, s.passed)
-            for c, s in zip(cands, first_scores, strict=True)
-        ]
-        if any(s.plus is not None for s in scores):
-            plus_counts.append((len(scores), sum(bool(s.plus) for s in scores)))
-            plus_pairs += [
-                (c.status == Status.PASSED.value, bool(s.plus))
-                for c, s in zip(cands, scores, strict=True)
-            ]
-        prompt_tokens += sum(c.prompt_tokens for c in cands)
-        completion_tokens += sum(c.completion_tokens for c in cands)
-        cost = _add(cost, task_cost)
-        gen_latency += latency
-        scoring_s += sum(s.duration_s for s in scores)
+
+    @property
+    def latency_s(self) -> float:
+        return sum(c.latency_s for c in self.candidates)
+
+    @property
+    def has_plus(self) -> bool:
+        return any(s.plus is not None for s in self.scores)
+
+
+def _task_results(
+    store: EvalStore, config_id: str, key: str, learned: JSONObject | None
+) -> _TaskResults | None:
+    """``key``'s results as stored, or None when it is not scored yet."""
+    scores_doc = store.load_scores(config_id, key)
+    samples_doc = store.load_samples(config_id, key)
+    if not scores_doc or not samples_doc:
+        return None
+    first_scores = [SampleScore.from_dict(s) for s in scores_doc["scores"]]
+    task_learned = (
+        load_learned_task(store, config_id, key, str(samples_doc.get("fingerprint", "")))
+        if learned
+        else None
+    )
+    raw = task_learned.get("scores") if task_learned else None
+    scores = (
+        [SampleScore.from_dict(cast(ScoreDict, s)) for s in raw]
+        if isinstance(raw, list) and len(raw) == len(first_scores)
+        else first_scores
+    )
+    candidates = [Candidate.from_dict(c) for c in samples_doc["candidates"]]
+    return _TaskResults(key, candidates, first_scores, scores)
+
+
+def _said_passed(task: _TaskResults, hidden: Sequence[bool]) -> list[tuple[bool, bool]]:
+    """(the crew said passed, ``hidden`` says passed) per sample of ``task``."""
+    return [
+        (c.status == Status.PASSED.value, h) for c, h in zip(task.candidates, hidden, strict=True)
+    ]
+
+
+def _plus_summary(tasks: Sequence[_TaskResults], mode: str) -> PlusSummary | None:
+    """HumanEval+ figures over the tasks scored on plus inputs (None: no such task)."""
+    plus_tasks = [t for t in tasks if t.has_plus]
+    if not plus_tasks:
+        return None
+    plus_counts = [(len(t.scores), sum(bool(s.plus) for s in t.scores)) for t in plus_tasks]
+    plus_pairs = [
+        pair for t in plus_tasks for pair in _said_passed(t, [bool(s.plus) for s in t.scores])
+    ]
+    plus_ks = reportable_ks([n for n, _ in plus_counts])
+    return PlusSummary(
+        pass_at_k={f"pass@{k}": mean_pass_at_k(plus_counts, k) for k in plus_ks},
+        passed_samples=sum(c for _, c in plus_counts),
+        solved_tasks=sum(c > 0 for _, c in plus_counts),
+        precision=Precision.of(plus_pairs) if mode == CREW else None,
+    )
+
+
+def _first_picks(
+    tasks: Sequence[_TaskResults], learned: JSONObject | None, ks: Sequence[int]
+) -> JSONObject | None:
+    """With a learned re-pick: the crew's own picks' figures beside the estimates it used."""
+    if not learned or not tasks:
+        return None
+    first_counts = [(len(t.first_scores), sum(s.passed for s in t.first_scores)) for t in tasks]
+    rules = Counter(
+        str(c.selection.get("rule")) for t in tasks for c in t.candidates if c.selection
+    )
+    return {
+        "first_pick": {
+            "rules": dict(rules),
+            "solved_tasks": sum(c > 0 for _, c in first_counts),
+            "passed_samples": sum(c for _, c in first_counts),
+            "pass_at_k": {f"pass@{k}": mean_pass_at_k(first_counts, k) for k in ks},
+        },
+        "learned": learned,
+    }
+
+
+def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) -> Summary:
+    """Aggregate the stored scores of ``keys`` (tasks not scored yet are listed as missing)."""
+    learned = load_learned(store, config_id)
+    found = [(key, _task_results(store, config_id, key, learned)) for key in keys]
+    tasks = [task for _, task in found if task is not None]
+    rows = [task.row() for task in tasks]
+    categories: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
+    cost: float | None = 0.0
+    for row in rows:
+        categories.update(row.categories)
+        statuses.update(row.statuses)
+        cost = _add(cost, row.cost_usd)
+    # The crew's own "passed" was said of the first pick: precision is measured on it.
+    verdict_pairs = [
+        pair for t in tasks for pair in _said_passed(t, [s.passed for s in t.first_scores])
+    ]
     counts = [(r.n, r.c) for r in rows]
     ks = reportable_ks([r.n for r in rows])
     # Unrounded: an exact fraction (3/8, 1/3) must compare equal; displays round it.
     pass_at = {f"pass@{k}": mean_pass_at_k(counts, k) for k in ks} if rows else {}
     solved = sum(r.c > 0 for r in rows)
-    plus: PlusSummary | None = None
-    if plus_counts:
-        plus_ks = reportable_ks([n for n, _ in plus_counts])
-        plus = PlusSummary(
-            pass_at_k={f"pass@{k}": mean_pass_at_k(plus_counts, k) for k in plus_ks},
-            passed_samples=sum(c for _, c in plus_counts),
-            solved_tasks=sum(c > 0 for _, c in plus_counts),
-            precision=Precision.of(plus_pairs) if mode == CREW else None,
-        )
-    per_solved = None if cost is None or solved == 0 else cost / solved
-    picks: JSONObject | None = None
-    if learned and first_counts:
-        picks = {
-            "first_pick": {
-                "rules": dict(first_rules),
-                "solved_tasks": sum(c > 0 for _, c in first_counts),
-                "passed_samples": sum(c for _, c in first_counts),
-                "pass_at_k": {f"pass@{k}": mean_pass_at_k(first_counts, k) for k in ks},
-            },
-            "learned": learned,
-        }
+    gen_latency = scoring_s = 0.0
+    for task in tasks:
+        gen_latency += task.latency_s
+        scoring_s += sum(s.duration_s for s in task.scores)
     return Summary(
         config_id=config_id,
         mode=mode,
@@ -257,15 +289,15 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
         model_failures={s.value: statuses[s.value] for s in MODEL_ENDED if statuses[s.value]},
         outages=statuses.get(Status.ERROR.value, 0),
         precision=Precision.of(verdict_pairs) if mode == CREW else None,
-        plus=plus,
-        picks=picks,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
+        plus=_plus_summary(tasks, mode),
+        picks=_first_picks(tasks, learned, ks),
+        prompt_tokens=sum(c.prompt_tokens for t in tasks for c in t.candidates),
+        completion_tokens=sum(c.completion_tokens for t in tasks for c in t.candidates),
         cost_usd=cost,
-        cost_per_solved_usd=per_solved,
+        cost_per_solved_usd=None if cost is None or solved == 0 else cost / solved,
         generation_latency_s=round(gen_latency, 3),
         scoring_s=round(scoring_s, 3),
-        missing=missing,
+        missing=[key for key, task in found if task is None],
         rows=rows,
     )
 

@@ -101,6 +101,91 @@ def _records(candidate: Candidate) -> tuple[Selection, list[str]] | None:
     return selection, models
 
 
+# A task's re-decided picks: key, samples fingerprint, per sample its picks and its code.
+Decided = tuple[str, str, list[JSONObject], list[str | None]]
+Records = dict[tuple[str, int], tuple[Selection, list[str]]]  # (task, sample) -> its record
+
+
+def _stored_samples(
+    store: EvalStore, config_id: str, keys: Sequence[str]
+) -> dict[str, tuple[str, list[Candidate]]]:
+    """Each stored task's samples fingerprint and candidates (tasks not generated: left out)."""
+    samples: dict[str, tuple[str, list[Candidate]]] = {}
+    for key in keys:
+        doc = store.load_samples(config_id, key)
+        if doc is not None:
+            cands = [Candidate.from_dict(c) for c in doc["candidates"]]
+            samples[key] = (str(doc.get("fingerprint", "")), cands)
+    return samples
+
+
+def _used(selection: Selection, estimates: dict[str, Learned]) -> list[UsedReliability]:
+    """The reliabilities to re-pick with: a figure in the config wins; else this
+    evaluation's estimate."""
+    return [
+        u
+        if u.source == CONFIG
+        else UsedReliability(
+            u.candidate,
+            u.model,
+            estimates[u.model].value if u.model in estimates else None,
+            EVALUATION if u.model in estimates else NONE,
+            estimates[u.model].tasks if u.model in estimates else None,
+        )
+        for u in sorted(selection.reliabilities, key=lambda u: u.candidate)
+    ]
+
+
+def _repick_sample(
+    cand: Candidate, rec: tuple[Selection, list[str]] | None, estimates: dict[str, Learned]
+) -> tuple[JSONObject, str | None]:
+    """One sample's picks record and the code it answers with after the re-pick."""
+    again = repick(rec[0], _used(rec[0], estimates)) if rec is not None else None
+    if rec is None or again is None:
+        return {"first": None, "learned": None, "moved": False}, cand.code
+    first = rec[0].chosen
+    moved = again.chosen != first
+    assert cand.drafts is not None
+    # Moved: the new draft as written; else the crew's own (refined) code.
+    code = cand.drafts[again.chosen] if moved else cand.code
+    picks: JSONObject = {
+        "first": first,
+        "first_rule": rec[0].rule,
+        "learned": again.chosen,
+        "moved": moved,
+        "selection": again.to_dict(),
+    }
+    return picks, code
+
+
+def _score_learned(
+    item: Decided, store: EvalStore, cfg: EvalConfig, tasks: TaskSet, sandbox: Sandbox
+) -> int:
+    """One task's learned picks on the hidden tests: unmoved ones hit the verdict cache, so
+    only a moved pick's draft runs. The number of drafts that ran."""
+    key, fingerprint, picks, codes = item
+    problem = tasks.get(key)
+    misses = {
+        k
+        for code in codes
+        if store.load_verdict(k := verdict_key(problem, code, cfg.limits)) is None
+    }
+    scores = score_samples(store, problem, codes, sandbox, cfg.limits)
+    write_json_atomic(
+        learned_task_path(store, cfg.config_id, key),
+        {
+            "version": VERSION,
+            "samples_fingerprint": fingerprint,
+            "picks": cast(JSONValue, picks),
+            "codes": cast(JSONValue, codes),
+            "scores": cast(JSONValue, [s.to_dict() for s in scores]),
+            "n": len(scores),
+            "c": sum(s.passed for s in scores),
+        },
+    )
+    return len(misses)
+
+
 def learn_picks(
     store: EvalStore,
     cfg: EvalConfig,
@@ -113,13 +198,8 @@ def learn_picks(
     """Estimate each model's reliability over ``keys``' stored selection records, re-pick
     every sample from its record, store both picks and score the moved ones."""
     started, wall = time.time(), time.perf_counter()
-    samples: dict[str, tuple[str, list[Candidate]]] = {}
-    for key in keys:
-        doc = store.load_samples(cfg.config_id, key)
-        if doc is not None:
-            cands = [Candidate.from_dict(c) for c in doc["candidates"]]
-            samples[key] = (str(doc.get("fingerprint", "")), cands)
-    found = {
+    samples = _stored_samples(store, cfg.config_id, keys)
+    found: Records = {
         (key, i): rec
         for key, (_, cands) in samples.items()
         for i, c in enumerate(cands)
@@ -144,80 +224,21 @@ def learn_picks(
     counts = tasks_per_source(votes)
     estimates = {s: Learned(fitted.accuracy[s], counts.get(s, 0)) for s in sources}
     run = LearnedRun(True, "", estimates, len(votes))
-    decided: list[tuple[str, str, list[JSONObject], list[str | None]]] = []
+    decided: list[Decided] = []
     for key, (fingerprint, cands) in samples.items():
-        picks: list[JSONObject] = []
-        codes: list[str | None] = []
-        for i, cand in enumerate(cands):
-            rec = found.get((key, i))
-            again = None
-            if rec is not None:
-                selection = rec[0]
-                used = [
-                    # A figure in the config wins; else this evaluation's estimate.
-                    u
-                    if u.source == CONFIG
-                    else UsedReliability(
-                        u.candidate,
-                        u.model,
-                        estimates[u.model].value if u.model in estimates else None,
-                        EVALUATION if u.model in estimates else NONE,
-                        estimates[u.model].tasks if u.model in estimates else None,
-                    )
-                    for u in sorted(selection.reliabilities, key=lambda u: u.candidate)
-                ]
-                again = repick(selection, used)
-            if rec is None or again is None:
-                codes.append(cand.code)
-                picks.append({"first": None, "learned": None, "moved": False})
-                continue
-            first = rec[0].chosen
-            moved = again.chosen != first
-            assert cand.drafts is not None
-            # Moved: the new draft as written; else the crew's own (refined) code.
-            codes.append(cand.drafts[again.chosen] if moved else cand.code)
-            picks.append(
-                {
-                    "first": first,
-                    "first_rule": rec[0].rule,
-                    "learned": again.chosen,
-                    "moved": moved,
-                    "selection": again.to_dict(),
-                }
-            )
+        repicked = [
+            _repick_sample(cand, found.get((key, i)), estimates) for i, cand in enumerate(cands)
+        ]
+        picks = [p for p, _ in repicked]
         if any(p["moved"] for p in picks):
             run.moved.append(key)
-        decided.append((key, fingerprint, picks, codes))
+        decided.append((key, fingerprint, picks, [code for _, code in repicked]))
     run.pick_seconds = time.perf_counter() - wall
-
-    def score(item: tuple[str, str, list[JSONObject], list[str | None]]) -> int:
-        """One task's learned picks on the hidden tests: unmoved ones hit the verdict cache,
-        so only a moved pick's draft runs. The number of drafts that ran."""
-        key, fingerprint, picks, codes = item
-        problem = tasks.get(key)
-        misses = {
-            k
-            for code in codes
-            if store.load_verdict(k := verdict_key(problem, code, cfg.limits)) is None
-        }
-        scores = score_samples(store, problem, codes, sandbox, cfg.limits)
-        write_json_atomic(
-            learned_task_path(store, cfg.config_id, key),
-            {
-                "version": VERSION,
-                "samples_fingerprint": fingerprint,
-                "picks": cast(JSONValue, picks),
-                "codes": cast(JSONValue, codes),
-                "scores": cast(JSONValue, [s.to_dict() for s in scores]),
-                "n": len(scores),
-                "c": sum(s.passed for s in scores),
-            },
-        )
-        return len(misses)
-
     # Tasks side by side, as the evaluation scores them.
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        run.scored = sum(pool.map(score, decided))
+        run.scored = sum(
+            pool.map(lambda item: _score_learned(item, store, cfg, tasks, sandbox), decided)
+        )
     if history is not None:
         history.record_evaluation(cfg.config_id, tasks.name, run.tasks, estimates)
     return done(run)

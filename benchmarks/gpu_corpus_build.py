@@ -64,6 +64,7 @@ def stdlib_chunks(count: int) -> list[Chunk]:
         base += make_chunks(doc, text, "python", chunk_spans(text, "python", rel, Budget()))
         if len(base) >= count:
             break
+    base = list({c.id: c for c in base}.values())  # the same text is the same id (sync_index)
     chunks = []
     for i in range(count):
         chunk = base[i % len(base)]

@@ -205,6 +205,48 @@ class LLMClient:
             return None  # unknown, never zero
         return (prompt_tokens * price["input"] + completion_tokens * price["output"]) / 1e6
 
+    def _cached(self, key: str, role: str, model: str, started: float) -> Completion | None:
+        """The cached reply under ``key`` as a completion that cost nothing, if there is one."""
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is None:
+            return None
+        return Completion(
+            role=role,
+            model=model,
+            content=str(hit["content"]),
+            prompt_tokens=int(hit.get("prompt_tokens", 0)),
+            completion_tokens=int(hit.get("completion_tokens", 0)),
+            cost_usd=0.0,
+            latency_s=time.perf_counter() - started,
+            cached=True,
+        )
+
+    def _create(
+        self, role: str, draft: Draft | None, endpoint: str, kwargs: JSONObject
+    ) -> openai.types.chat.ChatCompletion:
+        """The SDK call itself; every SDK error becomes one ``LLMError`` line."""
+        import openai  # deferred (see ``client``); already loaded by the time we get here
+
+        try:
+            return self._client_for(role, draft).chat.completions.create(**kwargs)
+        except openai.APITimeoutError as exc:
+            raise LLMError(
+                f"{role}: request timed out after {self.timeout_s:g}s "
+                f"({self.max_retries} retries exhausted)"
+            ) from exc
+        except openai.APIStatusError as exc:
+            raise LLMError(
+                f"{role}: endpoint answered HTTP {exc.status_code} "
+                f"(retried up to {self.max_retries} times): {_short(exc.message)}",
+                status=exc.status_code,
+                detail=str(exc.message),
+                code=str(exc.code or ""),
+            ) from exc
+        except openai.APIConnectionError as exc:
+            raise LLMError(f"{role}: cannot reach the LLM endpoint {shown_url(endpoint)}") from exc
+        except openai.OpenAIError as exc:
+            raise LLMError(f"{role}: {_short(str(exc))}") from exc
+
     def complete(
         self,
         role: str,
@@ -237,21 +279,10 @@ class LLMClient:
         cacheable = self.cache is not None and cfg.temperature == 0
         key = ResponseCache.key(payload) if cacheable else ""
         started = time.perf_counter()
-        if cacheable and self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                done = Completion(
-                    role=role,
-                    model=cfg.model,
-                    content=str(hit["content"]),
-                    prompt_tokens=int(hit.get("prompt_tokens", 0)),
-                    completion_tokens=int(hit.get("completion_tokens", 0)),
-                    cost_usd=0.0,
-                    latency_s=time.perf_counter() - started,
-                    cached=True,
-                )
-                self._record(meter, done, endpoint, draft)
-                return done
+        hit = self._cached(key, role, cfg.model, started) if cacheable else None
+        if hit is not None:
+            self._record(meter, hit, endpoint, draft)
+            return hit
         # The SDK call's keyword arguments, as they go on the wire (and to the recorder).
         kwargs: JSONObject = {
             "model": cfg.model,
@@ -262,27 +293,7 @@ class LLMClient:
         }
         if response_format is not None:
             kwargs["response_format"] = response_format
-        import openai  # deferred (see ``client``); already loaded by the time we get here
-
-        try:
-            reply = self._client_for(role, draft).chat.completions.create(**kwargs)
-        except openai.APITimeoutError as exc:
-            raise LLMError(
-                f"{role}: request timed out after {self.timeout_s:g}s "
-                f"({self.max_retries} retries exhausted)"
-            ) from exc
-        except openai.APIStatusError as exc:
-            raise LLMError(
-                f"{role}: endpoint answered HTTP {exc.status_code} "
-                f"(retried up to {self.max_retries} times): {_short(exc.message)}",
-                status=exc.status_code,
-                detail=str(exc.message),
-                code=str(exc.code or ""),
-            ) from exc
-        except openai.APIConnectionError as exc:
-            raise LLMError(f"{role}: cannot reach the LLM endpoint {shown_url(endpoint)}") from exc
-        except openai.OpenAIError as exc:
-            raise LLMError(f"{role}: {_short(str(exc))}") from exc
+        reply = self._create(role, draft, endpoint, kwargs)
         latency = time.perf_counter() - started
         if not reply.choices:
             raise LLMError(f"{role}: the endpoint returned no choices")

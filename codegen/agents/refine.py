@@ -44,6 +44,17 @@ def classify(exc: BaseException) -> tuple[Status, str]:
     return Status.ERROR, f"{type(exc).__name__}: {exc}"
 
 
+def _failing(report: TestReport, round_no: int) -> str:
+    """Why a round ended with failing tests: how many, the first names, collection errors."""
+    failing = [t.name for t in report.tests if t.outcome in ("failed", "error")]
+    return (
+        f"{report.failed if report.total else 'all'} of {report.total} tests failing "
+        f"after {round_no} round(s)"
+        + (f": {', '.join(failing[:5])}" if failing else "")
+        + ("; collection errors" if report.collection_errors else "")
+    )
+
+
 def refine(
     llm: LLMClient,
     meter: Meter,
@@ -104,14 +115,7 @@ def refine(
             report = execute_tests(sandbox, code, tests, limits)
             entry.passed, entry.total = report.passed, report.total
             if not report.ok:
-                failing = [t.name for t in report.tests if t.outcome in ("failed", "error")]
-                status = Status.FAILED_TESTS
-                reason = (
-                    f"{report.failed if report.total else 'all'} of {report.total} tests failing "
-                    f"after {round_no} round(s)"
-                    + (f": {', '.join(failing[:5])}" if failing else "")
-                    + ("; collection errors" if report.collection_errors else "")
-                )
+                status, reason = Status.FAILED_TESTS, _failing(report, round_no)
                 feedback = failure_feedback(report, round_no)
                 entry.feedback = feedback[:2000]
                 emit(f"round {round_no}: {report.passed}/{report.total} tests passed")

@@ -102,6 +102,27 @@ def _tombstone(url: str, validators: dict[str, PageValidators], report: SourceRe
     validators.pop(url, None)
 
 
+def _first_pages(
+    client: PoliteClient, start: str, report: SourceReport
+) -> tuple[deque[str], str] | None:
+    """The pages a crawl from ``start`` begins with, and the prefix its links must keep
+    (none for a sitemap, which names its own pages); None when ``start`` is off limits."""
+    try:
+        if not start.endswith(".xml"):
+            return deque([start]), start.rsplit("/", 1)[0] + "/"
+        if refused := client.refusal(start):
+            report.skip(refused)
+            return None
+        got = client.get(start)
+        if got.status != 200:
+            raise SourceError(f"sitemap {start}: HTTP {got.status}")
+        return deque(_sitemap_urls(got.body, report)), ""
+    except requests.RequestException as exc:
+        raise SourceError(f"docs site {start} unreachable: {exc}") from exc
+    except OffLimits as exc:  # the sitemap redirected off its host
+        raise SourceError(f"sitemap {start}: redirected where it may not go ({exc})") from exc
+
+
 def fetch_docs(
     cfg: DocsConfig, state: SourceState, report: SourceReport, progress: Progress
 ) -> Iterator[Document]:
@@ -113,24 +134,10 @@ def fetch_docs(
     for url in [u for u, v in validators.items() if v.get("start") not in (None, *cfg.urls)]:
         _tombstone(url, validators, report)  # its start URL is no longer configured
     for start in cfg.urls:
-        queue: deque[str] = deque()
-        prefix = start.rsplit("/", 1)[0] + "/"
-        try:
-            if start.endswith(".xml"):
-                if refused := client.refusal(start):
-                    report.skip(refused)
-                    continue
-                got = client.get(start)
-                if got.status != 200:
-                    raise SourceError(f"sitemap {start}: HTTP {got.status}")
-                queue.extend(_sitemap_urls(got.body, report))
-                prefix = ""  # a sitemap names its own pages
-            else:
-                queue.append(start)
-        except requests.RequestException as exc:
-            raise SourceError(f"docs site {start} unreachable: {exc}") from exc
-        except OffLimits as exc:  # the sitemap redirected off its host
-            raise SourceError(f"sitemap {start}: redirected where it may not go ({exc})") from exc
+        first = _first_pages(client, start, report)
+        if first is None:
+            continue
+        queue, prefix = first
         seen: set[str] = set()
         present: set[str] = set()  # answered 200 or 304: still there
         complete = True

@@ -363,109 +363,108 @@ class OpenAICompatibleServer:
 
     # -- HTTP ----------------------------------------------------------------------------
     def _make_handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
+        return type("_Handler", (_Handler,), {"owner": self})
 
-        class _Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: object) -> None:
-                pass  # the server's own log line, when asked for, says more
+class _Handler(BaseHTTPRequestHandler):
+    """One HTTP exchange with ``owner``, the server whose book answers it (each server makes
+    its own subclass naming itself: ``OpenAICompatibleServer._make_handler``)."""
 
-            def _send_json(self, status: int, payload: object, headers: dict[str, str]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                # The client may have given up already (timeout tests); nothing to do then.
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self.wfile.write(data)
+    protocol_version = "HTTP/1.1"
+    owner: OpenAICompatibleServer
 
-            def _stream(self, events: list[JSONObject], headers: dict[str, str]) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    for event in events:
-                        self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
-                    self.wfile.write(b"data: [DONE]\n\n")
-                    self.wfile.flush()
-                self.close_connection = True
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # the server's own log line, when asked for, says more
 
-            def _record(self, body: JSONObject | None) -> RecordedRequest:
-                rec = RecordedRequest(
-                    method=self.command,
-                    path=self.path,
-                    headers=Headers(self.headers.items()),
-                    body=body,
-                    role=self.headers.get(ROLE_HEADER),
-                )
-                with server._lock:
-                    server.requests.append(rec)
-                return rec
+    def _send_json(self, status: int, payload: object, headers: dict[str, str]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        # The client may have given up already (timeout tests); nothing to do then.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.wfile.write(data)
 
-            def do_GET(self) -> None:
-                self._record(None)
-                if self.path.rstrip("/") in ("/v1/models", "/models"):
-                    data = [
-                        {"id": m, "object": "model", "created": 0, "owned_by": server._name}
-                        for m in server.book.model_ids()
-                    ]
-                    self._send_json(200, {"object": "list", "data": data}, {})
-                    return
-                self._send_json(404, error_body(f"no such path {self.path}", "not_found"), {})
+    def _stream(self, events: list[JSONObject], headers: dict[str, str]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            for event in events:
+                self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        self.close_connection = True
 
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_BODY_BYTES:
-                    self._record(None)
-                    self._send_json(
-                        413, error_body("request body too large", "invalid_request"), {}
-                    )
-                    return
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = None
-                if not isinstance(body, dict):
-                    self._record(None)
-                    message = "the body must be a JSON object" if raw else "invalid JSON body"
-                    self._send_json(400, error_body(message, "invalid_request"), {})
-                    return
-                request = self._record(body)
-                if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-                    self._send_json(404, error_body(f"no such path {self.path}", "not_found"), {})
-                    return
-                refusal = _refusal(server.structured_outputs, body)
-                if refusal is not None:
-                    self._send_json(*refusal, {})
-                    return
-                reply = server.book.answer(request)
-                if server.logging:
-                    server.log(_log_record(request, reply))
-                if _ignores_schema(server.structured_outputs, body):
-                    # The server drops the schema, so the model chats around its JSON.
-                    reply.content = f"Here is the JSON:\n```json\n{reply.content}\n```\nDone."
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
-                if reply.status != 200:
-                    payload = error_body(
-                        reply.error_message or "error", reply.error_type, reply.error_code
-                    )
-                    self._send_json(reply.status, payload, reply.headers)
-                elif body.get("stream"):
-                    self._stream(chunks(body, reply), reply.headers)
-                else:
-                    self._send_json(200, completion(body, reply), reply.headers)
+    def _record(self, body: JSONObject | None) -> RecordedRequest:
+        rec = RecordedRequest(
+            method=self.command,
+            path=self.path,
+            headers=Headers(self.headers.items()),
+            body=body,
+            role=self.headers.get(ROLE_HEADER),
+        )
+        with self.owner._lock:
+            self.owner.requests.append(rec)
+        return rec
 
-        return _Handler
+    def do_GET(self) -> None:
+        self._record(None)
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": self.owner._name}
+                for m in self.owner.book.model_ids()
+            ]
+            self._send_json(200, {"object": "list", "data": data}, {})
+            return
+        self._send_json(404, error_body(f"no such path {self.path}", "not_found"), {})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self._record(None)
+            self._send_json(413, error_body("request body too large", "invalid_request"), {})
+            return
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            self._record(None)
+            message = "the body must be a JSON object" if raw else "invalid JSON body"
+            self._send_json(400, error_body(message, "invalid_request"), {})
+            return
+        request = self._record(body)
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._send_json(404, error_body(f"no such path {self.path}", "not_found"), {})
+            return
+        refusal = _refusal(self.owner.structured_outputs, body)
+        if refusal is not None:
+            self._send_json(*refusal, {})
+            return
+        reply = self.owner.book.answer(request)
+        if self.owner.logging:
+            self.owner.log(_log_record(request, reply))
+        if _ignores_schema(self.owner.structured_outputs, body):
+            # The server drops the schema, so the model chats around its JSON.
+            reply.content = f"Here is the JSON:\n```json\n{reply.content}\n```\nDone."
+        if reply.delay_s:
+            time.sleep(reply.delay_s)
+        if reply.status != 200:
+            payload = error_body(reply.error_message or "error", reply.error_type, reply.error_code)
+            self._send_json(reply.status, payload, reply.headers)
+        elif body.get("stream"):
+            self._stream(chunks(body, reply), reply.headers)
+        else:
+            self._send_json(200, completion(body, reply), reply.headers)
 
 
 def _int(value: str | None) -> int | None:

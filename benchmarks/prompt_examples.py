@@ -4,7 +4,7 @@ which prompts state ranges that keep the generated inputs in (``agents.seeds.sta
     .venv/bin/python benchmarks/prompt_examples.py
 
 The importer derives the analyzer's examples and the test designer's assertions from the
-prompt (``codegen.replay.importers.prompt_examples``): a docstring's ``>>>`` examples, else
+prompt (``codegen.replay.derived.prompt_examples``): a docstring's ``>>>`` examples, else
 the ones it writes in prose (``codegen.replay.examples``), as calls (``f(x) ➞ y``, ``f(x)
 should return y.``) or as parameter values (``For x = 1 the output should be y``, ``Input:
 x = 1`` / ``Output: y``). Prints one JSON object: the tasks with ``>>>`` examples, the prose
@@ -20,8 +20,8 @@ import json
 
 from codegen.agents.seeds import params_of, stated_bounds
 from codegen.evaluation.humaneval import load_problems
+from codegen.replay.derived import doctest_examples, prompt_examples, written_docstring
 from codegen.replay.examples import written_examples
-from codegen.replay.importers import doctest_examples, prompt_examples, written_docstring
 
 
 def main() -> None:

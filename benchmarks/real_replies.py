@@ -127,7 +127,8 @@ def parser_acceptance(source: Path, tasks_file: Path | None, limit: int | None) 
     against the signature of the derived spec the crew gets."""
     from codegen.agents.replies import AgentOutputError, extract_module
     from codegen.evaluation.tasks import read_task_file
-    from codegen.replay.importers import derived_spec, mapcoder_rows
+    from codegen.replay.derived import derived_spec
+    from codegen.replay.importers import mapcoder_rows
 
     tasks = read_task_file(tasks_file) if tasks_file is not None else None
     found: Counter[str] = Counter()

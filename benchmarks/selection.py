@@ -195,8 +195,8 @@ def generated_tests(sample: str, entry_point: str) -> list[str]:
 
 def example_tests(problem: Problem) -> list[str]:
     """The prompt's worked examples as assertions, read as the crew's importer reads them
-    (``codegen.replay.importers.prompt_examples``: doctest, then the prose styles)."""
-    from codegen.replay.importers import prompt_examples
+    (``codegen.replay.derived.prompt_examples``: doctest, then the prose styles)."""
+    from codegen.replay.derived import prompt_examples
 
     pairs = prompt_examples(problem)
     tests = [ast.unparse(ast.parse(f"assert ({c}) == ({w})")) for c, w in pairs]

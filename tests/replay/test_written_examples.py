@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from codegen.agents.spec import Spec
 from codegen.evaluation.humaneval import Problem
+from codegen.replay.derived import derived_spec, derived_tests, prompt_examples
 from codegen.replay.examples import written_examples
-from codegen.replay.importers import derived_spec, derived_tests, prompt_examples
 
 DOC = """
     Examples

@@ -5,7 +5,7 @@ forging sample here passed the scoring driver that ran the candidate in the test
 from __future__ import annotations
 
 from codegen.evaluation.humaneval import Problem
-from codegen.evaluation.scoring import Category, score_candidates
+from codegen.evaluation.scoring import Category, SampleScore, score_candidates
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits
 
@@ -154,8 +154,8 @@ FORGERIES = {
 }
 
 
-def _score(sb: Sandbox, problem: Problem, candidates: list[str]) -> list[object]:
-    return list(score_candidates(sb, problem, list(candidates), LIMITS))
+def _score(sb: Sandbox, problem: Problem, candidates: list[str]) -> list[SampleScore]:
+    return score_candidates(sb, problem, list[str | None](candidates), LIMITS)
 
 
 def test_forged_verdicts_score_failed(sb: Sandbox) -> None:
@@ -164,10 +164,10 @@ def test_forged_verdicts_score_failed(sb: Sandbox) -> None:
     # One batch, honest samples between the forgeries: nothing one leaves reaches the next.
     candidates = [honest] + [FORGERIES[n] for n in names] + [honest]
     scores = _score(sb, ADD, candidates)
-    assert scores[0].passed and scores[-1].passed, (scores[0], scores[-1])  # type: ignore[attr-defined]
+    assert scores[0].passed and scores[-1].passed, (scores[0], scores[-1])
     for name, score in zip(names, scores[1:-1], strict=True):
-        assert not score.passed, (name, score)  # type: ignore[attr-defined]
-        assert score.isolated is True, (name, score)  # type: ignore[attr-defined]
+        assert not score.passed, (name, score)
+        assert score.isolated is True, (name, score)
 
 
 def test_a_catch_all_does_not_hide_a_dead_candidate(sb: Sandbox) -> None:
@@ -188,8 +188,8 @@ def test_a_catch_all_does_not_hide_a_dead_candidate(sb: Sandbox) -> None:
         problem,
         [ADD.prompt + ADD.canonical_solution, FORGERIES["exit swallowed by a catch-all"]],
     )
-    assert honest.passed  # type: ignore[attr-defined]
-    assert not dead.passed and dead.category == Category.RUNTIME_ERROR, dead  # type: ignore[attr-defined]
+    assert honest.passed
+    assert not dead.passed and dead.category == Category.RUNTIME_ERROR, dead
 
 
 def test_classes_and_helpers_cross_as_handles(sb: Sandbox) -> None:
@@ -197,10 +197,10 @@ def test_classes_and_helpers_cross_as_handles(sb: Sandbox) -> None:
     right, wrong_score, missing = _score(
         sb, TREE, [TREE_SOLUTION, wrong, TREE_SOLUTION.replace("def values", "def _values")]
     )
-    assert right.passed and right.isolated, right  # type: ignore[attr-defined]
-    assert wrong_score.category == Category.WRONG_ANSWER, wrong_score  # type: ignore[attr-defined]
-    assert missing.category == Category.RUNTIME_ERROR, missing  # type: ignore[attr-defined]
-    assert "values" in missing.message  # type: ignore[attr-defined]
+    assert right.passed and right.isolated, right
+    assert wrong_score.category == Category.WRONG_ANSWER, wrong_score
+    assert missing.category == Category.RUNTIME_ERROR, missing
+    assert "values" in missing.message
 
 
 def test_calls_that_cannot_cross_run_the_old_way_marked(sb: Sandbox) -> None:
@@ -214,6 +214,6 @@ def test_calls_that_cannot_cross_run_the_old_way_marked(sb: Sandbox) -> None:
     right, wrong = _score(
         sb, problem, [problem.prompt + "    return f(x)\n", problem.prompt + "    return x\n"]
     )
-    assert right.passed and right.isolated is False, right  # type: ignore[attr-defined]
-    assert "cannot cross" in right.isolation_note and "function" in right.isolation_note  # type: ignore[attr-defined]
-    assert not wrong.passed and wrong.isolated is False  # type: ignore[attr-defined]
+    assert right.passed and right.isolated is False, right
+    assert "cannot cross" in right.isolation_note and "function" in right.isolation_note
+    assert not wrong.passed and wrong.isolated is False

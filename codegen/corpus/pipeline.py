@@ -8,14 +8,13 @@ with nothing changed recomputes nothing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypedDict, TypeVar
+from typing import TypedDict
 
 import numpy as np
 
@@ -43,6 +42,14 @@ from codegen.corpus.dedupe import (
 )
 from codegen.corpus.model import Chunk, ChunkRecord, Document, DocumentRecord, content_hash
 from codegen.corpus.secrets import SECRETS_VERSION, has_secret
+from codegen.corpus.stage_memo import (
+    memo_get,
+    memo_put,
+    read_manifest,
+    restore_stats,
+    stage_key,
+    stats_dict,
+)
 from codegen.corpus.store import (
     cache_path,
     chunks_path,
@@ -56,78 +63,13 @@ from codegen.corpus.store import (
     read_documents,
     write_jsonl_atomic,
 )
-from codegen.durable import atomic_write_text
 from codegen.json_types import JSONObject, JSONValue
 
 Progress = Callable[[str], None]
 
 
-def _key(*parts: object) -> str:
-    return hashlib.sha256("\0".join(str(p) for p in parts).encode("utf-8", "replace")).hexdigest()
-
-
 def _noop(_: str) -> None:
     return None
-
-
-# Stage memo: a stage whose inputs (by fingerprint), code version and parameters are unchanged
-# and whose outputs are still the files it wrote is not run again; its stats are replayed.
-def _manifest(corpus_dir: Path, stage: str) -> Path:
-    return corpus_dir / "manifests" / f"{stage}.json"
-
-
-class StageManifest(TypedDict):
-    """``manifests/<stage>.json``: what a stage last ran on, and the stats it reported."""
-
-    key: str  # code version and parameters
-    outputs: list[str]  # fingerprints of the files it wrote
-    stats: JSONObject  # a stats dataclass (``_as_dict``), or the chunk report
-
-
-def _read_manifest(corpus_dir: Path, stage: str) -> JSONObject | None:
-    try:
-        m = json.loads(_manifest(corpus_dir, stage).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return m if isinstance(m, dict) else None
-
-
-def _memo_get(corpus_dir: Path, stage: str, key: str, outputs: list[Path]) -> JSONObject | None:
-    m = _read_manifest(corpus_dir, stage)
-    if m is None or m.get("key") != key or m.get("outputs") != [fingerprint(p) for p in outputs]:
-        return None
-    stats = m.get("stats")
-    return stats if isinstance(stats, dict) else None
-
-
-def _memo_put(
-    corpus_dir: Path, stage: str, key: str, outputs: list[Path], stats: JSONObject
-) -> None:
-    data = StageManifest(key=key, outputs=[fingerprint(p) for p in outputs], stats=stats)
-    atomic_write_text(_manifest(corpus_dir, stage), json.dumps(data))
-
-
-def _as_dict(stats: CleanStats | DedupeStats | ChunkStats) -> JSONObject:
-    # Not dataclasses.asdict: it rebuilds a Counter from (key, value) pairs and miscounts.
-    return {
-        f.name: dict(v) if isinstance(v := getattr(stats, f.name), Counter) else v
-        for f in fields(stats)
-    }
-
-
-Stats = TypeVar("Stats", "CleanStats", "DedupeStats", "ChunkStats")
-
-
-def _restore(cls: type[Stats], data: JSONObject) -> Stats:
-    """Stats replayed from a manifest: the fields it has (Counters rebuilt), defaults for the
-    rest (a field added since)."""
-    obj = cls()
-    for f in fields(cls):
-        if f.name in data:
-            value = data[f.name]
-            setattr(obj, f.name, Counter(value) if "Counter" in str(f.type) else value)
-    obj.memoized = True
-    return obj
 
 
 @dataclass
@@ -175,12 +117,12 @@ def clean_stage(
 ) -> CleanStats:
     """Clean every stored raw source into ``clean.jsonl``."""
     inputs = [raw_path(corpus_dir, s) for s in raw_sources(corpus_dir)]
-    memo_key = _key(
+    memo_key = stage_key(
         CLEAN_VERSION, SECRETS_VERSION, max_bytes, *(f"{p.name}={fingerprint(p)}" for p in inputs)
     )
     outputs = [clean_path(corpus_dir)]
-    if (memo := _memo_get(corpus_dir, "clean", memo_key, outputs)) is not None:
-        return _restore(CleanStats, memo)
+    if (memo := memo_get(corpus_dir, "clean", memo_key, outputs)) is not None:
+        return restore_stats(CleanStats, memo)
     stats = CleanStats()
     with StageCache(cache_path(corpus_dir)) as cache:
 
@@ -190,7 +132,7 @@ def clean_stage(
                     stats.documents_in += 1
                     stats.bytes_in += len(doc.text.encode("utf-8", "surrogatepass"))
                     path = str(doc.metadata.get("path") or doc.uri)
-                    key = _key(
+                    key = stage_key(
                         CLEAN_VERSION,
                         SECRETS_VERSION,
                         doc.hash,
@@ -230,7 +172,7 @@ def clean_stage(
                     ).to_dict()
 
         write_jsonl_atomic(clean_path(corpus_dir), records())
-    _memo_put(corpus_dir, "clean", memo_key, outputs, _as_dict(stats))
+    memo_put(corpus_dir, "clean", memo_key, outputs, stats_dict(stats))
     return stats
 
 
@@ -241,7 +183,7 @@ def _cached_signatures(
 
     def signature_of(c: Candidate, code: bool) -> np.ndarray:
         # Word shingles ignore case and spacing, as exact_key does; code tokens keep case.
-        key = _key(params.key(code), content_hash(c.text) if code else exact_key(c.text))
+        key = stage_key(params.key(code), content_hash(c.text) if code else exact_key(c.text))
         raw = cache.get_bytes("minhash", key)
         if raw is not None:
             return np.frombuffer(raw, dtype=np.uint32)
@@ -254,7 +196,7 @@ def _cached_signatures(
 
 def _cached_fingerprints(cache: StageCache) -> Callable[[Candidate], Fingerprint]:
     def fingerprint_of(c: Candidate) -> Fingerprint:
-        key = _key(NORMALISER_VERSION, content_hash(c.text))
+        key = stage_key(NORMALISER_VERSION, content_hash(c.text))
         hit = cache.get_json("fingerprint", key)
         if hit is not None:
             return Fingerprint.from_json(hit)
@@ -278,10 +220,10 @@ class DedupeStats:
 
 def dedupe_stage(corpus_dir: Path, params: DedupeParams, progress: Progress = _noop) -> DedupeStats:
     """Remove exact and near duplicates across all sources into ``deduped.jsonl``."""
-    memo_key = _key(params, fingerprint(clean_path(corpus_dir)))
+    memo_key = stage_key(params, fingerprint(clean_path(corpus_dir)))
     outputs = [deduped_path(corpus_dir), dedupe_report_path(corpus_dir)]
-    if (memo := _memo_get(corpus_dir, "dedupe", memo_key, outputs)) is not None:
-        return _restore(DedupeStats, memo)
+    if (memo := memo_get(corpus_dir, "dedupe", memo_key, outputs)) is not None:
+        return restore_stats(DedupeStats, memo)
     docs = {d.id: d for d in read_documents(clean_path(corpus_dir))}
     candidates = [
         Candidate(d.id, d.text, rank_of(d.metadata), code=d.language in CODE_LANGUAGES)
@@ -310,7 +252,7 @@ def dedupe_stage(corpus_dir: Path, params: DedupeParams, progress: Progress = _n
         for r, k in sorted(result.exact_removed.items())
     ]
     write_jsonl_atomic(dedupe_report_path(corpus_dir), [*exact, *report])
-    _memo_put(corpus_dir, "dedupe", memo_key, outputs, _as_dict(stats))
+    memo_put(corpus_dir, "dedupe", memo_key, outputs, stats_dict(stats))
     return stats
 
 
@@ -366,12 +308,12 @@ def chunk_stage(
     """
     params = params or DedupeParams()
     target = chunks_path(corpus_dir)
-    memo_key = _key(
+    memo_key = stage_key(
         CHUNKER_VERSION, budget, params, params.key(True), fingerprint(deduped_path(corpus_dir))
     )
-    if (memo := _memo_get(corpus_dir, "chunk", memo_key, [target])) is not None:
+    if (memo := memo_get(corpus_dir, "chunk", memo_key, [target])) is not None:
         # Nothing upstream changed: the stored chunks stand, and none of them is new.
-        return _restore(ChunkStats, {**memo, "new_chunks": 0, "removed_chunks": 0})
+        return restore_stats(ChunkStats, {**memo, "new_chunks": 0, "removed_chunks": 0})
     previous = {c.id for c in read_chunks(target)}
     stats = ChunkStats()
     seen: set[str] = set()
@@ -379,7 +321,7 @@ def chunk_stage(
 
         def doc_chunks(doc: Document) -> list[Chunk]:
             # Everything a document's chunks depend on, and nothing else (not mtime).
-            key = _key(
+            key = stage_key(
                 CHUNKER_VERSION,
                 budget,
                 doc.hash,
@@ -442,7 +384,7 @@ def chunk_stage(
         seen -= removed
     stats.new_chunks = len(seen - previous)
     stats.removed_chunks = len(previous - seen)
-    _memo_put(corpus_dir, "chunk", memo_key, [target], _as_dict(stats))
+    memo_put(corpus_dir, "chunk", memo_key, [target], stats_dict(stats))
     return stats
 
 
@@ -478,8 +420,8 @@ def chunk_report(corpus_dir: Path) -> ChunkReport:
     corpus is not rescanned.
     """
     target = chunks_path(corpus_dir)
-    memo_key = _key(SECRETS_VERSION, "report")
-    memo = _memo_get(corpus_dir, "chunk_report", memo_key, [target])
+    memo_key = stage_key(SECRETS_VERSION, "report")
+    memo = memo_get(corpus_dir, "chunk_report", memo_key, [target])
     if memo is not None and (replayed := _chunk_report_from(memo)) is not None:
         return replayed
     leaks: list[str] = []
@@ -487,7 +429,7 @@ def chunk_report(corpus_dir: Path) -> ChunkReport:
     by_source: Counter[str] = Counter()
     with StageCache(cache_path(corpus_dir)) as cache:
         for chunk in read_chunks(target):
-            key = _key(SECRETS_VERSION, chunk.id)
+            key = stage_key(SECRETS_VERSION, chunk.id)
             found = cache.get_json("secretscan", key)
             if not isinstance(found, bool):
                 found = has_secret(chunk.text)
@@ -497,16 +439,16 @@ def chunk_report(corpus_dir: Path) -> ChunkReport:
             sizes.append(_tokens(chunk))
             by_source[chunk.source] += 1
     report = ChunkReport(leaks=leaks, sizes=size_distribution(sizes), by_source=dict(by_source))
-    _memo_put(corpus_dir, "chunk_report", memo_key, [target], report)
+    memo_put(corpus_dir, "chunk_report", memo_key, [target], report)
     return report
 
 
 def last_dedupe_stats(corpus_dir: Path) -> DedupeStats | None:
-    m = _read_manifest(corpus_dir, "dedupe")
+    m = read_manifest(corpus_dir, "dedupe")
     if m is None:
         return None
     stats = m.get("stats")
-    return _restore(DedupeStats, stats if isinstance(stats, dict) else {})
+    return restore_stats(DedupeStats, stats if isinstance(stats, dict) else {})
 
 
 def size_distribution(sizes: list[int]) -> dict[str, float]:

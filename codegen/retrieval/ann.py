@@ -46,7 +46,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -58,7 +58,13 @@ from codegen.retrieval.probe_order import (
     list_shape,
     search_preassigned,
 )
-from codegen.retrieval.stores import HIT_COLUMNS, hit_from_row
+from codegen.retrieval.stores import (
+    HIT_COLUMNS,
+    Calibration,
+    RecallFigures,
+    SidecarMeta,
+    hit_from_row,
+)
 from codegen.retrieval.types import SearchHit
 
 # 2: hit payload in an Arrow file; 3: calibrated nprobe in the meta file; 4: float16 lists,
@@ -109,7 +115,7 @@ class FaissSidecar:
     payload: list[Any]  # pyarrow RecordBatches of HIT_COLUMNS, in faiss position order
     vectors: np.ndarray  # float32 unit vectors in faiss position order, for exact rescoring
     nprobe: int = 16  # the calibrated count read from the meta file, when it has one
-    calibration: dict[str, Any] | None = None
+    calibration: Calibration | None = None
     radius: np.ndarray | None = None  # per list: its farthest member's distance from the centroid
     # per list, SUBS sub-centroids (absolute) and in the last column each one's radius
     subs: np.ndarray | None = None
@@ -211,15 +217,15 @@ class FaissSidecar:
         for path in (index_path, payload_path, vectors_path, subs_path):
             fsync_file(path)
         # Written last (whole or not at all): its presence marks a complete sidecar.
-        meta = {
-            "format": FORMAT_VERSION,
-            "rows": int(index.ntotal),
-            "nlist": int(index.nlist),
-            "nprobe": nprobe,
-            "calibration": calibration,
-            "radius_weight": RADIUS_WEIGHT,
-            "list_radius": [round(float(r), 6) for r in radius],
-        }
+        meta = SidecarMeta(
+            format=FORMAT_VERSION,
+            rows=int(index.ntotal),
+            nlist=int(index.nlist),
+            nprobe=nprobe,
+            calibration=calibration,
+            radius_weight=RADIUS_WEIGHT,
+            list_radius=[round(float(r), 6) for r in radius],
+        )
         atomic_write_text(meta_path, json.dumps(meta))
         # The index in memory, not a second copy read back from disk (1.5 GB at 2M rows).
         loaded = cls.load(directory, name, index=index)
@@ -228,7 +234,7 @@ class FaissSidecar:
         return loaded
 
     @classmethod
-    def read_meta(cls, directory: Path, name: str) -> dict[str, Any] | None:
+    def read_meta(cls, directory: Path, name: str) -> SidecarMeta | None:
         """The meta file alone (rows, nlist, calibrated nprobe, calibration figures): cheap,
         for status displays that should not load gigabytes of index. A missing, truncated or
         foreign meta file reads as no index (None): the next build replaces it."""
@@ -239,7 +245,7 @@ class FaissSidecar:
             return None
         if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
             return None
-        return meta
+        return cast(SidecarMeta, meta)
 
     @classmethod
     def load(cls, directory: Path, name: str, *, index: Any = None) -> FaissSidecar | None:
@@ -368,7 +374,7 @@ def calibrate(
     own: int,
     target: RecallTarget,
     order: ProbeOrder,
-) -> tuple[int, dict[str, Any]]:
+) -> tuple[int, Calibration]:
     """One PROBE_LADDER step (capped at nlist) above the smallest probe count whose recall@K
     meets the target on each group of calibration queries (the mean by its 95% lower bound):
     the first ``own`` rows are the index's own vectors (each scored without itself), the rest
@@ -389,7 +395,8 @@ def calibrate(
     kth = np.where(np.arange(len(queries)) < own, truth[:, K], truth[:, K - 1])
     groups = {"own_sample": slice(0, own), "real_queries": slice(own, len(queries))}
     tried: dict[str, dict[str, float]] = {}
-    chosen, figures, met_at = nlist, {}, None
+    figures: dict[str, RecallFigures] = {}
+    chosen, met_at = nlist, None
     ladder = sorted({min(p, nlist) for p in PROBE_LADDER} | {nlist})
     # The probe order is the same at every count: computed once, sliced per count.
     all_lists, all_coarse = order.lists(queries, nlist)
@@ -405,12 +412,12 @@ def calibrate(
                 got = np.delete(got, same[:1]) if len(same) else got
             recalls[i] = recall_at_k(got[:K], float(kth[i]))
         figures = {
-            name: {
-                "queries": len(recalls[part]),
-                "recall_at_10_mean": round(float(recalls[part].mean()), 4),
-                "recall_at_10_mean_lower_95": round(_lower_bound(recalls[part]), 4),
-                "recall_at_10_min": round(float(recalls[part].min()), 2),
-            }
+            name: RecallFigures(
+                queries=len(recalls[part]),
+                recall_at_10_mean=round(float(recalls[part].mean()), 4),
+                recall_at_10_mean_lower_95=round(_lower_bound(recalls[part]), 4),
+                recall_at_10_min=round(float(recalls[part].min()), 2),
+            )
             for name, part in groups.items()
             if len(recalls[part])
         }
@@ -428,15 +435,15 @@ def calibrate(
             for fig in figures.values()
         ):
             met_at = nprobe
-    return chosen, {
-        "target_recall_at_10_mean": target.mean,
-        "target_recall_at_10_min": target.minimum,
-        "met_at_nprobe": met_at,
-        "nprobe": chosen,
-        "nlist": nlist,
-        "at_nprobe": figures,
-        "tried": tried,
-    }
+    return chosen, Calibration(
+        target_recall_at_10_mean=target.mean,
+        target_recall_at_10_min=target.minimum,
+        met_at_nprobe=met_at,
+        nprobe=chosen,
+        nlist=nlist,
+        at_nprobe=figures,
+        tried=tried,
+    )
 
 
 def _lower_bound(recalls: np.ndarray) -> float:
@@ -471,7 +478,7 @@ def _mapped(path: Path, dim: int, *, in_memory: bool = False) -> np.ndarray:
     return np.memmap(path, dtype=np.float32, mode="r", shape=(rows, dim))
 
 
-def _meta_well_formed(meta: dict[str, Any]) -> bool:
+def _meta_well_formed(meta: SidecarMeta) -> bool:
     """Whether the fields ``load`` reads have their types (an edited or foreign file: no)."""
     numbers = (meta.get("rows"), meta.get("nprobe"))
     radius = meta.get("list_radius", [])

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from codegen.retrieval.stores import (
     HIT_COLUMNS,
     RRF_K,
     SEARCH_MODES,
+    AnnInfo,
     Filters,
     IndexMissingError,
     StoreError,
@@ -128,13 +129,15 @@ class LanceDBStore:
             self._sidecar_checked = True
         return self._sidecar
 
-    def ann_info(self) -> dict[str, Any] | None:
+    def ann_info(self) -> AnnInfo | None:
         """The sidecar's size, calibrated probe count and calibration figures, read from its
         meta file alone (no index load); None without a sidecar."""
         directory = self._sidecar_dir()
         meta = FaissSidecar.read_meta(directory, self.table_name) if directory else None
         # The per-list radii (thousands of numbers) are the index's, not a figure to show.
-        return {k: v for k, v in meta.items() if k != "list_radius"} if meta else None
+        if not meta:
+            return None
+        return cast(AnnInfo, {k: v for k, v in meta.items() if k != "list_radius"})
 
     def _drop_sidecar(self) -> None:
         directory = self._sidecar_dir()

@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
 
@@ -24,6 +24,46 @@ from codegen.retrieval.types import SearchHit
 
 SEARCH_MODES = ("hybrid", "vector", "keyword")
 RRF_K = 60  # the constant from Cormack et al. (2009), also LanceDB's and Weaviate's default
+
+
+class RecallFigures(TypedDict):
+    """One group of calibration queries at the chosen probe count."""
+
+    queries: int
+    recall_at_10_mean: float
+    recall_at_10_mean_lower_95: float
+    recall_at_10_min: float
+
+
+class Calibration(TypedDict, total=False):
+    """How an approximate index's probe count was chosen (``ann.calibrate``)."""
+
+    target_recall_at_10_mean: float
+    target_recall_at_10_min: float
+    met_at_nprobe: int | None  # None: no count met the target; every list is probed
+    nprobe: int
+    nlist: int
+    at_nprobe: dict[str, RecallFigures]  # "own_sample", "real_queries"
+    tried: dict[str, dict[str, float]]  # probe count -> "<group>_mean", "<group>_min"
+    seconds_build_and_calibrate: float
+
+
+class AnnInfo(TypedDict, total=False):
+    """An approximate index's size, calibrated probe count and calibration figures."""
+
+    format: int
+    rows: int
+    nlist: int
+    nprobe: int
+    calibration: Calibration
+    radius_weight: float
+
+
+class SidecarMeta(AnnInfo, total=False):
+    """A faiss sidecar's meta file (``ann.FaissSidecar``): ``AnnInfo`` and the per-list radii
+    its probe order needs."""
+
+    list_radius: list[float]
 
 
 class IndexMissingError(RuntimeError):
@@ -107,7 +147,7 @@ class VectorStore(Protocol):
         ``calibration_queries`` gives real query vectors when an ANN index is calibrated."""
         ...
 
-    def ann_info(self) -> dict[str, Any] | None:
+    def ann_info(self) -> AnnInfo | None:
         """The approximate index's size and calibrated probe count; None when there is none."""
         ...
 

@@ -18,7 +18,14 @@ from urllib.parse import urlparse
 import numpy as np
 
 from codegen.corpus.model import Chunk
-from codegen.retrieval.stores import SEARCH_MODES, Filters, StoreError, hit_from_row, keyword_text
+from codegen.retrieval.stores import (
+    SEARCH_MODES,
+    AnnInfo,
+    Filters,
+    StoreError,
+    hit_from_row,
+    keyword_text,
+)
 from codegen.retrieval.types import SearchHit
 
 
@@ -163,7 +170,7 @@ class WeaviateStore:
     def refresh(self, calibration_queries: Callable[[], np.ndarray] | None = None) -> None:
         """Weaviate indexes on write (HNSW and BM25); nothing to rebuild or calibrate."""
 
-    def ann_info(self) -> dict[str, Any] | None:
+    def ann_info(self) -> AnnInfo | None:
         return None  # Weaviate's HNSW is tuned on the server, not by this client
 
     def _filters(self, filters: Filters) -> Any:

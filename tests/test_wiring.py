@@ -169,7 +169,8 @@ def test_a_run_fills_the_sandbox_pool_before_its_first_test_run() -> None:
 def test_assets_import_nothing_of_orchestration() -> None:
     # Imports run one way: orchestration (definitions, jobs, sensors, CLI) -> assets -> domain.
     modules = imported_after(
-        "import codegen.assets.codegen, codegen.assets.corpus, codegen.assets.evaluation, "
+        "import codegen.assets.codegen, codegen.assets.codegen_checks, codegen.assets.corpus, "
+        "codegen.assets.evaluation, "
         "codegen.assets.index, codegen.assets.evaluation_family, codegen.assets.resources"
     )
     assert not [m for m in modules if m.startswith("codegen.orchestration")]

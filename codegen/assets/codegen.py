@@ -4,9 +4,10 @@ One asset per step of ``codegen.agents.steps.STEPS`` (the sequence the in-proces
 runs too), built by ``build_step_asset`` from the step and its row in ``STEP_ASSETS`` (asset
 name, code version, description, metadata, services): ``request_spec -> (test_suite ||
 retrieved_context -> solution_draft) -> solution_code -> human_review -> documentation``,
-with a blocking sandbox check and a bandit check on ``solution_code``. Each asset reads the
-results of the steps upstream of it, runs its own step with ``codegen.agents.runner.advance``
-and stores only its own result. A step added to ``STEPS`` gets its asset without an edit here.
+with a blocking sandbox check and a bandit check on ``solution_code`` (``codegen_checks``;
+what each step shows: ``codegen_metadata``). Each asset reads the results of the steps
+upstream of it, runs its own step with ``codegen.agents.runner.advance`` and stores only its
+own result. A step added to ``STEPS`` gets its asset without an edit here.
 
 ``human_review`` passes agent-mode requests straight on; in human and both modes it ends the
 run in ``awaiting_review`` until the ``review_request`` job rematerializes it (and
@@ -16,19 +17,12 @@ alone) always says how the request ended.
 """
 
 import json
-import subprocess
-import sys
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
 
 from dagster import (
-    AssetCheckExecutionContext,
-    AssetCheckResult,
-    AssetCheckSeverity,
     AssetExecutionContext,
     AssetIn,
     AssetsDefinition,
@@ -36,46 +30,46 @@ from dagster import (
     DynamicPartitionsDefinition,
     Failure,
     MaterializeResult,
-    MetadataValue,
-    PreviewWarning,
-    TableColumn,
-    TableRecord,
-    TableSchema,
     asset,
-    asset_check,
 )
 
 from codegen import composition
 from codegen.agents import prompts
 from codegen.agents.endpoint import LLMRoute
-from codegen.agents.records import Selection
 from codegen.agents.reliability import votes_of
 from codegen.agents.reliability_history import FILE_NAME as HISTORY_FILE
 from codegen.agents.reliability_history import ReliabilityHistory
-from codegen.agents.report import RequestReport, Verification, write_report
-from codegen.agents.roles import execute_tests
+from codegen.agents.report import write_report
 from codegen.agents.runner import advance
 from codegen.agents.spec import SPEC_JSON_SCHEMA
-from codegen.agents.state import ContextResult, CrewState, StepResult
+from codegen.agents.state import CrewState, StepResult
 from codegen.agents.steps import STEP_BY_NAME, STEPS, Crew, Step, upstream
 from codegen.agents.types import Status, is_outage
-from codegen.agents.usage import Usage
+from codegen.assets.codegen_metadata import (
+    StepMetadata,
+    context_metadata,
+    default_metadata,
+    docs_metadata,
+    draft_metadata,
+    review_metadata,
+    solution_metadata,
+    spec_metadata,
+    tests_metadata,
+)
 from codegen.assets.resources import (
     LLMResource,
     RetrieverResource,
     SandboxResource,
-    SettingsResource,
 )
 from codegen.json_types import JSONObject
 from codegen.requests.review import ReviewError, ReviewStore
 from codegen.requests.route import foreign_endpoint
-from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, request_title
+from codegen.requests.store import RequestStore, artifact_dir
 from codegen.settings import Settings
 
 requests_partitions = DynamicPartitionsDefinition(name="requests")
 
 GROUP = "codegen"
-OK = "ok"  # metadata of an intermediate step that succeeded; final ones are agents.types.Status
 
 _SCHEMA = json.dumps(SPEC_JSON_SCHEMA, sort_keys=True)
 SPEC_VERSION = prompts.prompt_version("analyzer", extra=_SCHEMA)
@@ -85,178 +79,12 @@ DOCS_VERSION = prompts.prompt_version("documenter")
 CONTEXT_VERSION = "1"
 
 
-# An asset's metadata here: plain values, or Dagster's rich ones (markdown, JSON, tables, paths).
-StepMetadata = dict[str, MetadataValue | str | int | float | bool | None]
-
-
-# -- helpers ---------------------------------------------------------------------------------
-def _folder(settings: Settings, request_id: str) -> Path:
+def artifacts_folder(settings: Settings, request_id: str) -> Path:
     return artifact_dir(settings.artifacts_dir, request_id)
 
 
 def _no_sandbox() -> NoReturn:
     raise RuntimeError("this step has no sandbox")
-
-
-def _md_code(text: str, lang: str = "python") -> MetadataValue:
-    return MetadataValue.md(f"```{lang}\n{text.rstrip()}\n```" if text.strip() else "_(none)_")
-
-
-def _usage_metadata(usage: Usage) -> StepMetadata:
-    rows = [
-        TableRecord(
-            {
-                "agent": role,
-                "calls": a.calls,
-                "prompt_tokens": a.prompt_tokens,
-                "completion_tokens": a.completion_tokens,
-                "latency_s": round(a.latency_s, 3),
-                "cache_hits": a.cache_hits,
-                "cost_usd": "unknown" if a.cost_usd is None else f"{a.cost_usd:.6f}",
-            }
-        )
-        for role, a in sorted(usage.per_agent.items())
-    ]
-    schema = TableSchema(
-        columns=[
-            TableColumn("agent", "string"),
-            TableColumn("calls", "int"),
-            TableColumn("prompt_tokens", "int"),
-            TableColumn("completion_tokens", "int"),
-            TableColumn("latency_s", "float"),
-            TableColumn("cache_hits", "int"),
-            TableColumn("cost_usd", "string"),
-        ]
-    )
-    return {
-        "tokens": usage.total_tokens,
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        # An unknown price is shown as unknown, never as 0.
-        "cost_usd": "unknown" if usage.cost_usd is None else round(usage.cost_usd, 6),
-        "cache_hits": usage.cache_hits,
-        "cache_misses": usage.cache_misses,
-        "per_agent": MetadataValue.table(rows, schema=schema),
-    }
-
-
-def _usage_and_endpoints(usage: Usage) -> StepMetadata:
-    return {
-        **_usage_metadata(usage),
-        "endpoints": MetadataValue.json(usage.endpoints_by_role()),
-        # Tokens and cost per model, over every role and candidate that asked for it.
-        "per_model": MetadataValue.json(usage.per_model()),
-    }
-
-
-def _grounding_metadata(state: CrewState) -> StepMetadata:
-    grounding = state.context.grounding if state.context else None
-    if grounding is None:
-        return {"grounding": "unknown"}
-    return {
-        "grounding": grounding.status,
-        "grounding_chunks": grounding.chunks,
-        "embedded_fraction": grounding.embedded_fraction,
-    }
-
-
-def _step_metadata(result: StepResult | None) -> StepMetadata:
-    """Status and reason of an intermediate step (``ok`` unless it ended the request)."""
-    ended = result.ended if result is not None else None
-    status = ended.status.value if ended else OK
-    return {
-        "status": status,
-        "reason": ended.reason if ended else "",
-        **_usage_and_endpoints(result.usage if result is not None else Usage()),
-    }
-
-
-def _final_metadata(state: CrewState) -> StepMetadata:
-    status = state.status
-    return {
-        **_grounding_metadata(state),
-        TITLE_TAG: request_title(state.request),
-        "status": status.value if status else "under way",
-        "reason": state.reason,
-        **_usage_and_endpoints(state.usage()),
-    }
-
-
-# -- per-step metadata ------------------------------------------------------------------------
-def _spec_metadata(state: CrewState, folder: Path) -> StepMetadata:
-    spec = state.spec.spec if state.spec else None
-    return {
-        **_step_metadata(state.spec),
-        "request": MetadataValue.md(f"> {state.request[:2000]}"),
-        "spec": _md_code(
-            json.dumps(spec.model_dump(mode="json") if spec else {}, indent=2), "json"
-        ),
-        "structured_outputs": state.spec.structured_outputs if state.spec else "",
-    }
-
-
-def _tests_metadata(state: CrewState, folder: Path) -> StepMetadata:
-    tests = state.tests.tests if state.tests else ""
-    return {
-        **_step_metadata(state.tests),
-        "tests": _md_code(tests),
-        "test_functions": tests.count("\ndef test_") + tests.startswith("def test_"),
-    }
-
-
-def _context_metadata(state: CrewState, folder: Path) -> StepMetadata:
-    found = state.context
-    chunks = found.chunks if found else []
-    return {
-        "status": found.ended.status.value if found and found.ended else OK,
-        "chunks": len(chunks),
-        "tokens": sum(c.tokens for c in chunks),
-        "queries": MetadataValue.json(found.queries if found else []),
-        "citations": MetadataValue.json([c.citation for c in chunks]),
-        **_grounding_metadata(state),
-    }
-
-
-def _draft_metadata(state: CrewState, folder: Path) -> StepMetadata:
-    draft = state.draft
-    return {
-        **_step_metadata(draft),
-        "drafts": len(draft.drafts) if draft else 0,
-        "code": _md_code(draft.code if draft else ""),
-        "problem": (draft.problem if draft else "") or "",
-    }
-
-
-def _solution_metadata(state: CrewState, folder: Path) -> StepMetadata:
-    solution = state.solution
-    report = solution.report if solution else None
-    return {
-        **_final_metadata(state),
-        "rounds": solution.rounds if solution else 0,
-        "tests_passed": report.passed if report else 0,
-        "tests_total": report.total if report else 0,
-        "code": _md_code(solution.code if solution else ""),
-        "review": MetadataValue.md((solution.review if solution else "") or "_(not reviewed)_"),
-        # With --candidates N: each draft's results, the groups and why the pick won.
-        "candidates": MetadataValue.json(
-            solution.selection.to_dict() if solution and solution.selection else {"drafts": 1}
-        ),
-        **_pick_metadata(solution.selection if solution else None),
-        "artifacts": MetadataValue.path(str(folder)),
-    }
-
-
-def _pick_metadata(selection: Selection | None) -> StepMetadata:
-    """Which rule decided the pick and the reliability each draft's vote counted with, with
-    where it came from (config, history, none)."""
-    if selection is None:
-        return {}
-    used = selection.reliabilities
-    return {
-        "pick_rule": selection.rule,
-        "reliabilities": MetadataValue.json([u.to_dict() for u in used]),
-        "reliability_sources": ", ".join(sorted({u.source for u in used})) or "none",
-    }
 
 
 def _learn_from(settings: Settings, request_id: str, state: CrewState) -> None:
@@ -268,39 +96,6 @@ def _learn_from(settings: Settings, request_id: str, state: CrewState) -> None:
     votes = votes_of(selection.to_dict(), [u.model for u in selection.reliabilities])
     if votes is not None:
         ReliabilityHistory(settings.home / HISTORY_FILE).record_request(request_id, votes)
-
-
-def _review_metadata(state: CrewState, folder: Path) -> StepMetadata:
-    review, accepted = state.review, state.accepted
-    report = accepted.report if accepted else None
-    pending = review.open_round if review is not None else 0
-    return {
-        **_final_metadata(state),
-        "review_mode": review.mode if review else state.options.review,
-        "review_round": pending,
-        "verdicts": MetadataValue.json([v.to_dict() for v in review.verdicts] if review else []),
-        "rounds": accepted.rounds if accepted else 0,
-        "tests_passed": report.passed if report else 0,
-        "tests_total": report.total if report else 0,
-        "code": _md_code(accepted.code if accepted else ""),
-        "agent_review": MetadataValue.md(
-            (accepted.review if accepted else "") or "_(not reviewed by the agent)_"
-        ),
-        "artifacts": MetadataValue.path(str(folder)),
-    }
-
-
-def _docs_metadata(state: CrewState, folder: Path) -> StepMetadata:
-    docs = state.docs.docs if state.docs else ""
-    return {
-        **_final_metadata(state),
-        "docs": MetadataValue.md(docs or "_(no docs: the code was not accepted)_"),
-        "artifacts": MetadataValue.path(str(folder)),
-    }
-
-
-def _default_metadata(state: CrewState, folder: Path) -> StepMetadata:
-    return _step_metadata(None)
 
 
 # The job that brings a verdict (codegen/orchestration/review.py); named here so the asset can
@@ -353,7 +148,7 @@ def _run_review(
         state = replace(state, review_prior=prior, verdict=verdict)
     try:
         state = advance("review", crew, state)
-        _fail_on_outage(_folder(settings, request_id), state, "review")
+        _fail_on_outage(artifacts_folder(settings, request_id), state, "review")
     except BaseException:
         if token:  # the verdict was not applied: its round awaits one again
             reviews.release(request_id, token)
@@ -382,7 +177,7 @@ class StepAsset:
     asset: str
     code_version: str
     description: str
-    metadata: Metadata = _default_metadata
+    metadata: Metadata = default_metadata
     services: tuple[str, ...] = ()  # "sandbox", "retriever"
     config: type[Config] | None = None
     run: StepRunner | None = None
@@ -393,19 +188,19 @@ STEP_ASSETS: dict[str, StepAsset] = {
         "request_spec",
         SPEC_VERSION,
         "The Requirements Analyzer's JSON spec of the request (Structured Outputs).",
-        _spec_metadata,
+        spec_metadata,
     ),
     "tests": StepAsset(
         "test_suite",
         TESTS_VERSION,
         "The Test Designer's pytest module, written from the spec alone (never code).",
-        _tests_metadata,
+        tests_metadata,
     ),
     "context": StepAsset(
         "retrieved_context",
         CONTEXT_VERSION,
         "Corpus chunks for the programmer: spec to queries, deduplicated, cited, budgeted.",
-        _context_metadata,
+        context_metadata,
         services=("retriever",),
     ),
     "draft": StepAsset(
@@ -413,14 +208,14 @@ STEP_ASSETS: dict[str, StepAsset] = {
         CODE_VERSION,
         "The Programmer's first draft(s) of solution.py; needs no tests, so it runs in "
         "parallel with the test designer.",
-        _draft_metadata,
+        draft_metadata,
     ),
     "solution": StepAsset(
         "solution_code",
         CODE_VERSION,
         "solution.py after the refinement loop: the Test Executor, Programmer and Reviewer "
         "execute, feed back, reprogram and review.",
-        _solution_metadata,
+        solution_metadata,
         services=("sandbox",),
     ),
     "review": StepAsset(
@@ -429,7 +224,7 @@ STEP_ASSETS: dict[str, StepAsset] = {
         "The sign-off on code whose tests pass: the Reviewer agent's (mode agent), or a "
         "person's (human, both: the request waits in awaiting_review, holding no run, until the "
         "review_request job brings a verdict; a rejection revises the code).",
-        _review_metadata,
+        review_metadata,
         services=("sandbox",),
         config=ReviewVerdictConfig,
         run=_run_review,
@@ -438,7 +233,7 @@ STEP_ASSETS: dict[str, StepAsset] = {
         "documentation",
         DOCS_VERSION,
         "The Documentation Generator's README for accepted code; completes report.json.",
-        _docs_metadata,
+        docs_metadata,
     ),
 }
 
@@ -501,7 +296,7 @@ def _crew(context: AssetExecutionContext, settings: Settings, services: tuple[st
         grounding=retriever.grounding if retriever is not None else None,
         limits=sandbox.limits() if sandbox is not None else None,
         on_event=context.log.info,
-        artifacts=_folder(settings, context.partition_key),
+        artifacts=artifacts_folder(settings, context.partition_key),
     )
 
 
@@ -532,7 +327,7 @@ def build_step_asset(step: Step) -> AssetsDefinition:
             state = spec.run(context, config, crew, state, settings)  # type: ignore[arg-type]
         else:
             state = advance(step.name, crew, state)
-        folder = _folder(settings, context.partition_key)
+        folder = artifacts_folder(settings, context.partition_key)
         _fail_on_outage(folder, state, step.name)
         if step.name == "solution":
             _learn_from(settings, context.partition_key, state)
@@ -572,153 +367,3 @@ def build_request_assets(steps: tuple[Step, ...] = STEPS) -> dict[str, AssetsDef
 
 
 REQUEST_ASSETS = build_request_assets()
-
-
-# -- checks ----------------------------------------------------------------------------------
-# Checks on a dynamically partitioned asset need a partitions_def on the check, which Dagster
-# 1.13 marks as preview; it is deliberate here, so the warning is not repeated on every load.
-warnings.filterwarnings(
-    "ignore", category=PreviewWarning, message=".*partitions_def on an AssetCheckSpec.*"
-)
-
-
-@asset_check(
-    asset=REQUEST_ASSETS["solution"],
-    blocking=True,
-    partitions_def=requests_partitions,
-    description="Re-runs the stored test suite against the stored code in the sandbox.",
-)
-def solution_passes_tests(
-    context: AssetCheckExecutionContext, settings: SettingsResource, sandbox: SandboxResource
-) -> AssetCheckResult:
-    folder = _folder(settings.load(), context.partition_key)
-    code_path, tests_path = folder / "solution.py", folder / "test_solution.py"
-    if not (code_path.exists() and tests_path.exists()):
-        ended = RequestReport.load(folder)
-        return AssetCheckResult(
-            passed=False,
-            description="no stored code and tests to run ("
-            + (f"{ended.status.value}: {ended.reason})" if ended else "unknown: )"),
-        )
-    with sandbox.open() as box:
-        report = execute_tests(box, code_path.read_text(), tests_path.read_text(), sandbox.limits())
-    write_report(folder, verification=Verification(report.ok, report.passed, report.total))
-    rows = [
-        TableRecord(
-            {
-                "test": t.name,
-                "outcome": t.outcome,
-                "duration_s": round(t.duration_s, 4),
-                "message": t.message[:300],
-            }
-        )
-        for t in report.tests
-    ]
-    schema = TableSchema(
-        columns=[
-            TableColumn("test", "string"),
-            TableColumn("outcome", "string"),
-            TableColumn("duration_s", "float"),
-            TableColumn("message", "string"),
-        ]
-    )
-    return AssetCheckResult(
-        passed=report.ok,
-        metadata={
-            "passed": report.passed,
-            "total": report.total,
-            "failed": report.failed,
-            "collection_errors": MetadataValue.json(report.collection_errors),
-            "tests": MetadataValue.table(rows, schema=schema),
-        },
-    )
-
-
-@asset_check(
-    asset=REQUEST_ASSETS["solution"],
-    partitions_def=requests_partitions,
-    description="bandit static security scan of solution.py (warning severity).",
-)
-def solution_bandit(
-    context: AssetCheckExecutionContext, settings: SettingsResource
-) -> AssetCheckResult:
-    code_path = _folder(settings.load(), context.partition_key) / "solution.py"
-    if not code_path.exists():
-        return AssetCheckResult(
-            passed=False, severity=AssetCheckSeverity.WARN, description="no stored code"
-        )
-    # bandit reads the code, it never runs it, so it needs no sandbox.
-    proc = subprocess.run(
-        [sys.executable, "-m", "bandit", "-q", "-f", "json", str(code_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    try:
-        issues = json.loads(proc.stdout).get("results", [])
-    except ValueError:
-        return AssetCheckResult(
-            passed=False,
-            severity=AssetCheckSeverity.WARN,
-            description=f"bandit failed: {proc.stderr.strip()[:300]}",
-        )
-    findings = [
-        {
-            "test_id": i.get("test_id"),
-            "severity": i.get("issue_severity"),
-            "confidence": i.get("issue_confidence"),
-            "line": i.get("line_number"),
-            "text": i.get("issue_text"),
-        }
-        for i in issues
-    ]
-    return AssetCheckResult(
-        passed=not findings,
-        severity=AssetCheckSeverity.WARN,
-        metadata={"issues": len(findings), "findings": MetadataValue.json(findings)},
-    )
-
-
-@asset_check(
-    asset=REQUEST_ASSETS["review"],
-    partitions_def=requests_partitions,
-    description="Warns while the request awaits a person's review, with how long it has waited.",
-)
-def review_not_pending(
-    context: AssetCheckExecutionContext, settings: SettingsResource
-) -> AssetCheckResult:
-    pending = ReviewStore(settings.load().requests_dir).get(context.partition_key)
-    if pending is None or pending.status == "closed":
-        return AssetCheckResult(passed=True, severity=AssetCheckSeverity.WARN)
-    waited = pending.waited_hours(datetime.now(UTC))
-    return AssetCheckResult(
-        passed=False,
-        severity=AssetCheckSeverity.WARN,
-        description=f"awaiting review (round {pending.review_round}) since "
-        f"{pending.since.isoformat()} ({waited:.2f} h); give the verdict with "
-        f"`codegen review {context.partition_key} --approve | --reject POINTS` or the "
-        "review_request job",
-        metadata={"review_round": pending.review_round, "waited_hours": round(waited, 3)},
-    )
-
-
-@asset_check(
-    asset=REQUEST_ASSETS["context"],
-    partitions_def=requests_partitions,
-    description="Warns when the code was written with no index or a partial one (grounding "
-    "none or partial): the programmer saw less of the corpus than it could.",
-)
-def context_grounded(
-    context: AssetCheckExecutionContext, retrieved_context: ContextResult
-) -> AssetCheckResult:
-    grounding = retrieved_context.grounding
-    if grounding is None:
-        return AssetCheckResult(
-            passed=False, severity=AssetCheckSeverity.WARN, description="grounding unknown"
-        )
-    return AssetCheckResult(
-        passed=grounding.status == "full",
-        severity=AssetCheckSeverity.WARN,
-        description=f"grounding {grounding.describe()}",
-        metadata=grounding.to_dict(),
-    )

@@ -17,7 +17,7 @@ from dagster import (
     load_assets_from_modules,
 )
 
-from codegen.assets import codegen, corpus, evaluation, index
+from codegen.assets import codegen, codegen_checks, corpus, evaluation, index
 from codegen.evaluation.benchmarks import registered
 from codegen.orchestration.corpus import CORPUS_JOBS, CORPUS_SCHEDULES, CORPUS_SENSORS
 from codegen.orchestration.evaluation import eval_jobs
@@ -28,7 +28,7 @@ from codegen.orchestration.review import REVIEW_JOB, build_review_sensor, review
 from codegen.orchestration.sensors import build_inbox_sensor
 from codegen.settings import get_settings
 
-ASSET_MODULES = [corpus, codegen, index]
+ASSET_MODULES = [corpus, codegen, codegen_checks, index]
 
 
 def build_definitions() -> Definitions:

@@ -15,7 +15,7 @@ from codegen.agents.crew import run_crew
 from codegen.agents.llm import LLMClient
 from codegen.agents.options import CrewOptions
 from codegen.agents.types import Status
-from codegen.assets import codegen
+from codegen.assets import codegen, codegen_checks
 from codegen.assets.resources import (
     LLMResource,
     RetrieverResource,
@@ -42,7 +42,7 @@ WRONG_TEST = "\n\ndef test_wrong_expectation():\n    assert primes_up_to(10) == 
 TESTS_WITH_A_WRONG_ONE = PRIMES_TESTS.removesuffix("```").rstrip() + WRONG_TEST
 SELECTION = [
     *codegen.REQUEST_ASSETS.values(),  # review in agent mode: straight on to the docs
-    codegen.solution_passes_tests,
+    codegen_checks.solution_passes_tests,
 ]
 
 

@@ -19,7 +19,7 @@ from dagster import (
 )
 
 from codegen.agents.artifacts import ARTIFACT_FILES
-from codegen.assets import codegen
+from codegen.assets import codegen, codegen_checks
 from codegen.assets.resources import (
     LLMResource,
     RetrieverResource,
@@ -48,9 +48,9 @@ ASSETS = [
 ]
 SELECTION = [
     *codegen.REQUEST_ASSETS.values(),
-    codegen.solution_passes_tests,
-    codegen.solution_bandit,
-    codegen.review_not_pending,
+    codegen_checks.solution_passes_tests,
+    codegen_checks.solution_bandit,
+    codegen_checks.review_not_pending,
 ]
 # The suite also proves that the key never reaches the sandbox's environment.
 LEAK_TEST = """

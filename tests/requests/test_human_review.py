@@ -29,7 +29,7 @@ from dagster import (
 )
 
 import codegen.settings as config
-from codegen.assets import codegen
+from codegen.assets import codegen, codegen_checks
 from codegen.assets.resources import (
     LLMResource,
     RetrieverResource,
@@ -51,7 +51,7 @@ POINTS = "Name the algorithm in the module docstring; say what n < 2 returns."
 REVISED = PRIMES_SOLUTION.replace("```python\n", "```python\n# revised after human review\n", 1)
 SELECTION = [
     *codegen.REQUEST_ASSETS.values(),
-    codegen.review_not_pending,
+    codegen_checks.review_not_pending,
 ]
 # What the review_request job rematerializes (its upstream assets load from storage).
 CODEGEN = str(Path(sys.executable).parent / "codegen")
@@ -235,7 +235,7 @@ def test_both_mode_agent_rejects_first_then_a_person_approves_from_the_launchpad
         # and the run claims the round itself. Without a verdict it refuses, changing nothing.
         job = Definitions(
             assets=SELECTION[:-1],
-            asset_checks=[codegen.review_not_pending],
+            asset_checks=[codegen_checks.review_not_pending],
             jobs=[review_request_job],
             resources=resources(server),
         ).resolve_job_def("review_request")

@@ -18,21 +18,39 @@ import click
 
 from codegen.settings import BadSettings
 
-# module path -> attribute holding a click command or group
-COMMAND_MODULES: list[tuple[str, str]] = [
-    ("codegen.orchestration.cli.info", "info"),
-    ("codegen.orchestration.cli.sandbox", "sandbox_group"),
-    ("codegen.orchestration.cli.corpus", "corpus_group"),
-    ("codegen.orchestration.cli.evaluate", "eval_group"),
-    ("codegen.orchestration.cli.generate", "generate"),
-    ("codegen.orchestration.cli.review", "review"),
-    ("codegen.orchestration.cli.review", "requests"),
-    ("codegen.orchestration.cli.search", "search"),
-    ("codegen.orchestration.cli.replay", "replay_group"),
-]
+# command name -> (module path, attribute holding its click command or group)
+COMMAND_MODULES: dict[str, tuple[str, str]] = {
+    "info": ("codegen.orchestration.cli.info", "info"),
+    "sandbox": ("codegen.orchestration.cli.sandbox", "sandbox_group"),
+    "corpus": ("codegen.orchestration.cli.corpus", "corpus_group"),
+    "eval": ("codegen.orchestration.cli.evaluate", "eval_group"),
+    "generate": ("codegen.orchestration.cli.generate", "generate"),
+    "review": ("codegen.orchestration.cli.review", "review"),
+    "requests": ("codegen.orchestration.cli.review", "requests"),
+    "search": ("codegen.orchestration.cli.search", "search"),
+    "replay": ("codegen.orchestration.cli.replay", "replay_group"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command runs (click's documented lazy
+    loading), so a command does not first import every other command's module. `codegen
+    --help` still imports them all, for their one-line help."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMAND_MODULES:
+            return None
+        module, attr = COMMAND_MODULES[cmd_name]
+        command = getattr(importlib.import_module(module), attr)
+        if not isinstance(command, click.Command) or command.name != cmd_name:
+            raise RuntimeError(f"{module}.{attr} is not the {cmd_name!r} command")
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="multiagent-codegen", prog_name="codegen")
 def cli() -> None:
     """Turn a natural-language programming request into tested, documented Python code.
@@ -41,10 +59,6 @@ def cli() -> None:
     CODEGEN_CONFIG (default $CODEGEN_HOME/codegen.toml). The LLM endpoint comes from
     OPENAI_BASE_URL and OPENAI_API_KEY.
     """
-
-
-for _module, _attr in COMMAND_MODULES:
-    cli.add_command(getattr(importlib.import_module(_module), _attr))
 
 
 def _one_line(text: str) -> str:

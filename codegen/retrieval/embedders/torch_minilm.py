@@ -136,6 +136,11 @@ class DeviceMiniLMEmbedder:
         self._path, self._digest = str(path), digest
 
     @property
+    def model_path(self) -> str:
+        """The verified model directory (weights, tokenizer, config)."""
+        return self._path
+
+    @property
     def own_identity(self) -> str:
         return (
             f"minilm-torch:all-MiniLM-L6-v2@{self._digest[:16]}:seq{self.max_seq_length}"
@@ -177,7 +182,7 @@ class DeviceMiniLMEmbedder:
 
     def tokenize(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """(rows of ``texts``, input_ids, attention_mask) per device batch."""
-        tokenizer = fast_tokenizer(self._path, self.max_seq_length)
+        tokenizer = fast_tokenizer(self.model_path, self.max_seq_length)
         encodings = encode_capped(tokenizer, texts, self.max_seq_length)
         return list(
             token_batches(

@@ -19,6 +19,7 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING, Any
 
+from codegen.agents.dependencies import SandboxPackages
 from codegen.agents.endpoint import CandidateRoute, LLMRoute, RoleModel, resolved_base_url
 from codegen.corpus.chunk import Budget
 from codegen.corpus.dedupe import DedupeParams
@@ -27,7 +28,8 @@ from codegen.retrieval.ann import RecallTarget
 from codegen.retrieval.embedders import EmbedderConfig
 from codegen.retrieval.index import StoreConfig
 from codegen.sandbox import Limits
-from codegen.sandbox.packages import PackageSet, image_tag, package_set
+from codegen.sandbox.errors import SandboxError
+from codegen.sandbox.packages import PackageSet, image_tag, package_set, sandbox_distributions
 from codegen.settings import CandidateModel, LLMSettings, SandboxSettings, Settings
 
 if TYPE_CHECKING:
@@ -81,6 +83,18 @@ def sandbox_image(sandbox: SandboxSettings) -> str:
     """``[sandbox] image``, else the tag that names the package set (DEFAULT_IMAGE for the
     default set)."""
     return sandbox.image or image_tag(sandbox_packages(sandbox))
+
+
+def crew_packages(sandbox: SandboxSettings) -> SandboxPackages | None:
+    """The package set the crew checks a spec's dependencies against: what the sandbox's image
+    has where it was built here, else the set as declared; None when the settings name no valid
+    set (opening the sandbox says why, in one line)."""
+    try:
+        packages = sandbox_packages(sandbox)
+    except SandboxError:
+        return None
+    available = sandbox_distributions(sandbox_image(sandbox), packages)
+    return SandboxPackages(sandbox.package_set, tuple(sandbox.packages), available)
 
 
 def sandbox_limits(

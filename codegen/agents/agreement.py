@@ -314,6 +314,9 @@ def run_on_shared_inputs(
 ) -> SharedRun:
     """The shared inputs of ``spec`` and ``tests`` (``agents.inputs``) and every one of
     ``codes`` on them, in one sandbox execution (``sandbox.calls.call_functions``)."""
+    if not spec.functions:
+        # Shared inputs are calls of one free function; a class-only spec has none (yet).
+        return SharedRun("", [], BehaviourTable([[] for _ in codes], []), 0.0)
     calls = [e.call for e in spec.examples]
     entry = entry_point_of(spec, [*calls, tests])
     function = next((f for f in spec.functions if f.name == entry), None)

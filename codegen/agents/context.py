@@ -17,7 +17,8 @@ def estimate_tokens(text: str) -> int:
 
 
 def queries_for(spec: Spec, limit: int = 4) -> list[str]:
-    """A few focused queries: the purpose, then each function's signature and contract."""
+    """A few focused queries: the purpose, then each function's signature and contract, each
+    class's description and methods."""
     queries: list[str] = []
     purpose = spec.purpose.strip()
     if purpose:
@@ -26,6 +27,9 @@ def queries_for(spec: Spec, limit: int = 4) -> list[str]:
         text = f"{fn.signature} {fn.description}".strip()
         if text:
             queries.append(text)
+    for cls in spec.classes:
+        methods = ", ".join(m.name for m in cls.methods)
+        queries.append(f"class {cls.name}: {cls.description} {methods}".strip())
     constraints = " ".join(spec.constraints)
     if constraints:
         queries.append(constraints)

@@ -11,6 +11,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from codegen.agents.artifacts import new_request_id
+from codegen.agents.dependencies import SandboxPackages
 from codegen.agents.llm import LLMClient
 from codegen.agents.options import CrewOptions
 from codegen.agents.refine import Event, quiet
@@ -32,11 +33,14 @@ def run_crew(
     on_event: Event | None = None,
     task_id: str | None = None,
     artifacts: Path | None = None,
+    packages: SandboxPackages | None = None,
 ) -> CrewOutcome:
     """Run the whole crew in this process: the same steps the Dagster assets run.
 
     ``task_id`` tags every request (``X-Codegen-Task``): the benchmark task during an
     evaluation; a fresh request id when None. ``artifacts``: a folder for the request's files.
+    ``packages``: the sandbox's package set, which the spec's dependencies must be in (None:
+    not checked).
     """
     options = options or CrewOptions()
     emit = on_event or quiet
@@ -48,6 +52,7 @@ def run_crew(
         limits=options.limits,
         on_event=emit,
         artifacts=artifacts,
+        packages=packages,
     )
     outcome = run_steps(crew, state).outcome()
     emit(f"{outcome.status.value}: {outcome.reason}")

@@ -14,16 +14,25 @@ ANALYZER_SYSTEM = """\
 You are a senior requirements analyst. Turn a programming request into a precise, testable
 specification of a small self-contained Python module named `solution.py`.
 
-Reply with JSON matching the given schema:
+Reply with JSON matching the given schema (a part the request does not need is an empty list):
 - purpose: one or two sentences on what the module does;
-- functions: every public function, with its exact Python signature (type hints included)
-  and a description of its contract;
+- functions: every public free function, with its exact Python signature (type hints
+  included) and a description of its contract;
+- classes: every public class: its constructor's signature (`__init__`, with `self`), its
+  public attributes (name, type, meaning) and every public method (exact signature with
+  `self`, and its contract, including how it changes the instance's state);
+- constants: public module-level constants (name, value as Python source, meaning);
+- dependencies: the third-party distributions the module imports, by their package index
+  names (`pandas`, `python-docx`); the standard library is not listed. Name one only when the
+  request asks for it or cannot reasonably be done without it;
 - behaviours: the observable rules the code must follow;
 - edge_cases: inputs at the boundaries and what must happen for each;
-- examples: worked examples, each a Python call and its exact expected result;
-- constraints: limits on the implementation (algorithm, complexity, standard library only).
+- examples: worked examples: `setup`, Python statements run first (`c = LRUCache(2)`,
+  `c.put(1, 1)`; empty for a single call), then `call`, one Python expression (`c.get(1)`),
+  and `expected`, its exact result as a Python expression (`1`);
+- constraints: limits on the implementation (algorithm, complexity, libraries).
 
-Use only the Python standard library. Do not write the implementation."""
+Do not write the implementation."""
 
 ANALYZER_USER = """\
 Programming request:
@@ -41,6 +50,8 @@ You are a meticulous test engineer. Write a pytest module `test_solution.py` for
 
 Rules:
 - import what you test from `solution` (for example `from solution import primes_up_to`);
+- for a class, construct a fresh instance in each test and check its methods' results and
+  its state across a sequence of calls, as the specification describes them;
 - one test function per behaviour, edge case and worked example of the specification;
 - assertions with exact expected values taken from the specification; no randomness, no
   network, no files outside the working directory, each test well under a second;
@@ -56,7 +67,8 @@ Specification (JSON):
 
 PROGRAMMER_SYSTEM = """\
 You are an expert Python programmer. Write the module `solution.py` that implements the
-specification exactly, with type hints and docstrings, using only the standard library.
+specification exactly, with type hints and docstrings. Import only the standard library
+and the distributions the specification lists under `dependencies`.
 
 Reply with exactly one fenced ```python block holding the whole module, nothing else."""
 

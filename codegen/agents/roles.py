@@ -74,8 +74,9 @@ def validate_request(text: str) -> str:
 
 
 def spec_json(spec: Spec) -> str:
-    """The spec as the agents are shown it (the same text as ever: recorded replies match it)."""
-    return json.dumps(spec.model_dump(mode="json"), indent=2, ensure_ascii=False)
+    """The spec as the agents are shown it (a function-only spec reads as it always did:
+    recorded replies match it)."""
+    return json.dumps(spec.shown(), indent=2, ensure_ascii=False)
 
 
 # -- parsing the wire conventions -------------------------------------------------------------

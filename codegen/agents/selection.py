@@ -135,21 +135,26 @@ EXAMPLE_PREFIX = "test_spec_example_"
 def spec_example_tests(spec: Spec) -> str:
     """pytest functions for the spec's worked examples (the trusted tests), or "".
 
-    The call and the expected value are evaluated inside the test, in the sandbox, in the
-    namespace of ``solution``; an example that is not a Python expression is skipped.
+    The setup statements run, then the call and the expected value are evaluated, inside the
+    test, in the sandbox, in the namespace of ``solution``; an example that is not Python
+    (statements, then an expression) is skipped.
     """
     functions: list[str] = []
     for index, example in enumerate(spec.examples):
         call, expected = example.call, example.expected
+        setup = "\n".join(example.setup)
         try:
+            parse_python(setup)
             parse_python(call, mode="eval")
             parse_python(expected, mode="eval")
         except SyntaxError:
             continue
+        run_setup = f"    exec({setup!r}, namespace)\n" if setup else ""
         functions.append(
             f"def {EXAMPLE_PREFIX}{index}():\n"
             "    import solution\n\n"
             "    namespace = dict(vars(solution))\n"
+            f"{run_setup}"
             f"    assert eval({call!r}, namespace) == eval({expected!r}, namespace)\n"
         )
     return "\n\n".join(functions)

@@ -15,6 +15,7 @@ from pathlib import Path
 from codegen.agents import prompts
 from codegen.agents.agreement import run_on_shared_inputs
 from codegen.agents.context import queries_for, retrieve_context
+from codegen.agents.dependencies import SandboxPackages, missing, missing_reason
 from codegen.agents.llm import LLMClient
 from codegen.agents.llm_types import Draft
 from codegen.agents.records import CandidateRun, Selection, SharedInput, UsedReliability
@@ -73,11 +74,19 @@ class Crew:
     artifacts: Path | None = None
     # How grounded a search of ``retriever`` is now (codegen.retrieval.grounding.Grounding).
     grounding: Callable[[], Grounding] | None = None
+    # The sandbox's package set the spec's dependencies are checked against; None: unknown,
+    # not checked.
+    packages: SandboxPackages | None = None
 
 
 def _spec_step(crew: Crew, state: CrewState, meter: Meter) -> SpecResult:
     analysis = analyze(crew.llm, meter, validate_request(state.request))
-    return SpecResult(spec=analysis.spec, structured_outputs=analysis.structured_outputs)
+    result = SpecResult(spec=analysis.spec, structured_outputs=analysis.structured_outputs)
+    lacking = missing(analysis.spec, crew.packages) if crew.packages is not None else []
+    if lacking and crew.packages is not None:
+        # Code importing them could never pass in the sandbox: end before the programmer.
+        result.ended = Ended(Status.MISSING_DEPENDENCY, missing_reason(lacking, crew.packages))
+    return result
 
 
 def _spec(state: CrewState) -> Spec:

@@ -23,6 +23,10 @@ class Status(StrEnum):
     # A replay server's answer for a turn it never recorded (UNRECORDED_CODE): the end of the
     # recording, scored with the code so far.
     UNRECORDED = "unrecorded"
+    # The spec needs a distribution the sandbox's package set lacks: ended before the
+    # programmer, not the model's fault nor an outage; a changed setting and a sandbox build
+    # fix it. Scored 0 and cached, like the model's endings.
+    MISSING_DEPENDENCY = "missing_dependency"
     # An outage (endpoint down, any other HTTP error, sandbox down): not a score, retried.
     ERROR = "error"
     # Not an ending: the tests pass and a person's verdict is awaited (no run holds it).
@@ -40,6 +44,11 @@ MODEL_ENDED = frozenset(
         Status.UNRECORDED,
     }
 )
+
+
+# Statuses the settings ended a request with (the request needs what they leave out):
+# `codegen generate` exits 2, the code of settings that do not fit; an evaluation scores them.
+SETTINGS_ENDED = frozenset({Status.MISSING_DEPENDENCY})
 
 
 def is_outage(status: Status) -> bool:

@@ -297,6 +297,7 @@ def _crew(context: AssetExecutionContext, settings: Settings, services: tuple[st
         limits=sandbox.limits() if sandbox is not None else None,
         on_event=context.log.info,
         artifacts=artifacts_folder(settings, context.partition_key),
+        packages=composition.crew_packages(settings.sandbox),
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 import pytest
 
-from codegen.agents.types import MODEL_ENDED, Status
+from codegen.agents.types import MODEL_ENDED, SETTINGS_ENDED, Status
 from codegen.orchestration.cli.generate import show_outcome
 
 
@@ -18,7 +18,9 @@ def summary(status: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("status", "code"),
     [(s.value, 3) for s in sorted(MODEL_ENDED)]
-    + [(Status.ERROR.value, 5), (Status.AWAITING_REVIEW.value, 4)],
+    + [(Status.ERROR.value, 5), (Status.AWAITING_REVIEW.value, 4)]
+    # The settings leave out what the request needs: settings that do not fit exit 2.
+    + [(s.value, 2) for s in sorted(SETTINGS_ENDED)],
 )
 def test_exit_status_says_who_ended_the_request(status: str, code: int) -> None:
     with pytest.raises(click.exceptions.Exit) as ended:
@@ -32,7 +34,7 @@ def test_passed_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_every_status_is_passed_model_ended_awaiting_or_an_outage() -> None:
-    others = {Status.PASSED, Status.AWAITING_REVIEW, Status.ERROR}
+    others = {Status.PASSED, Status.AWAITING_REVIEW, Status.ERROR, *SETTINGS_ENDED}
     assert set(Status) == set(MODEL_ENDED) | others and not MODEL_ENDED & others
     assert {s.value for s in MODEL_ENDED} == {
         "failed_tests",

@@ -4,7 +4,10 @@
 result); 2 refused: nothing was done (nothing stored, nothing run) because the command as
 called cannot work: bad arguments, or flags, settings or an environment that do not fit
 together (a daemon holding another key, a candidate's key variable unset, --launch queue
-with no daemon). The one-line message says what to change. Then what ended the work:
+with no daemon). The one-line message says what to change. `codegen generate` exits 2 too
+when the request needs what the settings leave out (``missing_dependency``: the spec names a
+distribution outside ``[sandbox] packages``): only the analyzer ran, and the reason names the
+setting and the build command. Then what ended the work:
 """
 
 from __future__ import annotations

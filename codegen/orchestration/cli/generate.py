@@ -15,11 +15,13 @@ from codegen import composition
 from codegen.agents.options import REVIEW_MODES, BadOptions, RequestOptions, StoredOptions
 from codegen.agents.report import RequestReport, grounding_from_json
 from codegen.agents.roles import BadRequest, read_request_file, validate_request
+from codegen.agents.types import Status
 from codegen.json_types import JSONObject, JSONValue
 from codegen.orchestration.cli.exits import (
     AWAITING_REVIEW_EXIT,
     NOT_PASSED_EXIT,
     OUTAGE_EXIT,
+    REFUSED_EXIT,
     Refused,
 )
 from codegen.orchestration.instance import configured_instance
@@ -309,7 +311,8 @@ def generate(
     request passed, 4 when it awaits a person's review (--review human|both), 3 when it ended
     otherwise by the model (failed_tests, rejected, no_code, budget_exceeded, unrecorded), 5
     when an outage ended it (status error: endpoint or sandbox down, retried on re-run); 2
-    when it was refused before anything was stored (bad arguments, a daemon that lacks this
+    when the spec needs a distribution outside [sandbox] packages (missing_dependency) or it
+    was refused before anything was stored (bad arguments, a daemon that lacks this
     shell's key, an unset candidate key variable).
     """
     if request.startswith("@"):
@@ -375,8 +378,9 @@ def endpoint_lines(endpoints: JSONObject) -> list[str]:
 
 
 def show_outcome(summary: JSONObject, as_json: bool) -> None:
-    """Print a request's outcome; exit 0 passed, 4 awaiting review, 5 error (an outage), 3
-    anything else (the model ended it)."""
+    """Print a request's outcome; exit 0 passed, 4 awaiting review, 5 error (an outage), 2
+    missing_dependency (the sandbox's package set does not fit the request), 3 anything else
+    (the model ended it)."""
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -406,5 +410,8 @@ def show_outcome(summary: JSONObject, as_json: bool) -> None:
         raise click.exceptions.Exit(AWAITING_REVIEW_EXIT)
     if summary["status"] == "error":
         raise click.exceptions.Exit(OUTAGE_EXIT)
+    if summary["status"] == Status.MISSING_DEPENDENCY.value:
+        # The settings do not fit the request: the reason names the setting and the command.
+        raise click.exceptions.Exit(REFUSED_EXIT)
     if summary["status"] != "passed":
         raise click.exceptions.Exit(NOT_PASSED_EXIT)

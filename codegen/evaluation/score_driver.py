@@ -32,6 +32,7 @@ import time
 
 DRIVER_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, DRIVER_DIR)  # -I leaves the script's dir out
+import handles  # noqa: E402
 import isolation  # noqa: E402
 from supervisor import _ancestors, _kill_leftovers, _non_dumpable, _reap, _wipe_dir  # noqa: E402
 
@@ -290,7 +291,7 @@ def _test_side(task, sock, verdict_w, memory_bytes, workdir):
         os.chdir(workdir)
         # The candidate can write where the driver lives: the test's imports never look there.
         sys.path[:] = [p for p in sys.path if p not in (DRIVER_DIR, "", ".")]
-        verdict = _decide(task, isolation.Conn(sock))
+        verdict = _decide(task, handles.Conn(sock))
         data = json.dumps(verdict).encode()
         while data:
             data = data[os.write(verdict_w, data) :]

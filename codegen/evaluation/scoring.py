@@ -220,9 +220,9 @@ def prepare_test(test: str) -> PreparedTest:
     return PreparedTest(code, call_check=not calls_itself, free_names=_free_names(tree))
 
 
-@lru_cache(maxsize=1)
-def _isolation_source() -> str:
-    return resources.files("codegen.sandbox").joinpath("isolation.py").read_text("utf-8")
+@lru_cache(maxsize=2)
+def _sandbox_source(name: str) -> str:
+    return resources.files("codegen.sandbox").joinpath(name).read_text("utf-8")
 
 
 def _batch_files(
@@ -247,7 +247,8 @@ def _batch_files(
     }
     return {
         **driver_files("codegen.evaluation", "score_driver.py"),
-        "isolation.py": _isolation_source(),
+        "isolation.py": _sandbox_source("isolation.py"),
+        "handles.py": _sandbox_source("handles.py"),
         "token.txt": token,
         "batch.json": json.dumps(batch),
     }

@@ -20,8 +20,8 @@ from codegen.sandbox.types import ExecResult, Limits, TestReport
 
 
 @cache
-def _isolation_source() -> str:
-    return resources.files("codegen.sandbox").joinpath("isolation.py").read_text("utf-8")
+def _sandbox_source(name: str) -> str:
+    return resources.files("codegen.sandbox").joinpath(name).read_text("utf-8")
 
 
 def _driver_report(result: ExecResult, token: str) -> tuple[bytes, dict[str, object]]:
@@ -77,7 +77,8 @@ class BaseSandbox:
         token = secrets.token_hex(16)
         files = {
             **driver_files("codegen.sandbox", "pytest_driver.py"),
-            "isolation.py": _isolation_source(),
+            "isolation.py": _sandbox_source("isolation.py"),
+            "handles.py": _sandbox_source("handles.py"),
             "solution.py": solution_source,
             "test_solution.py": test_source,
             "token.txt": token,

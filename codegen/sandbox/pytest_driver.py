@@ -25,6 +25,7 @@ import types
 
 DRIVER_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, DRIVER_DIR)  # -I leaves the script's dir out
+import handles  # noqa: E402
 import isolation  # noqa: E402
 from supervisor import _non_dumpable  # noqa: E402
 
@@ -113,7 +114,7 @@ def _eval_names(source):
 def _pytest_side(sock, junit_w, status_w, out_w, test_source):
     """In the driver's child: pytest over the stand-in; a status line on ``status_w``."""
     status = {"exit": None}
-    conn = isolation.Conn(sock)
+    conn = handles.Conn(sock)
     try:
         os.setsid()
         null = os.open(os.devnull, os.O_RDONLY)

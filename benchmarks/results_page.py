@@ -1,0 +1,259 @@
+"""Writes docs/results.md from the benchmark JSON stored under benchmarks/results/.
+
+Every figure on that page is read from one of those files, printed as the file holds it
+(never rounded here), beside the baseline the same run measured, the command that wrote the
+file and the machine it ran on. The descriptions below are the only hand-written part; a
+stored file without one, or a description whose key is missing from its file, is an error,
+so the page cannot drift from the JSON. Benchmarks without stored JSON are listed as not
+re-measured, pointing to CHANGELOG.md, where their figures are kept as recorded.
+
+    .venv/bin/python benchmarks/results_page.py          # rewrites docs/results.md
+    .venv/bin/python benchmarks/results_page.py --check  # exit 1 when the page is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PAGE = ROOT / "docs" / "results.md"
+COMMAND = ".venv/bin/python benchmarks/results_page.py"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One figure: its label, its key path in the JSON, and the same run's baseline if any."""
+
+    label: str
+    key: str
+    baseline_label: str = ""
+    baseline_key: str = ""
+
+
+@dataclass(frozen=True)
+class Description:
+    title: str
+    script: str
+    what: str
+    rows: tuple[Row, ...]
+
+
+# Keyed by the JSON file's stem. Key paths are dotted; a list value is printed whole.
+DESCRIPTIONS: dict[str, Description] = {
+    "cpu_default_build": Description(
+        title="Index build on the CPU with the default embedder",
+        script="benchmarks/cpu_default_build.py",
+        what=(
+            "A whole `sync_index` of standard-library chunks into a fresh LanceDB (tokenize,"
+            " embed, write) by this checkout and by a baseline checkout, alternating in pairs"
+            " in one run, and whether both write the same vectors. A ratio below 1 means this"
+            " checkout was faster."
+        ),
+        rows=(
+            Row("chunks", "chunks"),
+            Row("wall seconds per pair", "seconds.ours", "baseline", "seconds.baseline"),
+            Row("wall-time ratio per pair", "ratio_per_pair"),
+            Row("wall-time ratio, median", "ratio_median"),
+            Row("CPU seconds per pair", "cpu_seconds.ours", "baseline", "cpu_seconds.baseline"),
+            Row("CPU-time ratio, median", "cpu_ratio_median"),
+            Row("sample vectors identical to the baseline's", "sample_vectors_identical"),
+        ),
+    ),
+    "gpu_corpus_build_store": Description(
+        title="Writing embedded chunks to the store",
+        script="benchmarks/gpu_corpus_build.py",
+        what=(
+            "The store side of the GPU corpus build alone (`--store-only`): upserting"
+            " precomputed vectors into LanceDB and refreshing the index. No baseline was"
+            " measured in this run."
+        ),
+        rows=(
+            Row("chunks", "chunks"),
+            Row("mean chunk characters", "mean_chunk_chars"),
+            Row("upsert rows per second", "store.upsert_rows_per_s"),
+            Row("upsert seconds", "store.upsert_seconds"),
+            Row("refresh seconds", "store.refresh_seconds"),
+        ),
+    ),
+    "gpu_corpus_build_tokenize_cpu": Description(
+        title="Tokenizing for the device embedder",
+        script="benchmarks/gpu_corpus_build.py",
+        what=(
+            "The tokenize stage of the GPU corpus build alone (`--tokenize-only`), with texts"
+            " cut before the 128-token cap, against tokenizing whole texts in the same run."
+        ),
+        rows=(
+            Row("chunks", "chunks"),
+            Row(
+                "chunks tokenized per second",
+                "tokenize_chunks_per_s",
+                "whole texts",
+                "tokenize_whole_texts_chunks_per_s",
+            ),
+            Row("speedup from the cut", "tokenize_speedup_from_the_cut"),
+        ),
+    ),
+    "retrieval_quality_device_fp16": Description(
+        title="Retrieval quality: the default embedder and the fp16 device path",
+        script="benchmarks/retrieval_quality.py",
+        what=(
+            "Docstring sentences of indexed standard-library functions as queries, the"
+            " function as the answer (MRR@10, higher is better). The baseline for hybrid"
+            " search is the best single method in the same run. The fp16 device path ran on"
+            " a CPU here, so only its quality and its agreement with the default's vectors"
+            " are figures, not its speed."
+        ),
+        rows=(
+            Row("functions indexed", "functions_indexed"),
+            Row("queries", "queries"),
+            Row(
+                "default (`minilm`): hybrid MRR@10",
+                "embedders.minilm.scores.hybrid.mrr_at_10",
+                "vector only",
+                "embedders.minilm.scores.vector.mrr_at_10",
+            ),
+            Row(
+                "default (`minilm`): keyword MRR@10",
+                "embedders.minilm.scores.keyword.mrr_at_10",
+            ),
+            Row(
+                "default (`minilm`): hybrid recall@10",
+                "embedders.minilm.scores.hybrid.recall_at_10",
+            ),
+            Row(
+                "fp16 device path: hybrid MRR@10",
+                "embedders.minilm-device-fp16>minilm.scores.hybrid.mrr_at_10",
+                "default, same run",
+                "embedders.minilm.scores.hybrid.mrr_at_10",
+            ),
+            Row(
+                "fp16 device path: cosine to the default's vectors, mean",
+                "embedders.minilm-device-fp16>minilm.cosine_to_minilm_mean",
+            ),
+            Row(
+                "fp16 device path: cosine to the default's vectors, min",
+                "embedders.minilm-device-fp16>minilm.cosine_to_minilm_min",
+            ),
+        ),
+    ),
+}
+
+
+class StaleError(Exception):
+    """The JSON and the descriptions do not fit together."""
+
+
+def lookup(data: dict[str, Any], key: str, source: str) -> object:
+    # Keys may hold dots only as separators; embedder names use '>' and '-', never '.'.
+    node: object = data
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise StaleError(f"{source}: no key {key!r}")
+        node = node[part]
+    return node
+
+
+def show(value: object) -> str:
+    """The value as the JSON holds it: json.dumps keeps every digit a float was stored with."""
+    if isinstance(value, list):
+        return ", ".join(show(v) for v in value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def table(stem: str, desc: Description, data: dict[str, Any]) -> list[str]:
+    source = f"benchmarks/results/{stem}.json"
+    for field in ("command", "machine"):
+        if not isinstance(data.get(field), str):
+            raise StaleError(f"{source}: no {field!r} string")
+    lines = [
+        f"## {desc.title}",
+        "",
+        desc.what,
+        "",
+        "| figure | value | baseline in the same run |",
+        "|---|---|---|",
+    ]
+    for row in desc.rows:
+        baseline = ""
+        if row.baseline_key:
+            value = show(lookup(data, row.baseline_key, source))
+            baseline = f"{row.baseline_label}: {value}"
+        lines.append(f"| {row.label} | {show(lookup(data, row.key, source))} | {baseline} |")
+    lines += [
+        "",
+        f"- Command: `{data['command']}`",
+        f"- Machine: {data['machine']}",
+        f"- Script: `{desc.script}`; data: `{source}`",
+        "",
+    ]
+    return lines
+
+
+def render() -> str:
+    stems = sorted(p.stem for p in RESULTS.glob("*.json"))
+    unknown = sorted(set(stems) - set(DESCRIPTIONS))
+    if unknown:
+        raise StaleError(f"no description in benchmarks/results_page.py for {', '.join(unknown)}")
+    lines = [
+        "# Results",
+        "",
+        "<!-- Generated by benchmarks/results_page.py from benchmarks/results/*.json;"
+        " do not edit. -->",
+        "",
+        "Current figures, each read from the JSON a benchmark script wrote, with the baseline"
+        " measured in the same run, the command and the machine. Regenerate this page with"
+        f" `{COMMAND}`; `tests/test_results_page.py` fails when it and the stored JSON"
+        " disagree. How the figures are scored: [methods.md](methods.md).",
+        "",
+    ]
+    for stem in stems:
+        data = json.loads((RESULTS / f"{stem}.json").read_text())
+        lines += table(stem, DESCRIPTIONS[stem], data)
+    measured = {DESCRIPTIONS[s].script for s in stems}
+    others = sorted(
+        f"benchmarks/{p.name}"
+        for p in (ROOT / "benchmarks").glob("*.py")
+        if p.name != "results_page.py" and f"benchmarks/{p.name}" not in measured
+    )
+    lines += [
+        "## Not re-measured in this layout yet",
+        "",
+        "These benchmarks have no stored JSON yet, so no figure of theirs is on this page. Their"
+        " figures as recorded at the time, with the commands that produced them, are in"
+        " [CHANGELOG.md](../CHANGELOG.md). Each script's docstring says how to run it.",
+        "",
+    ]
+    lines += [f"- `{name}`" for name in others]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when the page is stale")
+    args = parser.parse_args()
+    try:
+        text = render()
+    except (StaleError, json.JSONDecodeError) as exc:
+        print(f"results_page: error: {exc}", file=sys.stderr)
+        return 2
+    if args.check:
+        if not PAGE.exists() or PAGE.read_text() != text:
+            print(
+                f"results_page: {PAGE.relative_to(ROOT)} is stale; run {COMMAND}", file=sys.stderr
+            )
+            return 1
+        return 0
+    PAGE.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

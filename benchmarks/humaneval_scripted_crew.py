@@ -6,7 +6,7 @@ The scripted model solves every K-th task (canonical code) and answers the rest 
 that returns None. Baseline, in the same run: the expected pass@1 (the solved fraction),
 which the measured pass@1 must equal exactly. Also reports what the crew sends: requests and
 prompt tokens per task and per role (the server's usage estimate, 4 characters per token),
-so token cost can be projected for a real model (see docs/humaneval.md), and the anti-leak
+so token cost can be projected for a real model (see CHANGELOG.md), and the anti-leak
 count over every task: requests holding any distinctive line of a hidden check body.
 """
 

@@ -194,7 +194,7 @@ def filtered_and_hybrid(
     hybrid (BM25 + dense, RRF), through LanceDBStore.search at the store's defaults."""
     # The exact answers first, as full_search's are: a brute force over 1M rows right before
     # each timed query slowed that query, filtered or not (numpy's BLAS threads still
-    # spinning against faiss's on 2 cores, the caches flushed; docs/benchmarks.md, issue 23's
+    # spinning against faiss's on 2 cores, the caches flushed; CHANGELOG.md, issue 23's
     # fourth pass).
     even = matrix[0::2]
     kths = [exact_kth(even, q) for q in queries]

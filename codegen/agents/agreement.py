@@ -279,7 +279,7 @@ def agreement_pick(
 
 
 # -- the crew's side: the drafts on the spec's and the suite's inputs, in one execution ------
-# Measured on CodeT's data (docs/humaneval.md): a draft's first call at the limit stops its run
+# Measured on CodeT's data (CHANGELOG.md): a draft's first call at the limit stops its run
 # (its other inputs count as timeouts), which cut the shared-input time where drafts hang or
 # recurse exponentially, with the same picks as 1 s / 10 s / 3 timeouts on the tasks compared.
 CALL_LIMIT_S = 0.25  # per call

@@ -35,7 +35,7 @@ class CheckErrors:
 
     Chosen before measuring, as round figures: about one prompt in twenty with a wrong example,
     an even chance for each example of such a prompt, one generated test in five wrong (the test
-    designer is a model too). docs/humaneval.md gives how the picks move across other values."""
+    designer is a model too). CHANGELOG.md gives how the picks move across other values."""
 
     sloppy: float = 0.05
     wrong: float = 0.5
@@ -161,7 +161,7 @@ def posterior_pick(
     member); the pick is its most reliable member. The crew does not pick by it: its groups'
     posteriors decide which checks ``suspect_checks`` leaves out, and ``benchmarks/selection.py``
     reports its own pick as an ablation (exact groups split right drafts that differ only
-    outside the domain; docs/humaneval.md)."""
+    outside the domain; CHANGELOG.md)."""
     frame = PickFrame.of(table, rows, trusted, members, inputs)
     people = frame.people
     if len(priors) != len(people):

@@ -83,7 +83,7 @@ class DedupeParams:
     threshold: float = 0.8
     seed: int = 1
     # Code: shingles of normalised tokens (see the module docstring); measured in
-    # benchmarks/near_dedupe.py (docs/benchmarks.md, Corpus).
+    # benchmarks/near_dedupe.py (CHANGELOG.md, Corpus).
     code_shingle_size: int = 5
     code_threshold: float = 0.8
     code_fingerprint_overlap: float = 0.7

@@ -28,7 +28,7 @@ codegen_request_job = define_asset_job(
     partitions_def=requests_partitions,
     description="Run the crew on one request (a partition of `requests`).",
     # Steps on threads of the run's process: the test designer and the programmer overlap,
-    # and no step pays a process start (see codegen/orchestration/executor.py, docs/benchmarks.md).
+    # and no step pays a process start (see codegen/orchestration/executor.py, CHANGELOG.md).
     executor_def=threaded_in_process_executor,
     tags=kind_tags(KIND_REQUEST),
 )

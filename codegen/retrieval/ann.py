@@ -5,7 +5,7 @@ Why: at 2M x 384 on 2 cores LanceDB's own ANN query costs ~10 ms whatever it sca
 p95 at recall 0.98, 11x faster than numpy brute force), while faiss IVF4096,Flat answers in
 5 ms p95 at recall 0.999 (44x) on the same vectors and queries; fetching the ten hits' text
 back from the LanceDB table then cost another ~60 ms (benchmarks/index_scale.py,
-docs/benchmarks.md#retrieval). So the sidecar also keeps the columns a hit needs
+CHANGELOG.md#retrieval). So the sidecar also keeps the columns a hit needs
 (``HIT_COLUMNS``) in an Arrow IPC file aligned with the faiss positions and memory-mapped:
 position -> hit is a slice of a mapped batch, microseconds, and only the touched pages are read.
 

@@ -57,12 +57,12 @@ class LanceDBStore:
     uri: str
     table_name: str = "chunks"
     ann_min_rows: int = 100_000
-    nprobes: int = 50  # 2M rows: recall@10 0.96 at 50, 0.90 at 20 (docs/benchmarks.md)
+    nprobes: int = 50  # 2M rows: recall@10 0.96 at 50, 0.90 at 20 (CHANGELOG.md)
     refine_factor: int = 5
     ann_index_type: str = "IVF_SQ"
     ann_max_iterations: int = 20
     # LanceDB's hybrid query + RRFReranker(K=60) scored MRR@10 0.518 on the stdlib eval set
-    # against 0.505 for our own fusion of depth-50 lists (docs/benchmarks.md#retrieval).
+    # against 0.505 for our own fusion of depth-50 lists (CHANGELOG.md#retrieval).
     # "faiss": unfiltered dense queries go to a faiss sidecar beside the table, which also
     # holds the hits' payload (codegen/retrieval/ann.py); "lance" keeps LanceDB's index only.
     # Object-store URIs always use LanceDB's index.

@@ -194,7 +194,7 @@ class LLMSettings(BaseModel):
     cache: bool = True
     max_rounds: int = 3
     # Programmer drafts per request, picked by execution (agents.selection); 1 until the
-    # measurements in docs/humaneval.md justify more. A list gives each draft its own model,
+    # measurements in CHANGELOG.md justify more. A list gives each draft its own model,
     # temperature or endpoint (CandidateModel); its length is the number of drafts.
     candidates: int | list[CandidateModel] = 1
     budget_tokens: int | None = None
@@ -269,7 +269,7 @@ class RetrievalSettings(ContextSettings):
     openai_embedding_dimensions: int | None = None
     # Blocking index check: MRR@10 of docstring-sentence queries over the indexed functions.
     # Dense catches a broken embedder even when BM25 alone would keep hybrid afloat. The floors
-    # sit well under the measured stdlib figures (hybrid 0.52, dense 0.50; docs/benchmarks.md)
+    # sit well under the measured stdlib figures (hybrid 0.52, dense 0.50; CHANGELOG.md)
     # and far above a broken embedder's (dense 0.02), so corpus drift does not trip them.
     quality_queries: int = 200
     quality_floor_hybrid_mrr: float = 0.3

@@ -156,8 +156,8 @@ def test_the_daemon_is_refused_a_candidate_key_it_lacks_or_holds_another_of(
 
 
 def test_the_readme_example_reads_as_it_says(isolated_home: Path) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("### Candidates from several models") :]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    section = page[page.index("## Candidates from several models") :]
     block = section[section.index("```toml\n") + 8 :]
     configure(isolated_home, block[: block.index("```")])
     llm = load_settings().llm

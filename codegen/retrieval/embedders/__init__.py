@@ -61,7 +61,7 @@ def make_embedder(config: EmbedderConfig) -> Embedder:
         return MiniLMEmbedder()
     if config.name == "static":
         # Removed: its hybrid ranked below BM25 alone whatever the fusion weights
-        # (docs/benchmarks.md#retrieval), and the ONNX default is the fast path now.
+        # (CHANGELOG.md#retrieval), and the ONNX default is the fast path now.
         raise EmbedderError("the static embedder was removed; use minilm (the default)")
     if config.name == "openai":
         return OpenAIEmbedder(

@@ -90,14 +90,14 @@ class OnnxMiniLMEmbedder:
     little padding (``token_batches``). Activation scales are constants (recipe 3), so a
     text's vector does not depend on its batch. Same model, same pooling as
     ``MiniLMEmbedder``; int8 moves vectors by a little, which the retrieval benchmark
-    measures (docs/benchmarks.md#retrieval).
+    measures (CHANGELOG.md#retrieval).
     """
 
     cache_dir: str
     quantize: bool = True
     # The length all-MiniLM-L6-v2 was fine-tuned at. sentence-transformers' 256 (torch's
     # reference) costs up to twice the arithmetic on long chunks and ranked no better on the
-    # retrieval benchmark (docs/benchmarks.md#retrieval); a longer chunk's tail still reaches
+    # retrieval benchmark (CHANGELOG.md#retrieval); a longer chunk's tail still reaches
     # hybrid search through BM25.
     max_seq_length: int = 128
     batch_tokens: int = 8192  # padded tokens per batch: bounds memory, keeps kernels busy

@@ -86,13 +86,6 @@ def sync_index(
         store.reset(embedder.identity, embedder.dim)
         stats.reset = True
     present = store.ids()
-
-    def report(count: int) -> None:
-        stats.embedded += count
-        if progress:
-            progress(stats.embedded, len(new_ids))
-
-    written_count = 0
     # Longest first, so that each batch holds texts of about one length (little padding
     # for any embedder that pads a batch to its longest text) and the slowest batches come
     # first in the progress count. Sorted by characters: cheap, and close to token order.
@@ -101,6 +94,14 @@ def sync_index(
     )
     stale = present - wanted.keys()
     stats.unchanged = len(wanted) - len(new_ids)
+
+    def report(count: int) -> None:
+        """Counts a batch once it is in the store, never before."""
+        stats.embedded += count
+        if progress:
+            progress(stats.embedded, len(new_ids))
+
+    written_count = 0
     started = time.perf_counter()
     # An embedder on a GPU leaves the host's cores idle while it runs: each batch is then
     # written while the next one embeds. On the CPU the writer would take cores from the

@@ -33,6 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_candidates import run_json, stored, write_task_file
+from replay_server import replay_server
 
 HELD_OUT_SEED = 41
 HELD_OUT_COUNT = 40
@@ -107,24 +108,10 @@ def main() -> None:
     )
     if imported.returncode != 0:
         raise SystemExit(f"learned_pick: error: import: {imported.stderr[-800:]}")
-    server = subprocess.Popen(
-        [codegen, "replay", "serve", str(recording), "--port", "0", "--log", str(log)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        line = server.stdout.readline().strip()
-        if not line.startswith("OPENAI_BASE_URL="):
-            raise SystemExit(f"learned_pick: error: replay server did not start: {line!r}")
-        run_env = {**env, "OPENAI_BASE_URL": line.split("=", 1)[1], "OPENAI_API_KEY": "none"}
+    with replay_server(codegen, recording, log, env, "learned_pick") as base_url:
+        run_env = {**env, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "none"}
         command = [codegen, "eval", *task_set, "--candidates", str(len(files)), "--json", *extra]
         result = run_json(command, run_env)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     repick = result.get("repick") or {}
     calls = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
     during = [c for c in calls if repick and repick["started_at"] <= c["at"] <= repick["ended_at"]]

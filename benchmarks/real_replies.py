@@ -55,6 +55,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from replay_server import replay_server
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SHARED = ROOT.parent / "shared"
@@ -285,47 +287,34 @@ def run_file(
     )
     if imported.returncode != 0:
         raise SystemExit(f"real_replies: error: codegen replay import: {imported.stderr[-500:]}")
-    server = subprocess.Popen(
-        [codegen, "replay", "serve", str(recording), "--port", "0", "--log", str(log)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
     proxy: RefusingProxy | None = None
     task_set = ["mbpp", "--tasks", str(tasks_file)] if tasks_file else ["humaneval"]
-    try:
-        assert server.stdout is not None
-        line = server.stdout.readline().strip()
-        if not line.startswith("OPENAI_BASE_URL="):
-            raise SystemExit(f"real_replies: error: replay server did not start: {line!r}")
-        base_url = line.split("=", 1)[1]
-        if refuse != "off":
-            proxy = RefusingProxy(base_url, refuse)
-            base_url = proxy.base_url
-        run_env = {**env, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "none"}
-        started = time.perf_counter()
-        done = subprocess.run(
-            [
-                codegen,
-                "eval",
-                *task_set,
-                "--json",
-                *(["--limit", str(limit)] if limit else []),
-            ],
-            env=run_env,
-            capture_output=True,
-            text=True,
-        )
-        wall = time.perf_counter() - started
-        info = subprocess.run(
-            [codegen, "info", "--json"], env=run_env, capture_output=True, text=True
-        )
-    finally:
-        if proxy is not None:
-            proxy.close()
-        server.terminate()
-        server.wait(timeout=10)
+    with replay_server(codegen, recording, log, env, "real_replies") as base_url:
+        try:
+            if refuse != "off":
+                proxy = RefusingProxy(base_url, refuse)
+                base_url = proxy.base_url
+            run_env = {**env, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "none"}
+            started = time.perf_counter()
+            done = subprocess.run(
+                [
+                    codegen,
+                    "eval",
+                    *task_set,
+                    "--json",
+                    *(["--limit", str(limit)] if limit else []),
+                ],
+                env=run_env,
+                capture_output=True,
+                text=True,
+            )
+            wall = time.perf_counter() - started
+            info = subprocess.run(
+                [codegen, "info", "--json"], env=run_env, capture_output=True, text=True
+            )
+        finally:
+            if proxy is not None:
+                proxy.close()
     try:
         result: dict[str, Any] = json.loads(done.stdout)
     except ValueError:

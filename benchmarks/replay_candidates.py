@@ -49,6 +49,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from replay_server import replay_server
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
@@ -154,48 +156,36 @@ def main() -> None:
     )
     if imported.returncode != 0:
         raise SystemExit(f"replay_candidates: error: import: {imported.stderr[-800:]}")
-    server = subprocess.Popen(
-        [codegen, "replay", "serve", str(recording), "--port", "0", "--log", str(log)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
     walls: dict[str, float] = {}
     try:
-        assert server.stdout is not None
-        line = server.stdout.readline().strip()
-        if not line.startswith("OPENAI_BASE_URL="):
-            raise SystemExit(f"replay_candidates: error: replay server did not start: {line!r}")
-        run_env = {**env, "OPENAI_BASE_URL": line.split("=", 1)[1], "OPENAI_API_KEY": "none"}
-        crew = [codegen, "eval", *task_set, "--candidates", str(count), "--json", *extra]
-        started = time.perf_counter()
-        equal = run_json(crew, run_env)
-        walls["crew_equal_votes"] = time.perf_counter() - started
-        samples = stored(Path(equal["results_dir"]), "samples")
-
-        # The estimate an evaluation with several models now makes itself at its end
-        # (codegen.evaluation.learned; benchmarks/learned_pick.py runs that one command).
-        from codegen.agents.reliability import estimate, votes_of
-
-        task_votes = [
-            v
-            for doc in samples.values()
-            for c in doc["candidates"][:1]
-            if c.get("selection") and (v := votes_of(c["selection"], names)) is not None
-        ]
-        reliability = estimate(task_votes)
-        priors = [min(0.99, max(0.01, reliability.accuracy.get(n, 0.5))) for n in names]
-        entries = ", ".join(f"{{reliability = {p:.4f}}}" for p in priors)
-        weighted = equal
-        if not args.equal_votes_only:
-            (home / "codegen.toml").write_text(f"[llm]\ncandidates = [{entries}]\n")
+        with replay_server(codegen, recording, log, env, "replay_candidates") as base_url:
+            run_env = {**env, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "none"}
+            crew = [codegen, "eval", *task_set, "--candidates", str(count), "--json", *extra]
             started = time.perf_counter()
-            weighted = run_json(crew, run_env)
-            walls["crew_with_history"] = time.perf_counter() - started
+            equal = run_json(crew, run_env)
+            walls["crew_equal_votes"] = time.perf_counter() - started
+            samples = stored(Path(equal["results_dir"]), "samples")
+
+            # The estimate an evaluation with several models now makes itself at its end
+            # (codegen.evaluation.learned; benchmarks/learned_pick.py runs that one command).
+            from codegen.agents.reliability import estimate, votes_of
+
+            task_votes = [
+                v
+                for doc in samples.values()
+                for c in doc["candidates"][:1]
+                if c.get("selection") and (v := votes_of(c["selection"], names)) is not None
+            ]
+            reliability = estimate(task_votes)
+            priors = [min(0.99, max(0.01, reliability.accuracy.get(n, 0.5))) for n in names]
+            entries = ", ".join(f"{{reliability = {p:.4f}}}" for p in priors)
+            weighted = equal
+            if not args.equal_votes_only:
+                (home / "codegen.toml").write_text(f"[llm]\ncandidates = [{entries}]\n")
+                started = time.perf_counter()
+                weighted = run_json(crew, run_env)
+                walls["crew_with_history"] = time.perf_counter() - started
     finally:
-        server.terminate()
-        server.wait(timeout=10)
         (home / "codegen.toml").unlink(missing_ok=True)
 
     # Every draft of pass 1 on the hidden tests, N per task in candidate order.

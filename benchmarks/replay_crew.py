@@ -27,6 +27,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from replay_server import replay_server
+
 DEFAULT = Path("/work/shared/replays/mapcoder/GPT4-Turbo-MapCoder-5-5-Human-Python3-0-1.jsonl")
 
 
@@ -47,19 +49,7 @@ def main() -> None:
         env=env,
         stdout=sys.stderr,
     )
-    server = subprocess.Popen(
-        [codegen, "replay", "serve", str(recording), "--port", "0", "--log", str(log)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        line = server.stdout.readline().strip()
-        if not line.startswith("OPENAI_BASE_URL="):
-            raise SystemExit(f"replay server did not start: {line!r}")
-        base_url = line.split("=", 1)[1]
+    with replay_server(codegen, recording, log, env, "replay_crew") as base_url:
         run_env = {**env, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "none"}
         limit = ["--limit", str(args.limit)] if args.limit else []
         started = time.perf_counter()
@@ -70,9 +60,6 @@ def main() -> None:
             text=True,
         )
         wall = time.perf_counter() - started
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     try:
         result: dict[str, Any] = json.loads(done.stdout)
     except ValueError:

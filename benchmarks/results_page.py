@@ -65,6 +65,24 @@ DESCRIPTIONS: dict[str, Description] = {
             Row("sample vectors identical to the baseline's", "sample_vectors_identical"),
         ),
     ),
+    "replay_crew": Description(
+        title="The whole crew on recorded GPT-4 Turbo replies (HumanEval)",
+        script="benchmarks/replay_crew.py",
+        what=(
+            "`codegen eval humaneval` in crew mode against `codegen replay serve` of MapCoder's"
+            " recorded GPT-4 Turbo replies: every agent runs, the programmer gets the reply"
+            " recorded for its task, and the hidden tests score the crew's final code. The"
+            " baseline is the recording's own published count of solved tasks. A task whose"
+            " crew asks for a round the recording does not have ends `unrecorded`."
+        ),
+        rows=(
+            Row("tasks", "tasks"),
+            Row("solved", "solved_tasks", "published", "published_solved"),
+            Row("pass@1", "pass_at_k.pass@1"),
+            Row("programmer got its own task's reply", "programmer_reached_with_own_task_reply"),
+            Row("crew statuses", "crew_statuses"),
+        ),
+    ),
     "gpu_corpus_build_store": Description(
         title="Writing embedded chunks to the store",
         script="benchmarks/gpu_corpus_build.py",

@@ -9,7 +9,9 @@ printed output in blocks of their own, no fence at all, or only a function's bod
 2. Fenced blocks (CommonMark, parsed by markdown-it-py) that parse as Python are the
    candidates, whatever their tag. The code is every block that defines something (a
    function, class or import) merged in order, so definitions spread over blocks are joined
-   and a later definition of a name wins, as Python itself would have it. Blocks that define
+   and a later definition of a name wins, as Python itself would have it, except that a class
+   is kept whole (given in several blocks, as a skeleton and filled in, or with methods in a
+   block of their own: ``agents.class_merge``). Blocks that define
    nothing (usage calls, printed output) are ignored, and so are top-level usage statements
    inside a kept block (bare calls such as ``print(f(3))``, ``assert`` lines and
    ``if __name__ == "__main__":`` sections): ``solution.py`` is imported by the tests, so it
@@ -32,13 +34,14 @@ import ast
 import json
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # markdown_it loads only once a reply is parsed
     from markdown_it import MarkdownIt
+from codegen.agents.class_merge import first_line_outdented, merge_definitions
 from codegen.agents.code_repair import (
     _DEFS,
     _attach_body,
@@ -138,12 +141,17 @@ def _pieces(texts: Iterable[str]) -> list[_Piece]:
     for text in texts:
         code = textwrap.dedent(text).strip("\n") + "\n"
         tree = _parse(code)
+        if tree is None:
+            code = first_line_outdented(code)
+            tree = _parse(code) if code else None
         if tree is not None and tree.body:
             out.append(_Piece(code, tree))
     return out
 
 
-def _merge(pieces: list[_Piece], notes: list[str]) -> str:
+def _merge(
+    pieces: list[_Piece], notes: list[str], methods: Mapping[str, Sequence[str]] | None = None
+) -> str:
     kept: list[str] = []
     dropped = 0
     for piece in pieces:
@@ -153,7 +161,9 @@ def _merge(pieces: list[_Piece], notes: list[str]) -> str:
             kept.append(code.strip("\n") + "\n")
     if dropped:
         notes.append(f"dropped {dropped} top-level usage statement(s)")
-    return "\n\n".join(kept)
+    code, merged = merge_definitions(kept, methods)
+    notes.extend(merged)
+    return code
 
 
 def _finish(code: str, how: str, notes: list[str]) -> ParsedCode:
@@ -166,10 +176,17 @@ def _finish(code: str, how: str, notes: list[str]) -> ParsedCode:
     return ParsedCode(code.rstrip() + "\n", how, tuple(notes))
 
 
-def extract_module(text: str, functions: list[tuple[str, str]]) -> ParsedCode:
-    """The programmer's ``solution.py`` from a reply; ``functions`` are the spec's
-    ``(name, signature)`` pairs. Raises AgentOutputError saying what was wrong."""
-    names = {name for name, _ in functions}
+def extract_module(
+    text: str,
+    functions: list[tuple[str, str]],
+    classes: Mapping[str, Sequence[str]] | None = None,
+) -> ParsedCode:
+    """The programmer's ``solution.py`` from a reply; ``functions`` are the spec's free
+    functions' ``(name, signature)`` pairs, ``classes`` its classes' names with their methods'
+    (a class spread over blocks is kept whole: ``agents.class_merge``). Raises AgentOutputError
+    saying what was wrong."""
+    classes = classes or {}
+    names = {name for name, _ in functions} | set(classes)
     reply = _prepared(text)
     if not reply.strip():
         raise AgentOutputError("the reply is empty (no code)")
@@ -185,7 +202,7 @@ def extract_module(text: str, functions: list[tuple[str, str]]) -> ParsedCode:
     if len(blocks) > len(defining):
         notes.append(f"ignored {len(blocks) - len(defining)} block(s) that define nothing")
     if defining:
-        code = _merge(defining, notes)
+        code = _merge(defining, notes, classes)
         found = _defined_names(_parse(code) or ast.Module(body=[], type_ignores=[]))
         if found & names or not names:
             how = "fenced block" if len(defining) == 1 else f"{len(defining)} fenced blocks merged"
@@ -201,7 +218,7 @@ def extract_module(text: str, functions: list[tuple[str, str]]) -> ParsedCode:
     if not blocks:
         tree = _parse(reply)
         if tree is not None and _defines_something(tree):
-            code = _merge([_Piece(reply + "\n", tree)], notes)
+            code = _merge([_Piece(reply + "\n", tree)], notes, classes)
             if _defined_names(_parse(code) or tree) & names or not names:
                 return _finish(code, "bare code", notes)
         found_code = _code_in_prose(reply)
@@ -209,7 +226,9 @@ def extract_module(text: str, functions: list[tuple[str, str]]) -> ParsedCode:
             tree = _parse(found_code)
             if tree is not None and (_defined_names(tree) & names or not names):
                 return _finish(
-                    _merge([_Piece(found_code + "\n", tree)], notes), "code in prose", notes
+                    _merge([_Piece(found_code + "\n", tree)], notes, classes),
+                    "code in prose",
+                    notes,
                 )
     wanted = ", ".join(sorted(names)) or "the module"
     if not blocks:

@@ -188,9 +188,11 @@ def write_code(
 
 
 def read_solution(text: str, spec: Spec) -> ParsedCode:
-    """``solution.py`` from a programmer reply, read against the spec's functions."""
+    """``solution.py`` from a programmer reply, read against the spec's functions and
+    classes (each with its constructor and methods)."""
     functions = [(f.name, f.signature) for f in spec.functions]
-    return extract_module(text, functions)
+    classes = {c.name: ["__init__", *(m.name for m in c.methods)] for c in spec.classes}
+    return extract_module(text, functions, classes)
 
 
 def review(llm: LLMClient, meter: Meter, spec: Spec, code: str, report: TestReport) -> Verdict:

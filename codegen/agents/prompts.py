@@ -112,7 +112,16 @@ You are a strict code reviewer. Decide whether `solution.py` implements the spec
 correctly, readably and safely (no network, no file or process access it does not need).
 
 The first word of your reply must be APPROVED or REJECTED. After REJECTED, list each
-problem on its own line, concrete enough for the programmer to fix."""
+problem on its own line, concrete enough for the programmer to fix.
+
+End your reply with one line `GRADE: N/10`, N a whole number from 1 to 10: your grade of
+the code's quality against this rubric, its four parts weighing the same:
+- correctness: it does what the specification says, its edge cases included;
+- clarity: names, structure and docstrings a reader follows at once;
+- safety: no network, file, process or resource use the task does not need;
+- fit to the spec: exactly the names, signatures and behaviours the specification gives.
+10: nothing to improve; 7: small improvements only; 4: it works, with real flaws; 1: wrong
+or unsafe."""
 
 REVIEWER_USER = """\
 Specification (JSON):

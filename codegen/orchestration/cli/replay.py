@@ -98,7 +98,9 @@ def serve(recording: Path, host: str, port: int, log_file: Path | None) -> None:
     help="mapcoder: the task file (codegen eval tasks shape) the rows' tasks come from, so "
     "the derived replies match the request made from it (default: HumanEval for HumanEval "
     "ids, else the row's own prompt, entry_point and sample_io); codet: the task file to "
-    "join by prompt (default: HumanEval_for_code_generation.jsonl next to SOURCE).",
+    "join by prompt (default: HumanEval_for_code_generation.jsonl next to SOURCE); classeval "
+    "(required): the task set (ClassEval_data.json, gzip or not), whose skeletons the other "
+    "roles' replies are derived from.",
 )
 @click.option(
     "--tests",
@@ -120,8 +122,9 @@ def import_cmd(
     recorded_only: bool,
 ) -> None:
     """Turn SOURCE (a public generation file: HumanEval, or MapCoder's MBPP) into the
-    recording OUT. mapcoder: several SOURCE files (runs on the same tasks) make one
-    recording, file j's replies candidate j's (``codegen eval --candidates N``)."""
+    recording OUT. mapcoder, classeval: several SOURCE files (runs on the same tasks) make one
+    recording, file j's replies candidate j's (``codegen eval --candidates N``); a ClassEval
+    file with five samples a task gives candidates 0-4."""
     from codegen.replay.importers import DERIVED_NOTES, import_file
     from codegen.replay.recording import write_recording
 

@@ -38,6 +38,22 @@ class PlusTask:
 
 
 @dataclass(frozen=True)
+class ClassTask:
+    """ClassEval's extra data for one task (``codegen.evaluation.classeval``): the import lines
+    the authors put in front of every reply, the unittest classes of ``test`` in order (each
+    scored on its own), and per method its own test class."""
+
+    imports: tuple[str, ...]
+    test_classes: tuple[str, ...]
+    method_tests: tuple[tuple[str, str], ...] = ()  # (method name, its test class)
+
+    @property
+    def digest(self) -> str:
+        blob = json.dumps([self.imports, self.test_classes, self.method_tests])
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
 class Problem:
     task_id: str
     prompt: str
@@ -48,6 +64,7 @@ class Problem:
     # the request, never of the score. The hidden ``test`` never reaches an agent.
     visible_tests: tuple[str, ...] = ()
     plus: PlusTask | None = None  # HumanEval+ inputs: scored as EvalPlus does
+    classeval: ClassTask | None = None  # a ClassEval class: scored per unittest class
 
     @property
     def key(self) -> str:
@@ -59,13 +76,15 @@ class Problem:
         parts = [self.prompt, self.entry_point, self.canonical_solution, self.test]
         if self.plus is not None:  # only then: HumanEval's own fingerprints stay as they were
             parts.append(self.plus.digest)
+        if self.classeval is not None:
+            parts.append(self.classeval.digest)
         blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def canonical_module(self) -> str:
         """The benchmark's own solution as a candidate module: prompt + canonical body
         (HumanEval), or the canonical solution itself where it is a whole module defining the
-        entry point (MBPP)."""
+        entry point (MBPP; ClassEval, whose entry point is a class)."""
         if _defines(self.canonical_solution, self.entry_point):
             return self.canonical_solution
         return self.prompt + self.canonical_solution
@@ -77,7 +96,8 @@ def _defines(code: str, name: str) -> bool:
     except (SyntaxError, ValueError):
         return False
     return any(
-        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and node.name == name
         for node in tree.body
     )
 

@@ -41,6 +41,7 @@ from importlib import resources
 from typing import NotRequired, TypedDict, cast
 
 from codegen.evaluation.humaneval import Problem
+from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
 from codegen.sandbox.types import ExecResult, Limits
@@ -74,6 +75,7 @@ class ScoreDict(TypedDict):
     plus: bool | None
     isolated: NotRequired[bool | None]
     isolation_note: NotRequired[str]
+    test_classes: NotRequired[list[JSONObject]]
 
 
 @dataclass
@@ -89,12 +91,18 @@ class SampleScore:
     # scored by this driver (HumanEval+ inputs, no code).
     isolated: bool | None = None
     isolation_note: str = ""
+    # ClassEval: one result per unittest class of the task, in order (``classeval_scoring``);
+    # None elsewhere (and then left out of the stored form).
+    test_classes: list[JSONObject] | None = None
 
     def __post_init__(self) -> None:
         self.category = str(self.category)  # plain str in JSON and comparisons, not the enum
 
     def to_dict(self) -> ScoreDict:
-        return cast(ScoreDict, asdict(self))
+        data = asdict(self)
+        if self.test_classes is None:
+            del data["test_classes"]
+        return cast(ScoreDict, data)
 
     @classmethod
     def from_dict(cls, data: ScoreDict) -> SampleScore:
@@ -103,6 +111,7 @@ class SampleScore:
             plus=data.get("plus"),
             isolated=data.get("isolated"),
             isolation_note=str(data.get("isolation_note", "")),
+            test_classes=data.get("test_classes"),
         )
 
 

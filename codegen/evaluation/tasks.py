@@ -8,8 +8,9 @@ the hidden ``test`` is read by the scorer alone.
 
 The whole file is validated before anything runs or is stored: a bad one fails with one line
 naming the file and line (not JSON, not gzip, a missing field, a duplicate task id, no tasks,
-a test that does not parse). A set's identity is its bytes' digest: an edited file is a new
-configuration, so cached results never mix.
+a test that does not parse). A file whose text is a JSON list is ClassEval's task file
+(``codegen.evaluation.classeval``), validated as strictly. A set's identity is its bytes'
+digest: an edited file is a new configuration, so cached results never mix.
 """
 
 from __future__ import annotations
@@ -213,10 +214,31 @@ def _plus(record: JSONObject, where: str) -> PlusTask | None:
     )
 
 
+def _is_task_list(text: str) -> bool:
+    """The text is one JSON list of task objects (ClassEval's file), not JSONL (whose line may
+    itself be a list: an error there)."""
+    head = text.lstrip()
+    if not head.startswith("["):
+        return False
+    try:
+        first = loads_json(head.split("\n", 1)[0])
+    except ValueError:
+        return True  # the list goes on past its first line
+    return isinstance(first, list) and bool(first) and isinstance(first[0], dict)
+
+
 def read_task_file(path: Path | str, name: str | None = None) -> TaskSet:
     """Parse and validate a whole task file; raises TaskFileError (one line)."""
     path = Path(path)
     text, digest = _text(path)
+    if _is_task_list(text):  # ClassEval's published task file
+        from codegen.evaluation import classeval
+
+        try:
+            found = classeval.parse_task_list(text, path)
+        except classeval.TaskFileError as exc:
+            raise TaskFileError(str(exc)) from None
+        return TaskSet(name=name or path.name, digest=digest, problems=found, source=str(path))
     problems: dict[str, Problem] = {}
     first_line: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):

@@ -56,6 +56,8 @@ from codegen.agents.behaviour import (
 from codegen.agents.inputs import CallInput, InputBudget, call_sites, inputs_for
 from codegen.agents.posterior import CheckErrors, suspect_checks
 from codegen.agents.selection import Row, suspect_tests
+from codegen.agents.sequence_seeds import CallSequence, Step
+from codegen.agents.sequences import class_sequences, columns, run_sequences
 from codegen.agents.spec import Spec
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.calls import call_functions
@@ -304,6 +306,20 @@ def entry_point_of(spec: Spec, sources: Sequence[str]) -> str:
     return max(names, key=lambda n: (counts[n], -names.index(n)))
 
 
+def _function_inputs(
+    spec: Spec, tests: str, budget: InputBudget | None
+) -> tuple[str, list[CallInput]]:
+    """The entry point (the spec's function called most in its examples and tests) and its
+    shared inputs (``agents.inputs``)."""
+    calls = [e.call for e in spec.examples]
+    entry = entry_point_of(spec, [*calls, tests])
+    function = next((f for f in spec.functions if f.name == entry), None)
+    # The spec's constraints may state the parameters' ranges (``0 <= k <= len(arr)``).
+    prose = [function.description, *spec.constraints] if function else list(spec.constraints)
+    signature = function.signature if function else ""
+    return entry, inputs_for(entry, calls, [tests], budget, prose=prose, signature=signature)
+
+
 def run_on_shared_inputs(
     box: Sandbox,
     codes: Sequence[str],
@@ -313,17 +329,14 @@ def run_on_shared_inputs(
     budget: InputBudget | None = None,
 ) -> SharedRun:
     """The shared inputs of ``spec`` and ``tests`` (``agents.inputs``) and every one of
-    ``codes`` on them, in one sandbox execution (``sandbox.calls.call_functions``)."""
+    ``codes`` on them, in one sandbox execution (``sandbox.calls.call_functions``). A spec
+    with classes is run on call sequences (``agents.sequences``: one input per step of each
+    sequence), its free function's inputs joining them as sequences of one call."""
+    if spec.classes:
+        return _run_sequences(box, codes, spec, tests, limits, budget)
     if not spec.functions:
-        # Shared inputs are calls of one free function; a class-only spec has none (yet).
         return SharedRun("", [], BehaviourTable([[] for _ in codes], []), 0.0)
-    calls = [e.call for e in spec.examples]
-    entry = entry_point_of(spec, [*calls, tests])
-    function = next((f for f in spec.functions if f.name == entry), None)
-    # The spec's constraints may state the parameters' ranges (``0 <= k <= len(arr)``).
-    prose = [function.description, *spec.constraints] if function else list(spec.constraints)
-    signature = function.signature if function else ""
-    inputs = inputs_for(entry, calls, [tests], budget, prose=prose, signature=signature)
+    entry, inputs = _function_inputs(spec, tests, budget)
     if not inputs:
         return SharedRun(entry, [], BehaviourTable([[] for _ in codes], []), 0.0)
     started = time.perf_counter()
@@ -339,3 +352,26 @@ def run_on_shared_inputs(
         max_value_chars=2000,
     )
     return SharedRun(entry, inputs, BehaviourTable.of(outcomes), time.perf_counter() - started)
+
+
+def _run_sequences(
+    box: Sandbox,
+    codes: Sequence[str],
+    spec: Spec,
+    tests: str,
+    limits: Limits | None,
+    budget: InputBudget | None,
+) -> SharedRun:
+    sequences = class_sequences(spec, tests)
+    entry = ", ".join(c.name for c in spec.classes)
+    if spec.functions:
+        function, inputs = _function_inputs(spec, tests, budget)
+        entry += ", " + function
+        sequences += [CallSequence((Step("call", function, i.args),), i.origin) for i in inputs]
+    if not sequences:
+        return SharedRun(entry, [], BehaviourTable([[] for _ in codes], []), 0.0)
+    started = time.perf_counter()
+    table = run_sequences(
+        box, codes, sequences, limits, CALL_LIMIT_S, DRAFT_DEADLINE_S, MAX_TIMEOUTS
+    )
+    return SharedRun(entry, columns(sequences), table, time.perf_counter() - started)

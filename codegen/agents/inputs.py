@@ -75,10 +75,12 @@ class InputBudget:
 
 @dataclass(frozen=True)
 class CallInput:
-    """One call's positional arguments and where they came from."""
+    """One call's positional arguments and where they came from; for a step of a class's
+    call sequence (``agents.sequences``), ``text`` is the sequence up to that step."""
 
     args: tuple[JSONValue, ...]
     origin: Origin
+    text: str = ""
 
     def key(self) -> str:
         return json.dumps(list(self.args), sort_keys=True)

@@ -208,7 +208,7 @@ def _select(
             for i, (d, r) in enumerate(zip(drafts, reports, strict=True))
         ],
         inputs=[
-            SharedInput(", ".join(repr(a) for a in i.args), i.origin, dict(labels))
+            SharedInput(i.text or ", ".join(repr(a) for a in i.args), i.origin, dict(labels))
             for i, labels in zip(shared.inputs, shared.table.labels, strict=True)
         ],
         inputs_seconds=round(shared.seconds, 3) if shared.inputs else None,

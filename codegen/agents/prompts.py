@@ -51,8 +51,10 @@ You are a meticulous test engineer. Write a pytest module `test_solution.py` for
 Rules:
 - import what you test from `solution` (for example `from solution import primes_up_to`);
 - for a class, construct a fresh instance in each test and check its methods' results and
-  its state across a sequence of calls, as the specification describes them;
-- one test function per behaviour, edge case and worked example of the specification;
+  its state across a sequence of calls, as the specification describes them, through the
+  public methods and attributes it lists only (never a private name);
+- one test function per behaviour, edge case and worked example of the specification, named
+  after the function or method it checks (`test_get_missing_key`, `test_put_evicts_oldest`);
 - assertions with exact expected values taken from the specification; no randomness, no
   network, no files outside the working directory, each test well under a second;
 - reply with exactly one fenced ```python block holding the whole module, nothing else."""

@@ -94,7 +94,7 @@ def crew_packages(sandbox: SandboxSettings) -> SandboxPackages | None:
     except SandboxError:
         return None
     available = sandbox_distributions(sandbox_image(sandbox), packages)
-    return SandboxPackages(sandbox.package_set, tuple(sandbox.packages), available)
+    return SandboxPackages(sandbox.package_set, tuple(sandbox.packages), available, packages)
 
 
 def sandbox_limits(

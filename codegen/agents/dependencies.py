@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from packaging.utils import canonicalize_name
 
 from codegen.agents.spec import Spec
-from codegen.sandbox.packages import Distribution, missing_distributions
+from codegen.sandbox.packages import Distribution, PackageSet, missing_distributions
 
 # The distribution name at the start of a requirement (``pandas>=2`` -> ``pandas``).
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -25,6 +25,8 @@ class SandboxPackages:
     set_name: str  # [sandbox] package_set
     extra: tuple[str, ...]  # [sandbox] packages as set now
     available: tuple[Distribution, ...]  # codegen.sandbox.packages.sandbox_distributions
+    # The set as declared (its label and pinned requirements), shown in the request's report.
+    declared: PackageSet | None = None
 
 
 def wanted(spec: Spec) -> list[str]:

@@ -25,13 +25,13 @@ CONSTRUCTOR = "__init__"
 def module_outline(spec: Spec) -> JSONObject:
     """The spec's public parts, as report.json, the CLI and the UI show them."""
     return {
-        "functions": [f.signature for f in spec.functions],
+        "functions": [{"name": f.name, "signature": f.signature} for f in spec.functions],
         "classes": [
             {
                 "name": c.name,
                 "constructor": c.constructor,
                 "attributes": [a.name for a in c.attributes],
-                "methods": [m.signature for m in c.methods],
+                "methods": [{"name": m.name, "signature": m.signature} for m in c.methods],
             }
             for c in spec.classes
         ],

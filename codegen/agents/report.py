@@ -8,12 +8,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from codegen.agents.artifacts import write_artifact
+from codegen.agents.grade import GRADE_NOTE, parse_grade
+from codegen.agents.names import name_warnings
+from codegen.agents.outline import MethodResult, method_results, module_outline
 from codegen.agents.records import Round, Selection
 from codegen.agents.state import CrewState, HumanVerdict
 from codegen.agents.types import Status
 from codegen.agents.usage import Usage
 from codegen.json_types import JSONObject, JSONValue
 from codegen.retrieval.grounding import Grounding
+from codegen.sandbox.packages import PackageSet
 
 REPORT_FILE = "report.json"
 
@@ -85,6 +89,15 @@ class RequestReport:
     # The base URL and model each role actually called (``Usage.endpoints_by_role``).
     endpoints: JSONObject = field(default_factory=dict)
     verification: Verification | None = None
+    # What a person is shown of the module: the spec's outline (outline.module_outline: only
+    # ever shown), the sandbox's package set it was checked against, the suite's results per
+    # function and method, warnings when the request's names and the spec's disagree, and
+    # the reviewer's grade (1-10, the reviewer model's opinion; None: no grade).
+    module: JSONObject | None = None
+    sandbox_packages: PackageSet | None = None
+    methods: list[MethodResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    reviewer_grade: float | None = None
 
     @classmethod
     def of(cls, state: CrewState, folder: Path) -> RequestReport:
@@ -117,6 +130,11 @@ class RequestReport:
             artifacts={name: str(folder / name) for name, ok in files.items() if ok},
             usage=outcome.usage,
             endpoints=outcome.usage.endpoints_by_role(),
+            module=module_outline(outcome.spec) if outcome.spec else None,
+            sandbox_packages=state.spec.packages if state.spec else None,
+            methods=method_results(outcome.spec, outcome.tests, report) if outcome.spec else [],
+            warnings=name_warnings(state.request, outcome.spec) if outcome.spec else [],
+            reviewer_grade=parse_grade(outcome.review),
         )
 
     def verified(self, verification: Verification) -> RequestReport:
@@ -151,6 +169,14 @@ class RequestReport:
             "artifacts": dict[str, JSONValue](self.artifacts),
             "usage": self.usage.to_dict(),
             "endpoints": self.endpoints,
+            "module": self.module,
+            "sandbox_packages": _package_set_json(self.sandbox_packages),
+            "methods": [m.to_dict() for m in self.methods],
+            "warnings": list[JSONValue](self.warnings),
+            # null: the agent never reviewed the code; a null grade: its reply gave none.
+            "reviewer_grade": {"grade": self.reviewer_grade, "out_of": 10, "note": GRADE_NOTE}
+            if self.review
+            else None,
         }
         if self.verification is not None:
             out["verification"] = self.verification.to_dict()
@@ -169,6 +195,8 @@ class RequestReport:
         human = _object(data.get("human_review"))
         verification = data.get("verification")
         usage = data.get("usage")
+        module, packages = data.get("module"), data.get("sandbox_packages")
+        grade = _object(data.get("reviewer_grade")).get("grade")
         return cls(
             request_id=_str(data.get("request_id")),
             status=ended,
@@ -195,6 +223,13 @@ class RequestReport:
             verification=(
                 Verification.from_dict(verification) if isinstance(verification, dict) else None
             ),
+            module=module if isinstance(module, dict) else None,
+            sandbox_packages=_package_set(packages) if isinstance(packages, dict) else None,
+            methods=[MethodResult.from_dict(m) for m in _objects(data.get("methods"))],
+            warnings=[w for w in _list(data.get("warnings")) if isinstance(w, str)],
+            reviewer_grade=float(grade)
+            if isinstance(grade, int | float) and not isinstance(grade, bool)
+            else None,
         )
 
     def save(self, folder: Path) -> Path:
@@ -233,6 +268,17 @@ def _object(value: JSONValue) -> JSONObject:
 
 def _objects(value: JSONValue) -> list[JSONObject]:
     return [v for v in _list(value) if isinstance(v, dict)]
+
+
+def _package_set_json(packages: PackageSet | None) -> JSONValue:
+    if packages is None:
+        return None
+    return {"name": packages.name, "requirements": list[JSONValue](packages.requirements)}
+
+
+def _package_set(data: JSONObject) -> PackageSet:
+    listed = [r for r in _list(data.get("requirements")) if isinstance(r, str)]
+    return PackageSet(_str(data.get("name")), tuple(listed))
 
 
 def grounding_from_json(data: JSONObject) -> Grounding:

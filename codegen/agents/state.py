@@ -16,6 +16,7 @@ from codegen.agents.types import CrewOutcome, Status
 from codegen.agents.usage import Usage
 from codegen.json_types import JSONObject
 from codegen.retrieval.grounding import Grounding
+from codegen.sandbox.packages import PackageSet
 from codegen.sandbox.types import TestReport
 
 
@@ -39,6 +40,8 @@ class StepResult:
 class SpecResult(StepResult):
     spec: Spec | None = None  # None: the step ended the request before a spec was written
     structured_outputs: str = ""  # how the server took the JSON request (StructuredMode)
+    # The sandbox's package set the spec's dependencies were checked against; None: unknown.
+    packages: PackageSet | None = None
 
 
 @dataclass

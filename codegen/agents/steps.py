@@ -82,6 +82,7 @@ class Crew:
 def _spec_step(crew: Crew, state: CrewState, meter: Meter) -> SpecResult:
     analysis = analyze(crew.llm, meter, validate_request(state.request))
     result = SpecResult(spec=analysis.spec, structured_outputs=analysis.structured_outputs)
+    result.packages = crew.packages.declared if crew.packages is not None else None
     lacking = missing(analysis.spec, crew.packages) if crew.packages is not None else []
     if lacking and crew.packages is not None:
         # Code importing them could never pass in the sandbox: end before the programmer.

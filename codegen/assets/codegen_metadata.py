@@ -10,6 +10,8 @@ from pathlib import Path
 from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
 
 from codegen.agents.records import Selection
+from codegen.agents.report import RequestReport
+from codegen.agents.shown import grade_line, module_lines, packages_line
 from codegen.agents.state import CrewState, StepResult
 from codegen.agents.usage import Usage
 from codegen.requests.store import TITLE_TAG, request_title
@@ -104,11 +106,58 @@ def _final_metadata(state: CrewState) -> StepMetadata:
     }
 
 
+def _md_lines(lines: list[str], empty: str) -> MetadataValue:
+    return MetadataValue.md("\n".join(f"- `{line}`" for line in lines) if lines else empty)
+
+
+def _shown_metadata(state: CrewState, folder: Path, after_tests: bool = True) -> StepMetadata:
+    """The spec's functions, classes and methods (with their tests' results once tests ran),
+    its dependencies and the sandbox's package set, name warnings, and (``after_tests``: the
+    steps after the tests) the reviewer's grade, labelled as the reviewer model's opinion."""
+    report = RequestReport.of(state, folder)
+    shown = report.to_dict()
+    tested = after_tests and report.tests_total > 0
+    results = shown["methods"] if tested else None
+    out: StepMetadata = {
+        "module": _md_lines(module_lines(shown["module"], results), "_(no spec)_"),
+        "dependencies": packages_line(shown["module"], shown["sandbox_packages"]),
+        "warnings": _md_lines(report.warnings, "_(none)_"),
+        "warning_count": len(report.warnings),
+    }
+    if tested:
+        rows = [
+            TableRecord(
+                {
+                    "name": m.name or "(calls nothing of the spec)",
+                    "passed": m.passed,
+                    "total": m.total,
+                    "failed": ", ".join(m.failed),
+                }
+            )
+            for m in report.methods
+        ]
+        schema = TableSchema(
+            columns=[
+                TableColumn("name", "string"),
+                TableColumn("passed", "int"),
+                TableColumn("total", "int"),
+                TableColumn("failed", "string"),
+            ]
+        )
+        out["per_method"] = MetadataValue.table(rows, schema=schema)
+    if after_tests:
+        out["reviewer_grade"] = grade_line(shown["reviewer_grade"])
+        if report.reviewer_grade is not None:  # the reviewer model's opinion, 1-10
+            out["reviewer_grade_value"] = report.reviewer_grade
+    return out
+
+
 # -- per-step metadata ------------------------------------------------------------------------
 def spec_metadata(state: CrewState, folder: Path) -> StepMetadata:
     spec = state.spec.spec if state.spec else None
     return {
         **_step_metadata(state.spec),
+        **_shown_metadata(state, folder, after_tests=False),
         "request": MetadataValue.md(f"> {state.request[:2000]}"),
         "spec": md_code(json.dumps(spec.model_dump(mode="json") if spec else {}, indent=2), "json"),
         "structured_outputs": state.spec.structured_outputs if state.spec else "",
@@ -162,6 +211,7 @@ def solution_metadata(state: CrewState, folder: Path) -> StepMetadata:
             solution.selection.to_dict() if solution and solution.selection else {"drafts": 1}
         ),
         **_pick_metadata(solution.selection if solution else None),
+        **_shown_metadata(state, folder),
         "artifacts": MetadataValue.path(str(folder)),
     }
 
@@ -195,6 +245,7 @@ def review_metadata(state: CrewState, folder: Path) -> StepMetadata:
         "agent_review": MetadataValue.md(
             (accepted.review if accepted else "") or "_(not reviewed by the agent)_"
         ),
+        **_shown_metadata(state, folder),
         "artifacts": MetadataValue.path(str(folder)),
     }
 

@@ -172,6 +172,9 @@ def test_the_outline_lists_functions_classes_methods_and_dependencies() -> None:
             "name": "LRUCache",
             "constructor": "def __init__(self)",
             "attributes": [],
-            "methods": ["def get(self)", "def put(self)"],
+            "methods": [
+                {"name": "get", "signature": "def get(self)"},
+                {"name": "put", "signature": "def put(self)"},
+            ],
         }
     ]

@@ -32,6 +32,7 @@ from codegen.agents.state import (
 from codegen.agents.types import Status
 from codegen.replay.scripted import PRIMES_SPEC
 from codegen.retrieval.grounding import Grounding
+from codegen.sandbox.packages import PackageSet
 from codegen.sandbox.types import TestCaseResult, TestReport
 
 # The keys report.json has always had (readers outside this package rely on them).
@@ -53,6 +54,12 @@ REPORT_KEYS = {
     "artifacts",
     "usage",
     "endpoints",
+    # What a person is shown of the module, the package set, and the reviewer's grade.
+    "module",
+    "sandbox_packages",
+    "methods",
+    "warnings",
+    "reviewer_grade",
 }
 
 
@@ -155,3 +162,34 @@ def test_a_failed_verification_rerun_downgrades_a_passed_report(tmp_path: Path) 
     again = write_report(tmp_path, finished_state())
     assert again is not None and again.verification == Verification(False, 2, 3)
     assert again.status is Status.FAILED_TESTS
+
+
+def test_the_report_shows_the_module_packages_per_method_results_warnings_and_grade(
+    tmp_path: Path,
+) -> None:
+    state = finished_state()
+    state.request = "write `is_palindrome(s)`"  # answered with primes_up_to: a warning
+    assert state.spec is not None and state.solution is not None
+    state.spec.packages = PackageSet("default", ("numpy==1.26.4", "pandas==2.2.3"))
+    state.solution.tests = "from solution import primes_up_to\ndef test_a():\n    primes_up_to(3)\n"
+    state.solution.review = "APPROVED\nFine.\nGRADE: 8/10"
+    report = RequestReport.of(state, tmp_path)
+    report.save(tmp_path)
+    stored = json.loads((tmp_path / "report.json").read_text())
+    assert stored["module"]["functions"] == [
+        {"name": "primes_up_to", "signature": "def primes_up_to(n: int) -> list[int]"}
+    ]
+    assert stored["sandbox_packages"] == {
+        "name": "default",
+        "requirements": ["numpy==1.26.4", "pandas==2.2.3"],
+    }
+    assert stored["methods"] == [{"name": "primes_up_to", "passed": 1, "total": 1, "failed": []}]
+    assert stored["warnings"][0].startswith("the request names `is_palindrome`")
+    assert stored["reviewer_grade"]["grade"] == 8.0
+    assert "reviewer model's opinion" in stored["reviewer_grade"]["note"]
+    assert RequestReport.load(tmp_path) == report
+    # No grade in the reply: no grade, never a default number; not reviewed: null.
+    state.solution.review = "APPROVED"
+    assert RequestReport.of(state, tmp_path).to_dict()["reviewer_grade"]["grade"] is None
+    state.solution.review = ""
+    assert RequestReport.of(state, tmp_path).to_dict()["reviewer_grade"] is None

@@ -15,6 +15,7 @@ from codegen import composition
 from codegen.agents.options import REVIEW_MODES, BadOptions, RequestOptions, StoredOptions
 from codegen.agents.report import RequestReport, grounding_from_json
 from codegen.agents.roles import BadRequest, read_request_file, validate_request
+from codegen.agents.shown import grade_line, module_lines, packages_line
 from codegen.agents.types import Status
 from codegen.json_types import JSONObject, JSONValue
 from codegen.orchestration.cli.exits import (
@@ -232,6 +233,7 @@ def run_request(
 def summarize(report: RequestReport, run_id: str | None, folder: Path) -> JSONObject:
     """What the CLI shows of a request's report (``--json``: this object)."""
     usage = report.usage
+    shown = report.to_dict()
     return {
         "request_id": report.request_id,
         "status": report.status.value,
@@ -251,6 +253,12 @@ def summarize(report: RequestReport, run_id: str | None, folder: Path) -> JSONOb
         "endpoints": report.endpoints,
         # none | partial | full: how much of the corpus the programmer's search could find.
         "grounding": report.grounding.to_dict() if report.grounding else None,
+        # The spec's functions, classes and methods (each with its tests' results), its
+        # dependencies and the sandbox's package set, name warnings, the reviewer's grade.
+        **{
+            key: shown[key]
+            for key in ("module", "methods", "sandbox_packages", "warnings", "reviewer_grade")
+        },
     }
 
 
@@ -386,8 +394,20 @@ def show_outcome(summary: JSONObject, as_json: bool) -> None:
     else:
         cost = summary["cost_usd"]
         click.echo(f"request    {summary['request_id']}")
-        click.echo(f"status     {summary['status']}: {summary['reason']}")
+        warnings = summary.get("warnings") or []
+        assert isinstance(warnings, list)  # summarize's own list
+        noted = f" ({len(warnings)} warning{'s' * (len(warnings) != 1)} below)" if warnings else ""
+        click.echo(f"status     {summary['status']}: {summary['reason']}{noted}")
+        for warning in warnings:
+            click.echo(f"warning    {warning}")
+        tested = summary.get("methods") if summary.get("tests_total") else None
+        for i, line in enumerate(module_lines(summary.get("module"), tested)):
+            click.echo(f"{'module' if i == 0 else '':<10} {line}")
+        click.echo(
+            f"needs      {packages_line(summary.get('module'), summary.get('sandbox_packages'))}"
+        )
         click.echo(f"tests      {summary['tests_passed']}/{summary['tests_total']} passed")
+        click.echo(f"grade      {grade_line(summary.get('reviewer_grade'))}")
         click.echo(f"rounds     {summary['rounds']}")
         click.echo(
             f"tokens     {summary['tokens']} ({summary['prompt_tokens']} in, "

@@ -15,6 +15,7 @@ or over another denominator (``85/100``), is no grade.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from codegen.agents.replies import strip_reasoning
 
@@ -75,3 +76,26 @@ def mean_grade(grades: list[float | None]) -> float | None:
     """The mean of the grades given (replies without one are left out); None: none given."""
     given = [g for g in grades if g is not None]
     return round(sum(given) / len(given), 2) if given else None
+
+
+@dataclass(frozen=True)
+class GradeSummary:
+    """The reviewer's grades over an evaluation's samples: the mean of those it gave (the
+    reviewer model's opinion, 1-10), how many samples were graded, of how many."""
+
+    mean: float | None
+    graded: int
+    samples: int
+    note: str = GRADE_NOTE
+
+    @classmethod
+    def of(cls, grades: list[float | None]) -> GradeSummary:
+        return cls(mean_grade(grades), sum(g is not None for g in grades), len(grades))
+
+    def describe(self) -> str:
+        if self.mean is None:
+            return f"reviewer grade: no grade in {self.samples} samples"
+        return (
+            f"reviewer grade (the reviewer model's opinion): mean {self.mean:g}/10 over "
+            f"{self.graded} of {self.samples} samples graded"
+        )

@@ -109,6 +109,9 @@ def summary_metadata(
         metadata["precision_of_passed"] = crew.precision.precision
     if crew.precision is not None and crew.precision.recall is not None:
         metadata["recall_of_passed"] = crew.precision.recall
+    if crew.reviewer_grade is not None and crew.reviewer_grade.mean is not None:
+        # The reviewer model's opinion (1-10), over the samples it graded.
+        metadata["reviewer_grade_mean"] = crew.reviewer_grade.mean
     for name, value in crew.pass_at_k.items():
         metadata[name] = value
     for prefix, found in (("plus ", crew), ("canonical plus ", canon)):

@@ -15,6 +15,7 @@ from typing import cast
 
 from codegen.agents.crew import run_crew
 from codegen.agents.endpoint import candidate_at
+from codegen.agents.grade import parse_grade
 from codegen.agents.llm import LLMClient
 from codegen.agents.options import CrewOptions
 from codegen.evaluation.harness import Generator, PublicTask
@@ -105,6 +106,7 @@ def crew_generator(
             own_tests_total=report.total if report else None,
             drafts=list(outcome.drafts) or None,
             selection=outcome.selection.to_dict() if outcome.selection else None,
+            reviewer_grade=parse_grade(outcome.review),
         )
 
     return generate

@@ -32,6 +32,7 @@ class CandidateDict(TypedDict, total=False):
     own_tests_total: int | None
     drafts: list[str]
     selection: JSONObject
+    reviewer_grade: float
 
 
 @dataclass
@@ -55,10 +56,13 @@ class Candidate:
     # compare the pick with other rules on the same run. None with one draft.
     drafts: list[str] | None = None
     selection: JSONObject | None = None
+    # The reviewer's grade of the code, 1-10 (the reviewer model's opinion); None: no grade.
+    reviewer_grade: float | None = None
 
     def to_dict(self) -> CandidateDict:
         out = asdict(self)
-        for key in ("drafts", "selection"):  # one draft: stored as before
+        # One draft, no grade: stored as before.
+        for key in ("drafts", "selection", "reviewer_grade"):
             if out[key] is None:
                 del out[key]
         return cast(CandidateDict, out)

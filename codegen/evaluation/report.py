@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import cast
 
+from codegen.agents.grade import GradeSummary
 from codegen.agents.types import MODEL_ENDED, Status
 from codegen.evaluation.harness import CREW
 from codegen.evaluation.learned import load_learned, load_learned_task
@@ -116,6 +117,8 @@ class Summary:
     # pick's; ``first_pick`` is the pick the crew made during the run, ``learned`` the
     # estimates it was re-picked with. None when nothing was re-picked.
     picks: JSONObject | None = None
+    # The reviewer's grades of the samples (crew mode; the reviewer model's opinion, 1-10).
+    reviewer_grade: GradeSummary | None = None
     missing: list[str] = field(default_factory=list)
     rows: list[TaskRow] = field(default_factory=list)
 
@@ -291,6 +294,9 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
         precision=Precision.of(verdict_pairs) if mode == CREW else None,
         plus=_plus_summary(tasks, mode),
         picks=_first_picks(tasks, learned, ks),
+        reviewer_grade=GradeSummary.of([c.reviewer_grade for t in tasks for c in t.candidates])
+        if mode == CREW
+        else None,
         prompt_tokens=sum(c.prompt_tokens for t in tasks for c in t.candidates),
         completion_tokens=sum(c.completion_tokens for t in tasks for c in t.candidates),
         cost_usd=cost,
@@ -346,6 +352,7 @@ def summary_markdown(summary: Summary) -> str:
             else []
         ),
         *([f"- {summary.precision.describe()}"] if summary.precision else []),
+        *([f"- {summary.reviewer_grade.describe()}"] if summary.reviewer_grade else []),
         *picks_lines(summary),
         "",
     ]

@@ -408,6 +408,8 @@ def _print_text(report: Report, session: EvalSession, wall: float) -> None:
                 f"plus: precision of passed {p.precision}, recall {p.recall} "
                 f"({p.correct} of {p.passed} passed pass the plus tests)"
             )
+    if summary.reviewer_grade is not None:
+        click.echo(summary.reviewer_grade.describe())
     cost = "unknown" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
     click.echo(
         f"tokens {summary.prompt_tokens + summary.completion_tokens}, cost {cost}, "

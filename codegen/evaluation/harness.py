@@ -179,7 +179,11 @@ def verdict_key(problem: Problem, code: str | None, limits: Limits) -> str:
 
 def harness_id(problem: Problem) -> str:
     """The scorer's version for ``problem``: the hidden-test harness's, and for HumanEval+
-    tasks the plus scoring's too."""
+    (ClassEval) tasks the plus (per-test-class) scoring's too."""
+    if problem.classeval is not None:
+        from codegen.evaluation.classeval_scoring import SCORING_VERSION as CLASSES
+
+        return f"{scoring.HARNESS_VERSION}+classeval-{CLASSES}"
     if problem.plus is None:
         return scoring.HARNESS_VERSION
     return f"{scoring.HARNESS_VERSION}+plus-{SCORING_VERSION}"
@@ -213,6 +217,10 @@ def score_samples(
 
         def run_chunk(index: int) -> list[SampleScore]:
             chunk = chunks[index]
+            if problem.classeval is not None:  # ClassEval: each unittest class on its own
+                from codegen.evaluation.classeval_scoring import score_classes
+
+                return score_classes(sandbox, problem, [c for _, c in chunk], limits)
             if problem.plus is not None:  # HumanEval+: EvalPlus's inputs and comparison
                 expected = expected_outputs(store, sandbox, problem, limits)
                 return [score_plus(sandbox, problem, c, expected, limits) for _, c in chunk]

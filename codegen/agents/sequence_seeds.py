@@ -224,14 +224,14 @@ def suite_sequences(source: str, classes: Sequence[str]) -> list[list[Step]]:
     found: list[list[Step]] = []
     for function, setup in _test_functions(tree):
         t = _Tracker(names)
-        if setup is not None:
-            for stmt in setup.body:
-                _visit(stmt, t)
         for arg in function.args.args:
             if arg.arg in fixtures:
                 t.open[arg.arg] = [fixtures[arg.arg]]
-        for stmt in function.body:
-            _visit(stmt, t)
+        try:
+            for stmt in [*(setup.body if setup else []), *function.body]:
+                _visit(stmt, t)
+        except RecursionError:  # nested past the visitor's depth: a hostile suite
+            continue
         found += t.close_all()
     return _unique(found)
 
@@ -245,10 +245,6 @@ def example_sequences(setup: Sequence[str], call: str, classes: Sequence[str]) -
     except SyntaxError:
         return []
     t = _Tracker(frozenset(classes))
-    for tree in statements:
-        assert isinstance(tree, ast.Module)
-        for stmt in tree.body:
-            _visit(stmt, t)
     assert isinstance(expression, ast.Expression)
     body = expression.body
     target = None
@@ -256,8 +252,15 @@ def example_sequences(setup: Sequence[str], call: str, classes: Sequence[str]) -
         target = _key(body.func.value)
     elif isinstance(body, ast.Attribute):
         target = _key(body.value)
-    before = len(t.done)
-    _visit(body, t)
+    try:
+        for tree in statements:
+            assert isinstance(tree, ast.Module)
+            for stmt in tree.body:
+                _visit(stmt, t)
+        before = len(t.done)
+        _visit(body, t)
+    except RecursionError:  # nested past the visitor's depth
+        return []
     if target is not None and target in t.open:
         return [t.open[target]]
     return [s for s in t.done[before:] if len(s) > 1]

@@ -235,3 +235,9 @@ def test_a_class_header_over_several_lines_and_a_one_line_class_merge() -> None:
     point = namespace["Point"]
     assert point.x == 0 and point.y == 1 and point().norm() == 0  # type: ignore[attr-defined]
     assert notes == ["class Point given more than once: merged"]
+
+
+def test_a_class_nested_past_unparses_depth_is_joined_as_it_is() -> None:
+    deep = "x" + ".y" * 2000  # parses; ast.unparse of it would overflow the stack
+    codes = [f"class A: x = {deep}\n", "class A:\n    y = 1\n"]
+    assert merge_definitions(codes) == ("\n\n".join(codes), [])

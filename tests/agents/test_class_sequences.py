@@ -212,3 +212,10 @@ def test_sequences_split_drafts_that_agree_on_every_single_call(box: Sandbox) ->
     assert chosen.chosen == 1 and chosen.group.members == (1, 2)
     assert [g.members for g in chosen.groups] == [(1, 2), (0,)]
     assert chosen.splitting and "obj.add" in shared.inputs[chosen.splitting[0].input].text
+
+
+def test_a_suite_nested_past_the_visitors_depth_loses_that_test_only() -> None:
+    deep = "x" + ".y" * 2000  # parses; visiting it recursively would overflow the stack
+    source = f"def test_deep():\n    c = C(1)\n    c.m({deep})\n\n\ndef test_ok():\n    C(2).m(3)\n"
+    assert suite_sequences(source, ["C"]) == [[Step("new", "C", (2,)), Step("call", "m", (3,))]]
+    assert example_sequences([f"c = C({deep})"], "c.m(1)", ["C"]) == []

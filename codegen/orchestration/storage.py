@@ -99,6 +99,11 @@ def _engine(conn_string: str) -> db.Engine:
     @db.event.listens_for(engine, "connect")
     def _tune(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
         dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+        if dbapi_connection.execute("PRAGMA page_count").fetchone()[0] == 0:
+            # A new database (each run's event-log shard): Dagster creates its tables, then
+            # switches it to WAL. In WAL from the start, the dozens of CREATE statements commit
+            # without an fsync each (0.1-0.3 s per run before the first step, on a quiet disk).
+            dbapi_connection.execute("PRAGMA journal_mode=WAL")
 
     return engine
 

@@ -6,10 +6,12 @@ long-lived process does not keep every run's database open."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from codegen.orchestration.storage import (
     OPEN_SHARDS,
     SqliteEventLogStorageOpen,
     SqliteRunStorageOpen,
+    _engine,
 )
 from codegen.settings import get_settings
 
@@ -112,3 +115,23 @@ def test_the_databases_stay_in_dagsters_layout(
     assert (history / "runs.db").exists()
     assert (history / "runs" / f"{run.run_id}.db").exists()
     assert (history / "runs" / "index.db").exists()
+
+
+def test_each_database_is_in_wal_with_dagsters_stamp_and_new_ones_from_the_start(
+    sqlite_instance: DagsterInstance, isolated_home: Path, tmp_path: Path
+) -> None:
+    # Where stock Dagster ends (WAL, alembic head stamped), but a new database is in WAL before
+    # its tables are created, so their creation commits without an fsync per statement.
+    run = sqlite_instance.create_run_for_job(tiny)
+    sqlite_instance.report_engine_event("hello", run)
+    history = isolated_home / "dagster_home" / "storage" / "history"
+    for path in (
+        history / "runs.db",
+        history / "runs" / "index.db",
+        history / "runs" / f"{run.run_id}.db",
+    ):
+        with closing(sqlite3.connect(path)) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",), path
+            assert conn.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,), path
+    with _engine(f"sqlite:///{tmp_path / 'new.db'}").connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"

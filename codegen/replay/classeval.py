@@ -4,9 +4,9 @@ A reply file (FudanSELab/ClassEval ``output/model_output_*``, cut to what the pr
 one JSON list ``[{"task_id": "ClassEval_0", "predict": [reply, ...]}, ...]``: the raw chat
 replies as the model sent them (fenced markdown with prose, or bare code); a ``greedy`` file
 has one reply a task, a ``t0.2`` file five samples. The task set (``ClassEval_data.json``,
-optionally gzip-compressed, a JSON list) is given with ``--tasks``: only each task's public
-half is read here (``task_id``, ``class_name``, ``skeleton``, ``import_statement``), never its
-``test`` or ``solution_code``.
+optionally gzip-compressed, a JSON list) is given with ``--tasks`` and read as ``codegen eval
+classeval`` reads it; only each task's public half is kept (``task_id``, ``class_name``,
+``skeleton``, ``import_statement``), never its ``test`` or ``solution_code``.
 
 Reply i of a task becomes the programmer's round-1 reply for candidate i; with several files
 (runs on the same tasks, e.g. one per model) the candidates continue in file order, so five
@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from codegen.evaluation.tasks import TaskFileError, read_task_file
 from codegen.replay.recording import MAX_FILE_BYTES, Entry, RecordingError
 from codegen.untrusted import TooLarge, gunzip_capped, loads_json, read_capped
 
@@ -75,23 +76,21 @@ def _text_field(row: dict[str, object], name: str, where: str) -> str:
 
 
 def read_classeval_tasks(path: Path) -> dict[str, ClassEvalTask]:
-    """The public half of every task in a ClassEval task file, by task id."""
+    """The public half of every task in a ClassEval task file (read and validated whole by
+    ``codegen.evaluation.tasks.read_task_file``), by task id."""
+    try:
+        found = read_task_file(path)
+    except TaskFileError as exc:
+        raise RecordingError(str(exc)) from None
     tasks: dict[str, ClassEvalTask] = {}
-    for number, row in enumerate(_json_list(path, "task"), start=1):
-        where = f"{path}: task {number}"
-        if not isinstance(row, dict):
-            raise RecordingError(f"{where}: expected a JSON object")
-        task_id = _text_field(row, "task_id", where)
-        imports = row.get("import_statement", [])
-        if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
-            raise RecordingError(f"{where}: import_statement must be a list of strings")
-        if task_id in tasks:
-            raise RecordingError(f"{where}: duplicate task_id {task_id[:80]!r}")
-        tasks[task_id] = ClassEvalTask(
-            task_id=task_id,
-            class_name=_text_field(row, "class_name", where),
-            skeleton=_text_field(row, "skeleton", where),
-            import_statement=tuple(i for i in imports if i.strip()),
+    for problem in found.problems.values():
+        if problem.classeval is None:
+            raise RecordingError(f"{path}: not a ClassEval task file ({problem.task_id[:80]})")
+        tasks[problem.task_id] = ClassEvalTask(
+            task_id=problem.task_id,
+            class_name=problem.entry_point,
+            skeleton=problem.prompt,
+            import_statement=tuple(i for i in problem.classeval.imports if i.strip()),
         )
     return tasks
 

@@ -394,3 +394,16 @@ def test_the_crew_replayed_on_a_class_picks_the_right_draft(
     assert out.status is Status.PASSED, out.reason
     assert "self.count += step" in out.solution
     assert all(r["status"] == 200 for r in srv.served), srv.served
+
+
+def test_a_task_file_that_is_not_classeval_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "tasks.jsonl"
+    row = {"task_id": "T/0", "prompt": "def f():\n", "entry_point": "f", "test": "pass"}
+    other.write_text(json.dumps(row) + "\n")
+    source = replies(tmp_path / "r.json", {"T/0": ["x"]})
+    args = ["replay", "import", "--format", "classeval", str(source), str(tmp_path / "o.jsonl")]
+    assert main([*args, "--tasks", str(other)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "not a ClassEval task file" in err and len(err.splitlines()) == 1

@@ -58,7 +58,7 @@ SAMPLED = "_class_H_t0.2.json"
 
 @dataclass
 class Config:
-    name: str  # single:<model>, five_greedy, t0.2:<model>
+    name: str  # single_<model>, five_greedy, t02_<model>
     files: list[Path]
     candidates: int
 
@@ -76,7 +76,18 @@ class CrewRun:
 
 
 def model_of(path: Path) -> str:
-    return path.name.removesuffix(GREEDY).removesuffix(SAMPLED)
+    """The file's model, without dots (the results page reads dotted key paths)."""
+    return path.name.removesuffix(GREEDY).removesuffix(SAMPLED).replace(".", "")
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as info:
+        for line in info:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return f"{os.cpu_count()} cores, {model}; load average {os.getloadavg()[0]:.1f} at the end"
 
 
 def configs(data: Path, only: set[str]) -> list[Config]:
@@ -86,9 +97,9 @@ def configs(data: Path, only: set[str]) -> list[Config]:
         raise SystemExit(
             f"classeval_replay_crew: error: {data}: expected 5 *{GREEDY} and 2 *{SAMPLED} files"
         )
-    out = [Config(f"single:{model_of(f)}", [f], 1) for f in greedy] if "single" in only else []
+    out = [Config(f"single_{model_of(f)}", [f], 1) for f in greedy] if "single" in only else []
     out += [Config("five_greedy", greedy, 5)] if "five_greedy" in only else []
-    out += [Config(f"t0.2:{model_of(f)}", [f], 5) for f in sampled] if "t0.2" in only else []
+    out += [Config(f"t02_{model_of(f)}", [f], 5) for f in sampled] if "t0.2" in only else []
     return out
 
 
@@ -113,7 +124,7 @@ def run_crew_config(
     from codegen.settings import get_settings
 
     codegen = shutil.which("codegen", path=str(Path(sys.executable).parent)) or "codegen"
-    stem = config.name.replace(":", "_")
+    stem = config.name
     recording, log = home / f"{stem}.jsonl", home / f"{stem}-log.jsonl"
     env = dict(os.environ)
     imported = subprocess.run(
@@ -224,7 +235,7 @@ def acceptance(all_tasks: dict[str, Any]) -> dict[str, Any]:
     for name, row in all_tasks.items():
         if not isinstance(row, dict):
             continue
-        if name.startswith("single:"):
+        if name.startswith("single_"):
             checks[f"{name}: crew >= plain"] = row["crew"] >= row["plain"]
         elif name == "five_greedy":
             checks["five_greedy: ours >= best_single + 5"] = row["ours"] >= row["best_single"] + 5
@@ -333,7 +344,7 @@ def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         },
         "sandbox": {"backend": backend, "package_set": "classeval"},
         "held_out_tasks_run": len(held),
-        "load_average_1m": round(os.getloadavg()[0], 1),
+        "machine": machine(),
         "home": str(home),
         "note": "held-out figures first; HELD_OUT has " + str(len(HELD_OUT)) + " tasks",
     }

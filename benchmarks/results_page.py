@@ -160,6 +160,35 @@ DESCRIPTIONS: dict[str, Description] = {
             ),
         ),
     ),
+    "selection_mapcoder_humaneval": Description(
+        title="Picking among five models' HumanEval code by execution",
+        script="benchmarks/selection.py",
+        what=(
+            "MapCoder's five recorded HumanEval runs (their extracted code) as five candidates"
+            " per task; every rule picks from the same sandbox executions (worked examples and"
+            " shared inputs, never the hidden tests). `solved` counts expected correct picks."
+            " The same script at the commit before evaluation moved into one slice gives the"
+            " same figures for every rule; the first recorded run (an older example reader that"
+            " found examples in 108 prompts) is beside it."
+        ),
+        rows=(
+            Row("tasks", "tasks"),
+            Row("prompts with worked examples read", "tasks_with_examples"),
+            Row(
+                "solved, weighted_checks (the crew's rule)",
+                "solved.weighted_checks",
+                "best single run",
+                "solved.best_single",
+            ),
+            Row("solved, random pick", "solved.random", "oracle", "solved.oracle"),
+            Row("solved, CodeT's dual agreement", "solved.codet"),
+            Row("every rule as before the move", "before_the_one_home_move.identical_to_this_run"),
+            Row(
+                "solved, weighted_checks, first recorded",
+                "as_first_recorded.solved.weighted_checks",
+            ),
+        ),
+    ),
 }
 
 

@@ -166,6 +166,24 @@ def test_a_run_fills_the_sandbox_pool_before_its_first_test_run() -> None:
     resources.close_shared_sandboxes()
 
 
+def test_the_sandbox_warm_up_waits_for_the_runs_first_model_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Until then the process's CPU is the way to that call: the sandbox's imports and container
+    # start would lengthen it.
+    import threading
+
+    from codegen.assets import resources
+
+    started, opened = threading.Event(), threading.Event()
+    monkeypatch.setattr(resources, "first_call_started", started)
+    monkeypatch.setattr(resources, "_shared_sandbox", lambda *_: opened.set())
+    SandboxResource(backend="bwrap", pool_size=1).setup_for_execution(None)  # type: ignore[arg-type]
+    assert not opened.wait(0.3)
+    started.set()
+    assert opened.wait(10)
+
+
 def test_assets_import_nothing_of_orchestration() -> None:
     # Imports run one way: orchestration (definitions, jobs, sensors, CLI) -> assets -> domain.
     modules = imported_after(

@@ -58,6 +58,10 @@ _sdk_clients: dict[tuple[int, str | None, str | None, float, int], openai.OpenAI
 
 _sdk_clients_lock = threading.Lock()
 
+# Set once this process sends (or answers from the cache) its first model request: background
+# work that would slow the way to it (the sandbox pool's warm-up) waits for it.
+first_call_started = threading.Event()
+
 
 def _sdk_client(
     base_url: str | None, api_key: str | None, timeout_s: float, max_retries: int
@@ -228,7 +232,9 @@ class LLMClient:
         import openai  # deferred (see ``client``); already loaded by the time we get here
 
         try:
-            return self._client_for(role, draft).chat.completions.create(**kwargs)
+            completions = self._client_for(role, draft).chat.completions
+            first_call_started.set()
+            return completions.create(**kwargs)
         except openai.APITimeoutError as exc:
             raise LLMError(
                 f"{role}: request timed out after {self.timeout_s:g}s "
@@ -281,6 +287,7 @@ class LLMClient:
         started = time.perf_counter()
         hit = self._cached(key, role, cfg.model, started) if cacheable else None
         if hit is not None:
+            first_call_started.set()  # answered from the cache: nothing to wait for
             self._record(meter, hit, endpoint, draft)
             return hit
         # The SDK call's keyword arguments, as they go on the wire (and to the recorder).

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator
 
 from codegen import composition
 from codegen.agents.endpoint import LLMRoute, RoleModel
-from codegen.agents.llm import LLMClient
+from codegen.agents.llm import LLMClient, first_call_started
 from codegen.agents.options import CrewOptions
 from codegen.agents.reliability_history import FILE_NAME as HISTORY_FILE
 from codegen.agents.reliability_history import ReliabilityHistory
@@ -194,6 +194,10 @@ class SandboxResource(SandboxSettings, ConfigurableResource):
         threading.Thread(target=self._open_quietly, name="sandbox-warm-up", daemon=True).start()
 
     def _open_quietly(self) -> None:
+        # Once the run's first model call is on its way (or after WARM_UP_WAIT_S): before it,
+        # this process's CPU is the request's critical path, and the sandbox's imports and
+        # container start would slow it; a box is needed only once code comes back.
+        first_call_started.wait(WARM_UP_WAIT_S)
         with contextlib.suppress(Exception):
             _shared_sandbox(
                 self.backend,
@@ -203,6 +207,10 @@ class SandboxResource(SandboxSettings, ConfigurableResource):
                 self.bwrap_host_usr,
             )
 
+
+# The longest a run's sandbox warm-up waits for its first model call (a run that makes none,
+# such as scoring a samples file, opens the sandbox on first use anyway).
+WARM_UP_WAIT_S = 5.0
 
 _sandboxes: dict[tuple[str, str, int, str, bool], Sandbox] = {}
 _sandboxes_lock = threading.Lock()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from codegen.agents import llm
 from codegen.agents.endpoint import RoleModel
 from codegen.agents.llm import CANDIDATE_HEADER, ROLE_HEADER, TASK_HEADER, LLMClient
 from codegen.agents.llm_types import Draft, LLMError
@@ -204,3 +206,17 @@ def test_clients_of_one_endpoint_share_one_sdk_client(
         other.enqueue("analyzer", PRIMES_SPEC)
         analyze(LLMClient(cache_dir=None), Meter(), "primes")
         assert len(other.requests) == 1 and not server.requests
+
+
+def test_the_first_request_sent_or_answered_from_the_cache_is_announced(
+    server: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sandbox warm-up waits for it (codegen/assets/resources.py).
+    for cached in (False, True):
+        started = threading.Event()
+        monkeypatch.setattr(llm, "first_call_started", started)
+        server.enqueue("analyzer", PRIMES_SPEC)
+        meter = Meter()
+        analyze(client(server, tmp_path), meter, "primes")
+        assert meter.usage.cache_hits == int(cached)
+        assert started.is_set()

@@ -27,6 +27,7 @@ ran gives that outcome on each of its steps.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import random
@@ -34,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from codegen.agents.behaviour import BehaviourTable
+from codegen.agents.code_repair import parse_python
 from codegen.agents.inputs import CallInput, _Pool, mutate_value
 from codegen.agents.seeds import signature_seeds
 from codegen.agents.sequence_seeds import (
@@ -122,21 +124,36 @@ class SequenceBudget:
 
 # -- sources ----------------------------------------------------------------------------------
 def _signature_sequence(cls: ClassSpec) -> list[Step] | None:
-    """The constructor, then each method once, arguments from the signatures' types; None
-    when some type is unknown."""
+    """The constructor, then each method once, arguments from the signatures' types (or none
+    when every parameter has a default); a method whose types are unknown is left out, and
+    None when the constructor's are."""
 
     def args_of(signature: str, name: str) -> tuple[JSONValue, ...] | None:
-        text = signature.strip()
+        text = signature.strip().split("\n", 1)[0].rstrip().rstrip(":")
         if not text.startswith(("def ", "async def ")):
             text = "def " + text
-        text = text.split("\n", 1)[0].rstrip().rstrip(":")
-        # Without ``self``: its type is no argument.
-        for self_name in ("self, ", "self", "cls, ", "cls"):
-            text = text.replace(f"({self_name}", "(", 1)
-        if text.split("(", 1)[-1].startswith(")"):
+        try:
+            tree = parse_python(text + ": ...")
+        except SyntaxError:
+            return None
+        node = tree.body[0] if isinstance(tree, ast.Module) and tree.body else None
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        args = node.args
+        first = [*args.posonlyargs, *args.args][:1]
+        if first and first[0].arg in ("self", "cls"):  # its type is no argument
+            if args.posonlyargs:
+                args.posonlyargs = args.posonlyargs[1:]
+            else:
+                args.args = args.args[1:]
+        params = [*args.posonlyargs, *args.args]
+        if not params:
             return ()
-        seeds = signature_seeds(text, name)
-        return seeds[1] if len(seeds) > 1 else None
+        seeds = signature_seeds(ast.unparse(node), node.name)
+        if len(seeds) > 1:
+            return seeds[1]
+        # Types unknown: the call with the defaults, when every parameter has one.
+        return () if len(args.defaults) == len(params) else None
 
     init = args_of(cls.constructor, "__init__")
     if init is None:

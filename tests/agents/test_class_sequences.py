@@ -219,3 +219,12 @@ def test_a_suite_nested_past_the_visitors_depth_loses_that_test_only() -> None:
     source = f"def test_deep():\n    c = C(1)\n    c.m({deep})\n\n\ndef test_ok():\n    C(2).m(3)\n"
     assert suite_sequences(source, ["C"]) == [[Step("new", "C", (2,)), Step("call", "m", (3,))]]
     assert example_sequences([f"c = C({deep})"], "c.m(1)", ["C"]) == []
+
+
+def test_a_constructor_whose_parameters_all_have_defaults_is_called_with_none() -> None:
+    untyped = TALLY.model_copy(update={"examples": []})
+    untyped.classes[0] = untyped.classes[0].model_copy(
+        update={"constructor": "def __init__(self, label=None)"}
+    )
+    (seed, *_) = class_sequences(untyped, "", SequenceBudget(max_mutations=0))
+    assert seed.steps[:2] == (Step("new", "Tally"), Step("call", "add", (1,)))

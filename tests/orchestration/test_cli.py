@@ -92,3 +92,26 @@ def test_the_console_script_runs_exit_handlers_and_keeps_the_exit_status(
         assert "codegen, version" in proc.stdout  # printed before the exit, not lost
     else:
         assert proc.stderr.startswith("codegen: error: No such command")
+
+
+@pytest.mark.parametrize("first_call", [True, False])
+def test_the_console_script_collects_again_after_the_first_model_call_or_the_pause(
+    first_call: bool,
+) -> None:
+    # In its own process: the collector's state is the whole interpreter's.
+    script = (
+        "import gc, time\n"
+        "from codegen.agents.llm import first_call_started\n"
+        "from codegen.orchestration import cli\n"
+        f"cli.STARTUP_GC_PAUSE_S = {60 if first_call else 0.2}\n"
+        "cli.pause_gc_during_startup()\n"
+        "print(gc.isenabled())\n"
+        f"{'first_call_started.set()' if first_call else 'pass'}\n"
+        "deadline = time.monotonic() + 30\n"
+        "while not gc.isenabled() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "print(gc.isenabled(), gc.get_freeze_count() > 0)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True", "True"]

@@ -41,40 +41,73 @@ class TaskFileError(ValueError):
     own TaskFileError); the message names the file and the task."""
 
 
-# The authors' extraction (classeval_evaluation/test_pipeline.py, ``AutoTest.extract_code``,
-# the branch for chat models), in their order: the first pattern that matches anywhere wins
-# and its first match is the code. Kept as written, since the published figures come from
-# it, quirks included: a ```python fence left open yields "" (the fourth pattern matches the
-# empty string), and a reply with no fence whose text holds "py" twice yields what lies
-# between them (the last pattern's dots match any character).
+# The authors' extraction (classeval_evaluation/test_pipeline.py at eaeac44d, the commit the
+# task file comes from: ``AutoTest.extract_code`` and ``add_static_statement``), kept as
+# written since the published figures come from it, quirks included. A reply that echoes
+# its prompt is cut at the first of these markers (the text up to the next one is kept):
+_RESPONSE_MARKERS = ("### Response:", "@@ Response:", "[/INST]")
+# Then the first pattern that matches anywhere wins and its first match is the code (a
+# ```python fence left open yields "": the fourth pattern matches the empty string).
 _PATTERNS = (
     r"```python(.*?)```",
     r"```ruby(.*?)```",
     r"```scss(.*?)```",
     r"```python(.*?)",
     r"```(.*?)```",
-    r".py(.*?).py",
+    r"\[PYTHON\](.*?)\[/PYTHON\]",
 )
 
 
-def extract_code(reply: str) -> str:
-    """The code of one model reply, as ClassEval's authors read it: the first fenced block,
-    else (no fence) the reply without the lines before its first ``class`` line, except
-    ``import``/``from`` lines there. As in their code, a line dropped before the class is
-    dropped wherever the same text recurs (blank lines, so the code still runs)."""
-    for pattern in _PATTERNS:
-        found = re.findall(pattern, reply, re.S)
-        if found:
-            return str(found[0])
-    lines = reply.split("\n")
+def _leading(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _unfenced(text: str) -> str:
+    """No fence: the text without the lines before its first ``class`` line except
+    ``import``/``from`` lines there (a dropped line's text is dropped wherever it recurs, as
+    in their code), the class moved to column 0 with its body when it was indented."""
+    lines = text.split("\n")
     removed: set[str] = set()
     for line in lines:
-        text = line.strip()
-        if text.startswith("class"):
+        if line.strip().startswith("class"):
             break
-        if not text.startswith("import") and not text.startswith("from"):
+        if not line.strip().startswith("import") and not line.strip().startswith("from"):
             removed.add(line)
-    return "\n".join(line for line in lines if line not in removed)
+    text = "\n".join(line for line in lines if line not in removed)
+    first = next((ln for ln in text.split("\n") if ln.strip().startswith("class")), None)
+    shift = _leading(first) if first is not None else 0
+    if not shift:
+        return text
+    return "\n".join(" " * (_leading(ln) - shift) + ln.lstrip() for ln in text.split("\n"))
+
+
+def _static_methods(code: str) -> str:
+    """Their ``add_static_statement``: every ``@staticmethod`` line dropped, then one put
+    before each method (a ``def`` indented 4) whose line names neither self nor cls."""
+    kept = [line for line in code.split("\n") if "@staticmethod" not in line]
+    out: list[str] = []
+    for line in kept:
+        bare = line.strip().startswith("def ") and "self" not in line and "cls" not in line
+        if bare and _leading(line) == 4:
+            out.append("    @staticmethod")
+        out.append(line)
+    return "\n".join(out)
+
+
+def extract_code(reply: str) -> str:
+    """The code of one model reply, as ClassEval's authors read it: the part after an echoed
+    prompt's response marker, its first fenced block, else the text from its first ``class``
+    line (with the imports before it), and ``@staticmethod`` where a method lacks self."""
+    text = reply.rstrip()
+    for marker in _RESPONSE_MARKERS:
+        if marker in text:
+            text = text.split(marker)[1]
+            break
+    for pattern in _PATTERNS:
+        found = re.findall(pattern, text, re.S)
+        if found:
+            return _static_methods(str(found[0]))
+    return _static_methods(_unfenced(text))
 
 
 def candidate_module(problem: Problem, reply: str) -> str:

@@ -58,15 +58,17 @@ def test_extraction_follows_the_authors_rules() -> None:
     other_fence = "```\nclass B:\n    pass\n```"
     assert extract_code(other_fence) == "\nclass B:\n    pass\n"
     unfenced = "Here it is.\nimport os\nclass C:\n    def f(self):\n        return os.sep\n"
-    assert (
-        extract_code(unfenced) == "import os\nclass C:\n    def f(self):\n        return os.sep\n"
-    )
+    assert extract_code(unfenced) == "import os\nclass C:\n    def f(self):\n        return os.sep"
     assert extract_code("```python\nclass D:\n    pass\n") == ""  # open fence: as theirs
+    echoed = "@@ Instruction:\nclass E:\n    pass\n@@ Response:\nclass E:\n    y = 2"
+    assert extract_code(echoed) == "class E:\n    y = 2"  # the prompt's echo is cut off
+    indented = "It is:\n    class F:\n        def g(x):\n            return x"
+    assert extract_code(indented) == "class F:\n    @staticmethod\n    def g(x):\n        return x"
 
 
 def test_the_imports_go_in_front(tasks: TaskSet) -> None:
     module = candidate_module(tasks.get("ClassEval_T1"), "class Circle:\n    pass\n")
-    assert module == "import math\nclass Circle:\n    pass\n"
+    assert module == "import math\nclass Circle:\n    pass"
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,9 @@ $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
+	@# As pip does for a regular install: a Python that writes no bytecode of its own
+	@# (PYTHONDONTWRITEBYTECODE) would otherwise compile the package's source in every process.
+	$(BIN)/python -m compileall -q codegen
 	@touch $(STAMP)
 
 venv: $(STAMP)

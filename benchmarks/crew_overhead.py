@@ -39,6 +39,7 @@ the others, runs under ``python -X importtime``: seconds of imports per top-leve
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -233,6 +234,22 @@ def interpreter_start_s() -> float:
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         best = min(best, time.perf_counter() - t)
     return round(best, 3)
+
+
+def bytecode_cached(checkout: Path) -> float:
+    """The share of the checkout's modules whose bytecode is cached and up to date (``make
+    venv`` byte-compiles the package; without it, a Python that writes no bytecode compiles
+    each module's source in every process)."""
+    sources = list((checkout / "codegen").rglob("*.py"))
+    fresh = 0
+    for source in sources:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        if cached.exists():
+            header = cached.read_bytes()[:16]
+            stat = source.stat()
+            mtime, size = (int.from_bytes(header[i : i + 4], "little") for i in (8, 12))
+            fresh += mtime == int(stat.st_mtime) & 0xFFFFFFFF and size == stat.st_size & 0xFFFFFFFF
+    return round(fresh / len(sources), 2) if sources else 0.0
 
 
 def commit_of(checkout: Path) -> str:
@@ -439,6 +456,10 @@ def main() -> None:
         # Unset, each fresh process writes the bytecode of the modules it compiled; set, a
         # checkout's own modules are compiled from source in every process.
         "python_dont_write_bytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
+        "bytecode_cached_share": {
+            "codegen_generate": bytecode_cached(ROOT),
+            **({"baseline_generate": bytecode_cached(args.baseline)} if args.baseline else {}),
+        },
         "import_profile": imports,
         "runs": rows,
         "load_average_at_start": load_at_start,

@@ -65,6 +65,93 @@ DESCRIPTIONS: dict[str, Description] = {
             Row("sample vectors identical to the baseline's", "sample_vectors_identical"),
         ),
     ),
+    "crew_overhead": Description(
+        title="A request's overhead outside model calls",
+        script="benchmarks/crew_overhead.py",
+        what=(
+            "A scripted endpoint answers every model call after 1 s; overhead is a request's"
+            " wall time minus the time a model call was in flight. `codegen generate` (a fresh"
+            " process per request, on the SQLite instance) against the same command at the"
+            " commit before this work, run alternately in one run; beside them, the crew in"
+            " one process without Dagster, and the request job run from a process that has"
+            " everything loaded. Where the first stretch goes is read from the run's events;"
+            " the import seconds come from one more request under `python -X importtime`."
+            " [methods.md](methods.md#where-a-requests-overhead-goes) walks through it."
+        ),
+        rows=(
+            Row(
+                "`codegen generate`: overhead s per request, median of 3",
+                "median_overhead_s.codegen_generate",
+                "baseline commit",
+                "median_overhead_s.baseline_generate",
+            ),
+            Row(
+                "`codegen generate`: CPU s per request, median",
+                "median_cpu_s.codegen_generate",
+                "baseline commit",
+                "median_cpu_s.baseline_generate",
+            ),
+            Row("target: at most 3.5 s, first calls overlapping", "target_met"),
+            Row(
+                "start to the run's first event (interpreter, imports, instance, code location)",
+                "codegen_generate_profile_s.start -> run's first event",
+                "baseline commit",
+                "baseline_generate_profile_s.start -> run's first event",
+            ),
+            Row(
+                "run's first event to the first step's start",
+                "codegen_generate_profile_s.run's first event -> first step start",
+                "baseline commit",
+                "baseline_generate_profile_s.run's first event -> first step start",
+            ),
+            Row(
+                "first step's start to the analyzer's call (the model SDK's import)",
+                "codegen_generate_profile_s.first step start -> analyzer call",
+                "baseline commit",
+                "baseline_generate_profile_s.first step start -> analyzer call",
+            ),
+            Row(
+                "between the analyzer's reply and the test designer's call",
+                "codegen_generate_idle_gaps_s.analyzer -> test_designer",
+                "baseline commit",
+                "baseline_generate_idle_gaps_s.analyzer -> test_designer",
+            ),
+            Row(
+                "between the programmer's reply and the reviewer's call (tests in the sandbox)",
+                "codegen_generate_idle_gaps_s.programmer -> reviewer",
+                "baseline commit",
+                "baseline_generate_idle_gaps_s.programmer -> reviewer",
+            ),
+            Row(
+                "between the reviewer's reply and the documenter's call (the checks)",
+                "codegen_generate_idle_gaps_s.reviewer -> documenter",
+                "baseline commit",
+                "baseline_generate_idle_gaps_s.reviewer -> documenter",
+            ),
+            Row(
+                "after the documenter's reply until the command exits",
+                "codegen_generate_idle_gaps_s.documenter -> exit",
+                "baseline commit",
+                "baseline_generate_idle_gaps_s.documenter -> exit",
+            ),
+            Row("imports under `-X importtime`, s", "import_profile.total_s"),
+            Row(
+                "share of the package's modules with cached bytecode (`make venv` compiles it)",
+                "bytecode_cached_share.codegen_generate",
+                "baseline commit",
+                "bytecode_cached_share.baseline_generate",
+            ),
+            Row(
+                "the request job in an already loaded process: overhead s",
+                "median_overhead_s.warm_process",
+                "crew without Dagster",
+                "median_overhead_s.in_process_loop",
+            ),
+            Row("baseline commit", "baseline_checkout.commit"),
+            Row("load average (1, 5, 15 min) at start", "load_average_at_start"),
+            Row("load average at end", "load_average_at_end"),
+        ),
+    ),
     "replay_crew": Description(
         title="The whole crew on recorded GPT-4 Turbo replies (HumanEval)",
         script="benchmarks/replay_crew.py",

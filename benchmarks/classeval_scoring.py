@@ -89,9 +89,14 @@ def main() -> None:
     canonical, wall = run(args.tasks, ["--canonical"])
     figures = canonical["classeval"]
     report: dict = {
+        "command": ".venv/bin/python benchmarks/classeval_scoring.py",
+        "machine": machine() + ", Docker sandbox, shared with other work",
         "sandbox": os.environ["CODEGEN_SANDBOX__BACKEND"],
         "canonical": {
             **ours(canonical, wall),
+            "failing_test_classes": [
+                f"{f['task']} {f['test_class']} ({f['result']})" for f in figures["failures"]
+            ],
             "failures": [
                 {k: f[k] for k in ("task", "test_class", "result", "reason", "isolated")}
                 for f in figures["failures"]
@@ -105,7 +110,8 @@ def main() -> None:
         name = f"{model}_class_H_greedy"
         result, wall = run(args.tasks, ["--samples-file", str(args.replies / f"{name}.json")])
         published = published_of(table, "pass_1_greedy", name)
-        report["greedy"][name] = {
+        report["greedy"][slug(name)] = {
+            "file": f"{name}.json",
             "ours": ours(result, wall),
             "published": published,
             "published_classes_solved": round(published["class_success"] * 100),
@@ -114,7 +120,8 @@ def main() -> None:
     for model in SAMPLED:
         name = f"{model}_class_H_t0.2"
         result, wall = run(args.tasks, ["--samples-file", str(args.replies / f"{name}.json")])
-        report["sampled"][name] = {
+        report["sampled"][slug(name)] = {
+            "file": f"{name}.json",
             "ours": ours(result, wall),
             "published_pass@1": published_of(table, "pass_1", name),
             "published_pass@5": published_of(table, "pass_5", name),
@@ -122,6 +129,21 @@ def main() -> None:
     text = json.dumps(report, indent=2)
     print(text)
     (ROOT / "benchmarks/results/classeval_scoring.json").write_text(text + "\n")
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as info:
+        for line in info:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return f"{os.cpu_count()} cores, {model}"
+
+
+def slug(name: str) -> str:
+    """A file's stem as a key the results page can address (no dots)."""
+    return name.replace(".", "")
 
 
 def figures_solved(result: dict) -> int:

@@ -204,6 +204,80 @@ DESCRIPTIONS: dict[str, Description] = {
             Row("speedup from the cut", "tokenize_speedup_from_the_cut"),
         ),
     ),
+    "classeval_scoring": Description(
+        title="ClassEval scored in the Docker sandbox against the authors' table",
+        script="benchmarks/classeval_scoring.py",
+        what=(
+            "`codegen eval classeval` on the reference solutions (`--canonical`) and on the"
+            " authors' recorded replies (`--samples-file`): five greedy whole-class files and"
+            " two five-sample files at temperature 0.2, each unittest class on its own in the"
+            " sandbox with the `classeval` package set. The baseline is the authors' published"
+            " figure for the same file. A reference solution that passes with some test class"
+            " run in the test's process passes only there (that test shares objects with the"
+            " class by reference); `canonical.failures` in the JSON says why each failing test"
+            " class fails."
+        ),
+        rows=(
+            Row("reference solutions passing", "canonical.passed"),
+            Row("... every test class decided isolated", "canonical.passed_isolated"),
+            Row("... some test class run in the test's process", "canonical.passed_with_fallback"),
+            Row("reference solutions' failing test classes", "canonical.failing_test_classes"),
+            Row(
+                "Gemini-Pro greedy: classes solved",
+                "greedy.Gemini-Pro_class_H_greedy.ours.classes_solved",
+                "published",
+                "greedy.Gemini-Pro_class_H_greedy.published_classes_solved",
+            ),
+            Row(
+                "deepseek-coder-6.7b-instruct greedy: classes solved",
+                "greedy.deepseek-coder-67b-instruct_class_H_greedy.ours.classes_solved",
+                "published",
+                "greedy.deepseek-coder-67b-instruct_class_H_greedy.published_classes_solved",
+            ),
+            Row(
+                "GPT-3.5-Turbo greedy: classes solved",
+                "greedy.GPT-35-Turbo_class_H_greedy.ours.classes_solved",
+                "published",
+                "greedy.GPT-35-Turbo_class_H_greedy.published_classes_solved",
+            ),
+            Row(
+                "Magicoder-S-DS-6.7B greedy: classes solved",
+                "greedy.Magicoder-S-DS-67B_class_H_greedy.ours.classes_solved",
+                "published",
+                "greedy.Magicoder-S-DS-67B_class_H_greedy.published_classes_solved",
+            ),
+            Row(
+                "WizardCoder-15B-V1.0 greedy: classes solved",
+                "greedy.WizardCoder-15B-V10_class_H_greedy.ours.classes_solved",
+                "published",
+                "greedy.WizardCoder-15B-V10_class_H_greedy.published_classes_solved",
+            ),
+            Row(
+                "GPT-3.5-Turbo t0.2: class success pass@1",
+                "sampled.GPT-35-Turbo_class_H_t02.ours.class_success.pass@1",
+                "published",
+                "sampled.GPT-35-Turbo_class_H_t02.published_pass@1.class_success",
+            ),
+            Row(
+                "GPT-3.5-Turbo t0.2: class success pass@5",
+                "sampled.GPT-35-Turbo_class_H_t02.ours.class_success.pass@5",
+                "published",
+                "sampled.GPT-35-Turbo_class_H_t02.published_pass@5.class_success",
+            ),
+            Row(
+                "Gemini-Pro t0.2: class success pass@1",
+                "sampled.Gemini-Pro_class_H_t02.ours.class_success.pass@1",
+                "published",
+                "sampled.Gemini-Pro_class_H_t02.published_pass@1.class_success",
+            ),
+            Row(
+                "Gemini-Pro t0.2: class success pass@5",
+                "sampled.Gemini-Pro_class_H_t02.ours.class_success.pass@5",
+                "published",
+                "sampled.Gemini-Pro_class_H_t02.published_pass@5.class_success",
+            ),
+        ),
+    ),
     "retrieval_quality_device_fp16": Description(
         title="Retrieval quality: the default embedder and the fp16 device path",
         script="benchmarks/retrieval_quality.py",

@@ -1,0 +1,103 @@
+"""``codegen eval classeval`` as users run it (the console script's main(), in this process):
+the reference solutions with ``--canonical`` and an authors'-shape replies file with
+``--samples-file``, on the three stdlib-only fixture tasks (data/classeval_tasks.json).
+
+The command switches the sandbox to the 'classeval' package set, whose image CI does not
+build. These fixtures import nothing outside the standard library, so the tests replace that
+switch (``evaluate._classeval_sandbox``) with one that keeps the default set, and check that
+the command asked for it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codegen.orchestration.cli import main
+from codegen.settings import Settings
+
+pytestmark = pytest.mark.docker
+TASKS = Path(__file__).parent / "data" / "classeval_tasks.json"
+
+
+@pytest.fixture
+def switched(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The package-set switch, kept at the default set; the sets it was asked to leave."""
+    asked: list[str] = []
+
+    def keep_default(settings: Settings) -> Settings:
+        asked.append(settings.sandbox.package_set)
+        return settings
+
+    monkeypatch.setattr("codegen.orchestration.cli.evaluate._classeval_sandbox", keep_default)
+    return asked
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["eval", "classeval", "--tasks", str(TASKS), *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def replies(path: Path) -> Path:
+    """The authors' replies shape: Counter's reply wrong (increment ignores its step), the
+    other two right (one unfenced after prose, one fenced)."""
+    tasks = {t["task_id"]: t for t in json.loads(TASKS.read_text())}
+    wrong = tasks["ClassEval_T0"]["solution_code"].replace("+= step", "+= 1")
+    assert wrong != tasks["ClassEval_T0"]["solution_code"]
+    rows = [
+        {"task_id": "ClassEval_T0", "predict": [f"```python\n{wrong}```"]},
+        {
+            "task_id": "ClassEval_T1",
+            "predict": ["Here it is.\n" + tasks["ClassEval_T1"]["solution_code"]],
+        },
+        {
+            "task_id": "ClassEval_T2",
+            "predict": [f"```python\n{tasks['ClassEval_T2']['solution_code']}```"],
+        },
+    ]
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def test_canonical_and_a_replies_file_through_the_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], switched: list[str]
+) -> None:
+    code, out, err = run(capsys, "--canonical")
+    assert code == 0, err
+    assert switched == ["default"]  # the command asked for the classeval set
+    assert "ClassEval (classeval_tasks.json) canonical: pass@1 = 1.0000" in out
+    assert "class success: pass@1 = 1.0000" in out
+    assert "classes solved 3/3; verdicts decided isolated 6/7" in out  # Inventory's live dict
+
+    code, out, err = run(capsys, "--samples-file", str(replies(tmp_path / "r.json")), "--json")
+    assert code == 0, err
+    result: dict[str, Any] = json.loads(out)
+    figures = result["classeval"]
+    assert figures["class_success"] == {"pass@1": pytest.approx(2 / 3, abs=1e-4)}
+    assert figures["class_partial_success"] == {"pass@1": pytest.approx(2 / 3, abs=1e-4)}
+    assert figures["method_success"] == {"pass@1": pytest.approx(5 / 6, abs=1e-4)}
+    assert figures["method_partial_success"] == {"pass@1": 1.0}  # increment: 1 of 2 passes
+    assert figures["test_class_success"] == {"pass@1": pytest.approx(5 / 7, abs=1e-4)}
+    assert (figures["classes"], figures["classes_solved"], figures["verdicts"]) == (3, 2, 7)
+    assert result["pass_at_k"] == {"pass@1": pytest.approx(2 / 3, abs=1e-4)}
+    reasons = {f["test_class"]: (f["result"], f["reason"]) for f in figures["failures"]}
+    assert {f["task"] for f in figures["failures"]} == {"ClassEval_T0"}
+    assert reasons["CounterTestIncrement"][0] == "partial_success"
+    assert "test_increment_step" in reasons["CounterTestIncrement"][1]
+    assert "AssertionError: 6 != 8" in reasons["CounterTestIncrement"][1]
+    assert reasons["CounterTestMain"][0] == "fail" and len(reasons) == 2
+
+    # The same file as text (every verdict now cached): the figures and each failing class.
+    code, out, err = run(capsys, "--samples-file", str(tmp_path / "r.json"))
+    assert code == 0, err
+    assert "class success: pass@1 = 0.6667" in out
+    assert "method success: pass@1 = 0.8333" in out
+    assert "classes solved 2/3;" in out
+    assert "  ClassEval_T0 #0 CounterTestIncrement: partial_success: 1 of 2 tests fail" in out
+    assert "  ClassEval_T0 #0 CounterTestMain: fail: 1 of 1 tests fail" in out
+    assert switched == ["default"] * 3

@@ -40,6 +40,7 @@ from codegen.evaluation.backfill_plan import (
     HISTORY_TAG,
     LLM_POOL,
     MODE_TAG,
+    PACKAGE_SET_TAG,
     SAMPLES_FILE_TAG,
     SANDBOX_POOL,
 )
@@ -94,6 +95,16 @@ def each_partition(
         return list(pool.map(step, keys))
 
 
+def _run_sandbox(context: AssetExecutionContext, sandbox: SandboxResource) -> SandboxResource:
+    """The sandbox this run scores in: under the package set its backfill names (the one
+    ``codegen eval`` chose: ClassEval's is 'classeval'), whatever this process's settings
+    say; else the resource as configured (a launch from the UI)."""
+    chosen = context.run.tags.get(PACKAGE_SET_TAG)
+    if not chosen or chosen == sandbox.package_set:
+        return sandbox
+    return SandboxResource(**{**sandbox.model_dump(), "package_set": chosen})
+
+
 # A partition's session and its task key in the session's set.
 Located = dict[str, tuple[EvalSession, str]]
 
@@ -131,6 +142,7 @@ def _generate(
     located = _sessions(
         context, family, cfg, lambda ts: EvalSession(setup, ts, CREW, llm=llm, retriever=retriever)
     )
+    sandbox = _run_sandbox(context, sandbox)
     with sandbox.open() as box:
         generators = {id(s): s.generator(box, sandbox.limits()) for s, _ in located.values()}
 
@@ -167,6 +179,7 @@ def _score(
     located = _sessions(
         context, family, cfg, lambda ts: EvalSession(setup, ts, CREW, llm=llm, retriever=retriever)
     )
+    sandbox = _run_sandbox(context, sandbox)
     with sandbox.open() as box:
 
         def one(partition: str) -> tuple[tuple[int, int, bool], str]:
@@ -196,6 +209,7 @@ def _canonical(
     cfg = settings.load()
     setup = eval_setup(cfg)
     located = _sessions(context, family, cfg, lambda ts: EvalSession(setup, ts, CANONICAL))
+    sandbox = _run_sandbox(context, sandbox)
     with sandbox.open() as box:
         generators = {id(s): s.generator(box) for s, _ in located.values()}
 
@@ -297,6 +311,7 @@ def _file_scores(
     ]
     if absent:
         raise ValueError(f"the samples file has no samples for {', '.join(absent[:5])}")
+    sandbox = _run_sandbox(context, sandbox)
     with sandbox.open() as box:
 
         def one(partition: str) -> tuple[tuple[int, int], str]:

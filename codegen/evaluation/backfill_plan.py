@@ -9,6 +9,9 @@ names below are the contract between the two:
     codegen/eval_mode      crew, canonical or samples
     codegen/eval_history   who appends the run to the history: "cli" (the CLI that drives
                            and reports it) or "summary" (the summary asset, for --submit-only)
+    codegen/sandbox_package_set
+                           the sandbox package set the CLI scores under (ClassEval's is
+                           'classeval'): the runs score under it whatever their own settings
 
 A registered benchmark's tasks are its family's static partitions (the task keys); a task
 file's are ``<set digest>:<task>`` partitions of ``task_set_tasks``, the file staged first
@@ -34,6 +37,7 @@ TASK_SET_TAG = "codegen/task_set"
 SAMPLES_FILE_TAG = "codegen/samples_file"
 MODE_TAG = "codegen/eval_mode"
 HISTORY_TAG = "codegen/eval_history"
+PACKAGE_SET_TAG = "codegen/sandbox_package_set"
 HISTORY_BY_SUMMARY = "summary"
 HISTORY_BY_CLI = "cli"
 
@@ -58,9 +62,11 @@ def plan_backfill(
     drive: bool,
     title: str,
     samples_digest: str | None = None,
+    package_set: str | None = None,
 ) -> BackfillPlan:
     """The backfill of ``task_set``'s ``keys`` in ``mode`` (a task file is staged here;
-    raises StagedFileError). ``drive``: the CLI drives it and records the history."""
+    raises StagedFileError). ``drive``: the CLI drives it and records the history;
+    ``package_set``: the sandbox's, for the runs to score under."""
     prefix = family_of(task_set)
     if mode == SAMPLES:
         assets = ["file_scores", "file_summary"]
@@ -71,6 +77,8 @@ def plan_backfill(
     tags = {MODE_TAG: mode, HISTORY_TAG: HISTORY_BY_CLI if drive else HISTORY_BY_SUMMARY}
     if samples_digest:
         tags[SAMPLES_FILE_TAG] = samples_digest
+    if package_set:
+        tags[PACKAGE_SET_TAG] = package_set
     partitions, every = list(keys), list[str]()
     if not task_set.benchmark:
         every = StagedFiles(eval_dir).stage_task_set(task_set)

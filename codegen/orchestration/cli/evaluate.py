@@ -156,11 +156,10 @@ def classeval(task_file: Path, **options: Unpack[RunOptions]) -> None:
 
 
 def _classeval_sandbox(settings: Settings) -> Settings:
-    """ClassEval's tests import numpy, pandas, nltk, ...: its runs (a backfill's too, through
-    the environment) use the sandbox's 'classeval' package set."""
+    """ClassEval's tests import numpy, pandas, nltk, ...: its runs use the sandbox's
+    'classeval' package set (a backfill's runs too: its plan carries the set in a run tag)."""
     if settings.sandbox.package_set == "classeval":
         return settings
-    os.environ["CODEGEN_SANDBOX__PACKAGE_SET"] = "classeval"
     click.echo("ClassEval: the sandbox runs with package set 'classeval'", err=True)
     sandbox = settings.sandbox.model_copy(update={"package_set": "classeval"})
     return settings.model_copy(update={"sandbox": sandbox})
@@ -311,6 +310,7 @@ def _backfill(
             drive=not options["submit_only"],
             title=f"{task_set.name} {what}, {len(keys)} tasks",
             samples_digest=samples_digest,
+            package_set=settings.sandbox.package_set,
         )
     except StagedFileError as exc:
         raise click.ClickException(str(exc)) from None

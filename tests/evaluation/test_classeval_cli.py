@@ -11,13 +11,15 @@ the command asked for it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dagster import AssetKey, DagsterInstance, instance_for_test
 
 from codegen.orchestration.cli import main
-from codegen.settings import Settings
+from codegen.settings import Settings, get_settings
 
 pytestmark = pytest.mark.docker
 TASKS = Path(__file__).parent / "data" / "classeval_tasks.json"
@@ -101,3 +103,58 @@ def test_canonical_and_a_replies_file_through_the_command(
     assert "  ClassEval_T0 #0 CounterTestIncrement: partial_success: 1 of 2 tests fail" in out
     assert "  ClassEval_T0 #0 CounterTestMain: fail: 1 of 1 tests fail" in out
     assert switched == ["default"] * 3
+
+
+@pytest.fixture
+def instance(monkeypatch: pytest.MonkeyPatch) -> Iterator[DagsterInstance]:
+    """A fresh test instance, which `codegen eval --backfill` submits to."""
+    pools = {"concurrency": {"pools": {"default_limit": 2, "granularity": "op"}}}
+    with instance_for_test(overrides=pools) as found:
+        monkeypatch.setattr(
+            "codegen.orchestration.cli.evaluate.configured_instance", lambda settings: found
+        )
+        yield found
+
+
+def summary_of(instance: DagsterInstance, key: str) -> dict[str, Any]:
+    event = instance.get_latest_materialization_event(AssetKey(key))
+    assert event is not None and event.asset_materialization is not None, key
+    return {k: v.value for k, v in event.asset_materialization.metadata.items()}
+
+
+def test_a_backfill_scores_under_the_commands_package_set(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    instance: DagsterInstance,
+) -> None:
+    """The runs' own settings name a package set with no image ('none'): they score under
+    the set the command chose (the default, here) because the backfill carries it."""
+    monkeypatch.setenv("CODEGEN_SANDBOX__PACKAGE_SET", "none")
+    get_settings.cache_clear()
+
+    def default_set(settings: Settings) -> Settings:
+        sandbox = settings.sandbox.model_copy(update={"package_set": "default"})
+        return settings.model_copy(update={"sandbox": sandbox})
+
+    monkeypatch.setattr("codegen.orchestration.cli.evaluate._classeval_sandbox", default_set)
+    code, out, err = run(capsys, "--canonical", "--backfill", "--json")
+    assert code == 0, err
+    result = json.loads(out[out.find("{") :])  # the driven daemon logs to the captured stdout
+    assert result["backfill_status"] == "COMPLETED_SUCCESS"
+    assert result["classeval"]["class_success"] == {"pass@1": 1.0}
+    digest = result["task_set"]["digest"]
+    tasks = {f"{digest}:ClassEval_T{i}" for i in range(3)}
+    assert set(instance.get_materialized_partitions(AssetKey("task_set_canonical"))) == tasks
+    summary = summary_of(instance, "task_set_summary")
+    assert summary["canonical_classeval"]["class_success"] == {"pass@1": 1.0}
+    assert summary["canonical_classeval"]["classes_solved"] == 3
+
+    replies_file = str(replies(tmp_path / "r.json"))
+    code, out, err = run(capsys, "--samples-file", replies_file, "--backfill", "--json")
+    assert code == 0, err
+    result = json.loads(out[out.find("{") :])
+    assert result["classeval"]["class_success"] == {"pass@1": pytest.approx(2 / 3, abs=1e-4)}
+    file_summary = summary_of(instance, "task_set_file_summary")
+    assert file_summary["classeval"]["class_success"] == result["classeval"]["class_success"]
+    assert file_summary["classeval"]["method_success"] == {"pass@1": pytest.approx(5 / 6, abs=1e-4)}

@@ -179,14 +179,17 @@ def run_crew_config(
 def score_all(
     codes: dict[str, dict[str, str | None]], problems: dict[str, Any], box: Any, limits: Any
 ) -> dict[str, dict[str, bool]]:
-    """Class success of every labelled code of every task (identical codes scored once)."""
+    """Class success of every labelled code of every task. Codes equal but for surrounding
+    blank lines are scored once: one verdict for one code (a class whose tests depend on a
+    set's order, which the hash seed of each test process decides, could otherwise pass as
+    the file's reply and fail as the crew's identical final code)."""
     from codegen.evaluation.classeval_scoring import score_classes
 
     verdicts: dict[str, dict[str, bool]] = {}
 
     def one(key: str) -> None:
-        labelled = codes[key]
-        unique = sorted({c for c in labelled.values() if c and c.strip()})
+        labelled = {label: (c.strip() if c else "") for label, c in codes[key].items()}
+        unique = sorted({c for c in labelled.values() if c})
         scores = score_classes(box, problems[key], unique, limits) if unique else []
         passed = {c: s.passed for c, s in zip(unique, scores, strict=True)}
         verdicts[key] = {label: bool(c and passed.get(c)) for label, c in labelled.items()}

@@ -278,6 +278,88 @@ DESCRIPTIONS: dict[str, Description] = {
             ),
         ),
     ),
+    "classeval_replay_crew": Description(
+        title="ClassEval through the whole crew by replay",
+        script="benchmarks/classeval_replay_crew.py",
+        what=(
+            "The five greedy `class_H` reply files each alone, the five as five candidates per"
+            " task, and each `t0.2` file's five samples as five candidates, through the whole"
+            " crew by replay (the class skeleton as the request; the analyzer's spec and the"
+            " tests derived from the skeleton); the crew's final code and every raw reply (read"
+            " by the authors' rules) scored in the same run by the ClassEval scorer. `plain` is"
+            " a file's own score, `random` the mean over the candidates, pass@5 the oracle of"
+            " five samples. The 30 held-out tasks (seed 37) come first, then all 100."
+        ),
+        rows=(
+            Row("held-out tasks", "held_out.tasks"),
+            Row(
+                "held out: five greedy files, the crew's pick",
+                "held_out.five_greedy.ours",
+                "best single file",
+                "held_out.five_greedy.best_single",
+            ),
+            Row(
+                "held out: five greedy files, random pick",
+                "held_out.five_greedy.random",
+                "oracle",
+                "held_out.five_greedy.oracle",
+            ),
+            Row(
+                "held out: GPT-3.5-Turbo t0.2, the crew's pick",
+                "held_out.t02_GPT-35-Turbo.ours",
+                "pass@1",
+                "held_out.t02_GPT-35-Turbo.pass@1",
+            ),
+            Row(
+                "held out: Gemini-Pro t0.2, the crew's pick",
+                "held_out.t02_Gemini-Pro.ours",
+                "pass@1",
+                "held_out.t02_Gemini-Pro.pass@1",
+            ),
+            Row("tasks", "all.tasks"),
+            *(
+                Row(
+                    f"{label} alone through the crew",
+                    f"all.single_{key}.crew",
+                    "plain",
+                    f"all.single_{key}.plain",
+                )
+                for label, key in (
+                    ("Gemini-Pro", "Gemini-Pro"),
+                    ("deepseek-coder-6.7b-instruct", "deepseek-coder-67b-instruct"),
+                    ("GPT-3.5-Turbo", "GPT-35-Turbo"),
+                    ("Magicoder-S-DS-6.7B", "Magicoder-S-DS-67B"),
+                    ("WizardCoder-15B-V1.0", "WizardCoder-15B-V10"),
+                )
+            ),
+            Row(
+                "five greedy files, the crew's pick",
+                "all.five_greedy.ours",
+                "best single file",
+                "all.five_greedy.best_single",
+            ),
+            Row(
+                "five greedy files, random pick",
+                "all.five_greedy.random",
+                "oracle",
+                "all.five_greedy.oracle",
+            ),
+            Row(
+                "GPT-3.5-Turbo t0.2, the crew's pick",
+                "all.t02_GPT-35-Turbo.ours",
+                "pass@1",
+                "all.t02_GPT-35-Turbo.pass@1",
+            ),
+            Row("GPT-3.5-Turbo t0.2, pass@5", "all.t02_GPT-35-Turbo.pass@5"),
+            Row(
+                "Gemini-Pro t0.2, the crew's pick",
+                "all.t02_Gemini-Pro.ours",
+                "pass@1",
+                "all.t02_Gemini-Pro.pass@1",
+            ),
+            Row("Gemini-Pro t0.2, pass@5", "all.t02_Gemini-Pro.pass@5"),
+        ),
+    ),
     "retrieval_quality_device_fp16": Description(
         title="Retrieval quality: the default embedder and the fp16 device path",
         script="benchmarks/retrieval_quality.py",

@@ -172,9 +172,11 @@ def generate_task(
     return candidates, False
 
 
-def verdict_key(problem: Problem, code: str | None, limits: Limits) -> str:
-    """What decides one sample's verdict: its code, the problem, the harness, the limits."""
-    return digest([code, problem.fingerprint, harness_id(problem), asdict(limits)])
+def verdict_key(problem: Problem, code: str | None, limits: Limits, environment: str) -> str:
+    """What decides one sample's verdict: its code, the problem, the harness, the limits and
+    the sandbox's environment (its package set: a verdict reached without numpy is not one
+    with it)."""
+    return digest([code, problem.fingerprint, harness_id(problem), asdict(limits), environment])
 
 
 def harness_id(problem: Problem) -> str:
@@ -200,7 +202,7 @@ def score_samples(
     """Verdicts for ``codes``, each cached on its own (a re-run, or another configuration or
     samples file holding the same sample, runs only what it has not seen); the rest run in
     batches, ``workers`` batches at a time."""
-    keys = [verdict_key(problem, code, limits) for code in codes]
+    keys = [verdict_key(problem, code, limits, sandbox.environment) for code in codes]
     known: dict[str, SampleScore] = {}
     for key in set(keys):
         stored = store.load_verdict(key)

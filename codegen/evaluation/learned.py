@@ -168,7 +168,8 @@ def _score_learned(
     misses = {
         k
         for code in codes
-        if store.load_verdict(k := verdict_key(problem, code, cfg.limits)) is None
+        if store.load_verdict(k := verdict_key(problem, code, cfg.limits, sandbox.environment))
+        is None
     }
     scores = score_samples(store, problem, codes, sandbox, cfg.limits)
     write_json_atomic(

@@ -15,6 +15,9 @@ from codegen.sandbox.types import ExecResult, Limits, TestReport
 
 class Sandbox(Protocol):
     backend: str
+    # What the code under test runs on and can import: the image tag (its package set), the
+    # bubblewrap root's directory, or the host. A verdict holds for this environment only.
+    environment: str
 
     def run(
         self, files: Mapping[str, str | bytes], command: list[str], limits: Limits | None = None

@@ -42,6 +42,7 @@ def _driver_report(result: ExecResult, token: str) -> tuple[bytes, dict[str, obj
 
 class BaseSandbox:
     backend = "base"
+    environment = "unknown"  # each backend says which (api.Sandbox.environment)
 
     def __init__(self, default_limits: Limits | None = None) -> None:
         self.default_limits = default_limits or Limits()

@@ -252,6 +252,13 @@ class BwrapSandbox(PooledSandbox):
                     "(or set [sandbox] bwrap_host_usr = true to bind the host's /usr)"
                 )
             self.backend = HOST_BACKEND  # reports say the sandbox runs the host's programs
+        self.environment = (
+            "host"
+            if unsafe_host
+            else "host /usr"
+            if self.rootfs is None
+            else f"bwrap root {self.rootfs.name}"
+        )
         if not unsafe_host:
             self._probe()
             if prestart:

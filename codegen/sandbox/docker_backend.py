@@ -192,7 +192,7 @@ class DockerSandbox(PooledSandbox):
         import docker.errors
 
         self.client = client or docker_client()
-        self.image = image
+        self.image = self.environment = image
         try:
             self.client.api.inspect_image(image)
         except docker.errors.ImageNotFound as exc:

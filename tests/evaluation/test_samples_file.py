@@ -207,3 +207,27 @@ def test_a_samples_file_backfill_shows_the_cli_numbers(
     assert "pass@10" not in meta  # task 38 has one sample
     assert meta["solved_tasks"] == cli["solved_tasks"] == 2
     assert meta["tasks_scored"] == 2 and meta["tasks_not_in_file"] == 162
+
+
+@pytest.mark.docker
+def test_a_verdict_holds_for_the_environment_it_was_reached_in(tmp_path: Path) -> None:
+    """The verdict cache is keyed by the sandbox's environment (its package set): a verdict
+    reached where numpy was missing is not reused where it is installed, or the other way."""
+    from codegen.evaluation.harness import score_samples
+    from codegen.evaluation.store import EvalStore
+    from codegen.sandbox import open_sandbox
+
+    problem = get_problem("HumanEval-0")
+    module = problem.prompt + problem.canonical_solution
+    store = EvalStore(tmp_path / "eval")
+    verdicts = tmp_path / "eval" / "verdicts"
+    with open_sandbox("docker", pool_size=1) as sandbox:
+        assert sandbox.environment.startswith("multiagent-codegen-sandbox:")
+        limits = sandbox.default_limits
+        first = score_samples(store, problem, [module], sandbox, limits)
+        assert first[0].passed and len(list(verdicts.rglob("*.json"))) == 1
+        score_samples(store, problem, [module], sandbox, limits)
+        assert len(list(verdicts.rglob("*.json"))) == 1  # same environment: cached
+        sandbox.environment = "another package set"
+        score_samples(store, problem, [module], sandbox, limits)
+        assert len(list(verdicts.rglob("*.json"))) == 2  # scored again, kept apart

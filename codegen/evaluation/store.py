@@ -6,7 +6,7 @@ counts never mix and a finished task is found again by its key):
     eval/<config_id>/config.json          what the configuration is (never a secret)
     eval/<config_id>/samples/<task>.json  generated candidates + crew status, tokens, cost
     eval/<config_id>/scores/<task>.json   hidden-test verdicts for those candidates
-    eval/verdicts/<ab>/<digest>.json      one sample's verdict, by code + problem + harness
+    eval/verdicts/<ab>/<digest>.json      a verdict: code, problem, harness, limits, environment
     eval/history.jsonl                    one line per summary, for comparing runs
     eval/history.png                      pass@1 and cost per solved task across runs
 

@@ -6,6 +6,9 @@ printed output in blocks of their own, no fence at all, or only a function's bod
 
 1. ``<think>...</think>`` is dropped first (and a leading unclosed reasoning run up to
    ``</think>``, which servers emit when they strip the opening tag).
+   A reply that echoes its prompt first (the skeleton with empty bodies, then a response
+   marker such as ``@@ Response:``, then the answer) is read from after its last marker
+   (``RESPONSE_MARKERS``) when code is found there, else whole as below.
 2. Fenced blocks (CommonMark, parsed by markdown-it-py) that parse as Python are the
    candidates, whatever their tag. The code is every block that defines something (a
    function, class or import) merged in order, so definitions spread over blocks are joined
@@ -34,8 +37,8 @@ import ast
 import json
 import re
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -88,6 +91,23 @@ _THINK_CLOSE = re.compile(r"^.*?</think>", re.S | re.I)
 
 
 _THINK_OPEN = re.compile(r"<think>.*\Z", re.S | re.I)
+
+
+# What instruction-tuned models put between the prompt and their answer, as they echo it
+# (Alpaca-style "### Response:", Magicoder's "@@ Response:", Llama's "[/INST]"): the ones
+# ClassEval's authors cut replies at, in the order they try them
+# (``evaluation.classeval.extract_code``).
+RESPONSE_MARKERS = ("### Response:", "@@ Response:", "[/INST]")
+
+
+def after_prompt_echo(text: str) -> str | None:
+    """The answer of a reply that echoes its prompt: the text after the last response marker
+    it holds, or None when it holds none or nothing follows it."""
+    ends = [text.rfind(marker) + len(marker) for marker in RESPONSE_MARKERS if marker in text]
+    if not ends:
+        return None
+    answer = re.sub(r"\A\s*\n", "", text[max(ends) :]).rstrip()
+    return answer if answer.strip() else None
 
 
 # No real module is this long (replies are capped by max_tokens); a longer one is refused
@@ -185,9 +205,28 @@ def extract_module(
     functions' ``(name, signature)`` pairs, ``classes`` its classes' names with their methods'
     (a class spread over blocks is kept whole: ``agents.class_merge``). Raises AgentOutputError
     saying what was wrong."""
-    classes = classes or {}
+    return _answer_first(_prepared(text), lambda reply: _module_of(reply, functions, classes or {}))
+
+
+def _answer_first(reply: str, read: Callable[[str], ParsedCode]) -> ParsedCode:
+    """``read`` of the answer after an echoed prompt when it finds code there (the echo's
+    empty methods are not the answer), else of the whole reply."""
+    answer = after_prompt_echo(reply)
+    if answer is not None:
+        try:
+            found = read(answer)
+        except AgentOutputError:
+            pass
+        else:
+            note = "read after the echoed prompt's response marker"
+            return replace(found, notes=(note, *found.notes))
+    return read(reply)
+
+
+def _module_of(
+    reply: str, functions: list[tuple[str, str]], classes: Mapping[str, Sequence[str]]
+) -> ParsedCode:
     names = {name for name, _ in functions} | set(classes)
-    reply = _prepared(text)
     if not reply.strip():
         raise AgentOutputError("the reply is empty (no code)")
     notes: list[str] = []
@@ -270,7 +309,10 @@ def _first_syntax_error(sources: list[str]) -> str:
 def extract_tests(text: str) -> ParsedCode:
     """The test designer's ``test_solution.py``: the block(s) holding ``test_`` functions,
     merged with the blocks that hold their imports and helpers."""
-    reply = _prepared(text)
+    return _answer_first(_prepared(text), _tests_of)
+
+
+def _tests_of(reply: str) -> ParsedCode:
     if not reply.strip():
         raise AgentOutputError("the reply is empty (no test module)")
     notes: list[str] = []

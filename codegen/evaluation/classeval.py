@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from codegen.agents.replies import RESPONSE_MARKERS
 from codegen.evaluation.humaneval import ClassTask, Problem, task_key
 from codegen.json_types import JSONObject, JSONValue
 from codegen.untrusted import loads_json
@@ -44,8 +45,8 @@ class TaskFileError(ValueError):
 # The authors' extraction (classeval_evaluation/test_pipeline.py at eaeac44d, the commit the
 # task file comes from: ``AutoTest.extract_code`` and ``add_static_statement``), kept as
 # written since the published figures come from it, quirks included. A reply that echoes
-# its prompt is cut at the first of these markers (the text up to the next one is kept):
-_RESPONSE_MARKERS = ("### Response:", "@@ Response:", "[/INST]")
+# its prompt is cut at the first of the response markers (``agents.replies``, whose reader
+# cuts at the same ones) that it holds, in their order (the text up to the next one is kept).
 # Then the first pattern that matches anywhere wins and its first match is the code (a
 # ```python fence left open yields "": the fourth pattern matches the empty string).
 _PATTERNS = (
@@ -99,7 +100,7 @@ def extract_code(reply: str) -> str:
     prompt's response marker, its first fenced block, else the text from its first ``class``
     line (with the imports before it), and ``@staticmethod`` where a method lacks self."""
     text = reply.rstrip()
-    for marker in _RESPONSE_MARKERS:
+    for marker in RESPONSE_MARKERS:
         if marker in text:
             text = text.split(marker)[1]
             break

@@ -86,10 +86,11 @@ def _memory_module(source):
 
 
 def _eval_names(source):
-    """Names in the string literals the tests ``eval`` (the crew's spec-example tests evaluate
-    ``"f(10)"`` in ``dict(vars(solution))``): looked up in the solution before the tests run,
-    since a plain dict of the stand-in cannot ask later. From the tests' text, never from the
-    solution; names only, so no expected value is shown to the solution."""
+    """Names in the string literals the tests ``eval`` or ``exec`` (the crew's spec-example
+    tests run a class example's setup, ``"c = LRUCache(2)"``, and evaluate ``"f(10)"`` in
+    ``dict(vars(solution))``): looked up in the solution before the tests run, since a plain
+    dict of the stand-in cannot ask later. From the tests' text, never from the solution; names
+    only, so no expected value is shown to the solution."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -98,13 +99,13 @@ def _eval_names(source):
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             continue
-        if node.func.id != "eval" or not node.args:
+        if node.func.id not in ("eval", "exec") or not node.args:
             continue
         text = node.args[0]
         if not (isinstance(text, ast.Constant) and isinstance(text.value, str)):
             continue
         try:
-            expression = ast.parse(text.value, mode="eval")
+            expression = ast.parse(text.value, mode=node.func.id)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         names |= {n.id for n in ast.walk(expression) if isinstance(n, ast.Name)}

@@ -286,3 +286,35 @@ def test_the_old_shape_still_passes_with_the_check_on(sandbox: Sandbox, tmp_path
         )
     assert out.status is Status.PASSED, out.reason
     assert out.spec is not None and out.spec.dependencies == []
+
+
+LRU_CODE = """
+class LRUCache:
+    def __init__(self, capacity):
+        self.capacity, self.data = capacity, {}
+
+    def get(self, key):
+        if key not in self.data:
+            return -1
+        self.data[key] = self.data.pop(key)
+        return self.data[key]
+
+    def put(self, key, value):
+        self.data.pop(key, None)
+        self.data[key] = value
+        if len(self.data) > self.capacity:
+            del self.data[next(iter(self.data))]
+"""
+
+
+@pytest.mark.docker
+def test_a_sequence_example_passes_and_fails_in_the_sandbox(sandbox: Sandbox) -> None:
+    # The setup runs by exec in a namespace copied from the solution: the class it constructs
+    # must be there (the sandbox's solution module answers only the names asked for).
+    from codegen.agents.roles import execute_tests
+
+    tests = spec_example_tests(Spec.model_validate(LRU_SPEC))
+    right = execute_tests(sandbox, LRU_CODE, tests, None)
+    assert [t.outcome for t in right.tests] == ["passed", "passed"], right.tests
+    wrong = execute_tests(sandbox, LRU_CODE.replace("return -1", "return None"), tests, None)
+    assert [t.outcome for t in wrong.tests] == ["passed", "failed"], wrong.tests

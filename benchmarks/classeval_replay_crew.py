@@ -6,7 +6,7 @@ tasks first (``classeval_heldout.py``), then on every task run.
     .venv/bin/python benchmarks/classeval_replay_crew.py [--limit N] [--workers W]
         [--data ../shared/replays/classeval]
         [--tasks ../shared/datasets/classeval/ClassEval_data.json.gz]
-        [--only single,five_greedy,t0.2] [--store]
+        [--only single,five_greedy,t0.2] [--tuning] [--store]
 
 Per configuration: ``codegen replay import --format classeval FILES REC --tasks TASKS`` (the
 programmer's replies as recorded; the analyzer's spec and the test designer's tests derived
@@ -24,7 +24,8 @@ the authors score them), ``crew`` (the file alone through the crew: nothing lost
 target, crew >= plain), and for each multi-candidate run ``random`` (the mean class success
 of its candidates), ``best_single`` (the best file's plain score, five greedy only),
 ``pass@1``/``pass@5`` (t0.2: the mean and the oracle of the five samples), ``ours`` (the
-crew's pick) and ``oracle`` (some candidate right). ``--store`` writes the JSON to
+crew's pick) and ``oracle`` (some candidate right). ``--tuning``: only the 70 tasks not held
+out (the ones a selection rule may be tuned on). ``--store`` writes the JSON to
 benchmarks/results/classeval_replay_crew.json (a full run only). Not part of the test run.
 """
 
@@ -258,11 +259,14 @@ def main() -> None:
         default=SHARED / "datasets" / "classeval" / "ClassEval_data.json.gz",
     )
     parser.add_argument("--limit", type=int, default=None, help="the first N tasks by id")
+    parser.add_argument(
+        "--tuning", action="store_true", help="only the 70 tasks not held out (to tune on)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="tasks through the crew at once")
     parser.add_argument("--only", default="single,five_greedy,t0.2")
     parser.add_argument("--store", action="store_true", help=f"write {RESULT.name} (full runs)")
     args = parser.parse_args()
-    if args.store and args.limit:
+    if args.store and (args.limit or args.tuning):
         raise SystemExit("classeval_replay_crew: error: --store is for a full run (no --limit)")
     home = Path(tempfile.mkdtemp(prefix="classeval-replay-crew-"))
     os.environ.update(
@@ -291,6 +295,7 @@ def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     problems = {p.task_id: p for p in read_task_file(args.tasks).problems.values()}
     ordered = sorted(problems, key=lambda t: int(t.rsplit("_", 1)[1]))
     keys = ordered[: args.limit] if args.limit else ordered
+    keys = [k for k in keys if k not in HELD_OUT] if args.tuning else keys
     held = [k for k in held_out_ids() if k in keys]
     settings = get_settings().sandbox
     limits = sandbox_limits(settings)
@@ -330,6 +335,7 @@ def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     return {
         "command": "python benchmarks/classeval_replay_crew.py"
         + (f" --limit {args.limit}" if args.limit else "")
+        + (" --tuning" if args.tuning else "")
         + (f" --only {args.only}" if args.only != "single,five_greedy,t0.2" else ""),
         "held_out_seed": 37,
         "held_out": held_figures,

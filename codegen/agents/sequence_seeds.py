@@ -6,15 +6,17 @@ the order the source makes them (``c = LRUCache(2)``, ``c.put(1, 1)``, ``c.get(1
 test, every variable (or ``self.x``) bound to a spec class's constructor starts one; a
 unittest ``setUp`` and a pytest fixture that returns a constructor call start the ones of
 the tests that use them. Arguments are literals only (``ast.literal_eval``) and JSON-shaped,
-as for function inputs: the first step with any other argument (a name, another instance)
-ends its sequence there, and so does any other use of the instance (passed to a call, an
-attribute assigned), since the replay could no longer follow what the source does. Nothing
-here executes model-written code.
+as for function inputs; a plain name bound to such a literal earlier in the same source
+(``cart = [{'price': 2.5}]``, then ``Order(cart)``) stands for that literal. The first step
+with any other argument (another name, another instance) ends its sequence there, and so
+does any other use of the instance (passed to a call, an attribute assigned), since the
+replay could no longer follow what the source does. Nothing here executes model-written code.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -77,6 +79,7 @@ class _Tracker:
     classes: frozenset[str]
     open: dict[str, list[Step]] = field(default_factory=dict)
     done: list[list[Step]] = field(default_factory=list)
+    literals: dict[str, ast.expr] = field(default_factory=dict)  # names bound to literals
 
     def close(self, key: str) -> None:
         steps = self.open.pop(key, None)
@@ -89,17 +92,43 @@ class _Tracker:
         return self.done
 
     def copy(self) -> _Tracker:
-        return _Tracker(self.classes, {k: list(v) for k, v in self.open.items()})
+        opened = {k: list(v) for k, v in self.open.items()}
+        return _Tracker(self.classes, opened, literals=dict(self.literals))
 
 
-def _constructed(node: ast.expr, classes: frozenset[str]) -> Step | Literal[False] | None:
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, literals: dict[str, ast.expr]) -> None:
+        self.literals = literals
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return copy.deepcopy(self.literals.get(node.id, node))
+
+
+def _args(call: ast.Call, literals: dict[str, ast.expr]) -> tuple[JSONValue, ...] | None:
+    """The call's arguments as literals, the names bound to literals replaced by them."""
+    if literals and any(isinstance(n, ast.Name) for a in call.args for n in ast.walk(a)):
+        call = _Substitute(literals).visit(copy.deepcopy(call))
+    return _literal_args(call)
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _constructed(
+    node: ast.expr, classes: frozenset[str], literals: dict[str, ast.expr] | None = None
+) -> Step | Literal[False] | None:
     """``C(literals)`` for a spec class ``C``: its step; None when its arguments are not
     literals; False when ``node`` is no constructor call."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
         return False
     if node.func.id not in classes:
         return False
-    args = _literal_args(node)
+    args = _args(node, literals or {})
     return Step("new", node.func.id, args) if args is not None else None
 
 
@@ -121,7 +150,7 @@ def _visit(node: ast.AST, t: _Tracker) -> None:
         value = node.value
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if value is not None:
-            made = _constructed(value, t.classes)
+            made = _constructed(value, t.classes, t.literals)
             if made is not False and len(targets) == 1 and (key := _key(targets[0])):
                 if isinstance(value, ast.Call):
                     for arg in value.args:
@@ -131,10 +160,14 @@ def _visit(node: ast.AST, t: _Tracker) -> None:
                     t.open[key] = [made]
                 return
             _visit(value, t)
+        literal = value is not None and len(targets) == 1 and _is_literal(value)
         for target in targets:
             key = _key(target)
             if key is not None:
                 t.close(key)  # rebound to something else
+                t.literals.pop(key, None)
+                if literal and isinstance(target, ast.Name) and value is not None:
+                    t.literals[key] = value
             else:
                 _visit(target, t)
         return
@@ -142,18 +175,18 @@ def _visit(node: ast.AST, t: _Tracker) -> None:
         func = node.func
         if isinstance(func, ast.Attribute):
             key = _key(func.value)
-            chained = _constructed(func.value, t.classes)
+            chained = _constructed(func.value, t.classes, t.literals)
             for child in [*node.args, *(k.value for k in node.keywords)]:
                 _visit(child, t)
             if key is not None and key in t.open:
-                args = _literal_args(node)
+                args = _args(node, t.literals)
                 if args is None:
                     t.close(key)
                 else:
                     t.open[key].append(Step("call", func.attr, args))
                 return
             if chained:  # C(1).m(2): a sequence of its own
-                args = _literal_args(node)
+                args = _args(node, t.literals)
                 if args is not None:
                     t.done.append([chained, Step("call", func.attr, args)])
                 return
@@ -164,7 +197,7 @@ def _visit(node: ast.AST, t: _Tracker) -> None:
         if key is not None and key in t.open:
             t.open[key].append(Step("attr", node.attr))
             return
-        made = _constructed(node.value, t.classes)
+        made = _constructed(node.value, t.classes, t.literals)
         if made is not False:  # C(1).size: a sequence of its own
             if made is not None:
                 t.done.append([made, Step("attr", node.attr)])
@@ -177,8 +210,8 @@ def _visit(node: ast.AST, t: _Tracker) -> None:
     if isinstance(node, ast.Name) and node.id in t.open:
         t.close(node.id)  # the instance used some other way (passed to a call, compared)
         return
-    if isinstance(node, ast.Call) and _constructed(node, t.classes):
-        made = _constructed(node, t.classes)
+    if isinstance(node, ast.Call) and _constructed(node, t.classes, t.literals):
+        made = _constructed(node, t.classes, t.literals)
         if isinstance(made, Step):
             t.done.append([made])
     for child in ast.iter_child_nodes(node):
@@ -236,9 +269,42 @@ def suite_sequences(source: str, classes: Sequence[str]) -> list[list[Step]]:
     return _unique(found)
 
 
-def example_sequences(setup: Sequence[str], call: str, classes: Sequence[str]) -> list[list[Step]]:
+def _implied_instances(
+    trees: Sequence[ast.AST], implied: tuple[str, frozenset[str]], t: _Tracker
+) -> None:
+    """Open a fresh ``C()`` for each name the example uses as an instance of ``C`` without
+    making it (``proc.read('a.json')`` in a docstring that never shows ``proc = C()``), and
+    for ``C`` itself (``C.to_binary(5)``, a static method): only names never assigned whose
+    every attribute used is one of ``C``'s methods or attributes."""
+    name, members = implied
+    assigned = {
+        n.id
+        for tree in trees
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
+    used: dict[str, set[str]] = {}
+    for tree in trees:
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+                used.setdefault(n.value.id, set()).add(n.attr)
+    for root, attrs in used.items():
+        if root in assigned or not attrs <= members:
+            continue
+        if root == name or root not in t.classes:
+            t.open[root] = [Step("new", name, ())]
+
+
+def example_sequences(
+    setup: Sequence[str],
+    call: str,
+    classes: Sequence[str],
+    implied: tuple[str, frozenset[str]] | None = None,
+) -> list[list[Step]]:
     """The sequence a worked example drives (``setup`` statements, then ``call``): the one
-    its ``call`` ends, or [] when that cannot be followed with literals."""
+    its ``call`` ends, or [] when that cannot be followed with literals. ``implied``: the
+    spec's one class made without arguments and its members' names, for the instance an
+    example uses without making it (``_implied_instances``)."""
     try:
         statements = [parse_python(s) for s in setup]
         expression = parse_python(call, mode="eval")
@@ -246,6 +312,8 @@ def example_sequences(setup: Sequence[str], call: str, classes: Sequence[str]) -
         return []
     t = _Tracker(frozenset(classes))
     assert isinstance(expression, ast.Expression)
+    if implied is not None:
+        _implied_instances([*statements, expression], implied, t)
     body = expression.body
     target = None
     if isinstance(body, ast.Call) and isinstance(body.func, ast.Attribute):

@@ -31,6 +31,7 @@ import ast
 import hashlib
 import json
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -123,12 +124,30 @@ class SequenceBudget:
 
 
 # -- sources ----------------------------------------------------------------------------------
-def _signature_sequence(cls: ClassSpec) -> list[Step] | None:
-    """The constructor, then each method once, arguments from the signatures' types (or none
-    when every parameter has a default); a method whose types are unknown is left out, and
-    None when the constructor's are."""
+# A docstring's ``:param name: type`` (reST): the type's first words, as an annotation.
+_PARAM_TYPE = re.compile(r":param\s+(\w+)\s*:\s*([A-Za-z]+(?:\s+of\s+[A-Za-z]+)?)")
+_DOC_TYPES = {"int": "int", "integer": "int", "float": "float", "str": "str", "string": "str"}
+_DOC_TYPES |= {"bool": "bool", "boolean": "bool", "list": "list[int]"}
+_DOC_TYPES |= {f"list of {t}": f"list[{a}]" for t, a in _DOC_TYPES.items() if a in ("int", "str")}
+_DOC_TYPES |= {"list of strings": "list[str]", "list of integers": "list[int]"}
 
-    def args_of(signature: str, name: str) -> tuple[JSONValue, ...] | None:
+
+def _documented_types(node: ast.FunctionDef | ast.AsyncFunctionDef, description: str) -> None:
+    """Annotate ``node``'s unannotated parameters with the types ``description`` gives them
+    (``:param string_list: list of str``)."""
+    found = {n: _DOC_TYPES.get(t.lower()) for n, t in _PARAM_TYPE.findall(description)}
+    for arg in [*node.args.posonlyargs, *node.args.args]:
+        if arg.annotation is None and found.get(arg.arg):
+            arg.annotation = ast.Name(str(found[arg.arg]))
+
+
+def _signature_sequence(cls: ClassSpec) -> list[Step] | None:
+    """The constructor, then each method once, arguments from the signatures' types (or, for
+    a parameter without one, the type its description's ``:param`` line gives; or none when
+    every parameter has a default); a method whose types are unknown is left out, and None
+    when the constructor's are."""
+
+    def args_of(signature: str, description: str) -> tuple[JSONValue, ...] | None:
         text = signature.strip().split("\n", 1)[0].rstrip().rstrip(":")
         if not text.startswith(("def ", "async def ")):
             text = "def " + text
@@ -149,18 +168,19 @@ def _signature_sequence(cls: ClassSpec) -> list[Step] | None:
         params = [*args.posonlyargs, *args.args]
         if not params:
             return ()
+        _documented_types(node, description)
         seeds = signature_seeds(ast.unparse(node), node.name)
         if len(seeds) > 1:
             return seeds[1]
         # Types unknown: the call with the defaults, when every parameter has one.
         return () if len(args.defaults) == len(params) else None
 
-    init = args_of(cls.constructor, "__init__")
+    init = args_of(cls.constructor, cls.description)
     if init is None:
         return None
     steps = [Step("new", cls.name, init)]
     for method in cls.methods:
-        args = args_of(method.signature, method.name)
+        args = args_of(method.signature, method.description)
         if args is not None:
             steps.append(Step("call", method.name, args))
     return steps
@@ -220,8 +240,16 @@ def class_sequences(
         chosen[key] = item
         return True
 
+    # The one class made without arguments: an example may use an instance of it unmade.
+    made = {c.name: _signature_sequence(c) for c in spec.classes}
+    bare = [c for c in spec.classes if (m := made[c.name]) is not None and m[0].args == ()]
+    implied = (
+        (bare[0].name, frozenset(m.name for m in [*bare[0].methods, *bare[0].attributes]))
+        if len(bare) == 1
+        else None
+    )
     for example in spec.examples:
-        for steps in example_sequences(example.setup, example.call, names):
+        for steps in example_sequences(example.setup, example.call, names, implied):
             add(steps, "example")
     for steps in suite_sequences(tests, names):
         add(steps, "test")

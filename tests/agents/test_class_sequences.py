@@ -109,7 +109,8 @@ def acct():
 def test_fixture(acct):
     assert acct.deposit(5) == 15
     amount = 3
-    acct.withdraw(amount)   # not a literal: the sequence ends before it
+    acct.withdraw(amount)   # a name bound to a literal: the literal
+    acct.deposit(len([1]))  # not a literal: the sequence ends before it
     acct.deposit(1)
 
 def test_chain_and_raise():
@@ -127,7 +128,7 @@ class TestAccount:
 """
     found = [[s.source("a") for s in steps] for steps in suite_sequences(source, ["Account"])]
     assert found == [
-        ["a = Account(10)", "a.deposit(5)"],
+        ["a = Account(10)", "a.deposit(5)", "a.withdraw(3)"],
         ["a = Account(1)", "a.balance"],
         ["a = Account(-1)"],
         ["a = Account(100)", "a.withdraw(30)", "a.balance"],
@@ -141,7 +142,12 @@ class TestAccount:
     assert example_sequences([], "LRU(1).get(5)", ["LRU"]) == [
         [Step("new", "LRU", (1,)), Step("call", "get", (5,))]
     ]
-    assert example_sequences(["k = 3", "c = LRU(k)"], "c.get(1)", ["LRU"]) == []
+    assert example_sequences(["k = 3", "c = LRU(k)"], "c.get(1)", ["LRU"]) == [
+        [Step("new", "LRU", (3,)), Step("call", "get", (1,))]
+    ]
+    # A name bound to anything else (or rebound) is no literal.
+    setup = ["k = 3", "k = f()", "c = LRU(2)", "items = [k, 1]"]
+    assert example_sequences(setup, "c.put(items)", ["LRU"]) == []
 
 
 def test_sequences_are_bounded_deterministic_and_read_the_specs_attributes() -> None:
@@ -163,6 +169,43 @@ def test_a_class_with_no_call_anywhere_gets_one_from_its_signatures() -> None:
     assert seed.origin == "signature"
     assert seed.steps == (Step("new", "Tally"), Step("call", "add", (1,)), Step("attr", "total"))
     assert len(mutated) == 3
+
+
+def test_untyped_parameters_take_the_type_their_param_line_gives() -> None:
+    method = {
+        "name": "add_all",
+        "signature": "def add_all(self, words, flag)",
+        "description": "Adds each.\n:param words: list of str, the words\n:param flag: bool",
+    }
+    cls = {**TALLY.classes[0].model_dump(), "methods": [method]}
+    spec = Spec.model_validate({**TALLY.model_dump(), "examples": [], "classes": [cls]})
+    (seed, *_) = class_sequences(spec, "", SequenceBudget(max_mutations=0))
+    assert seed.steps[1] == Step("call", "add_all", (["a"], False))
+    untyped = {**method, "description": "Adds each."}  # no type anywhere: left out
+    cls = {**cls, "methods": [untyped]}
+    spec = Spec.model_validate({**spec.model_dump(), "classes": [cls]})
+    assert class_sequences(spec, "", SequenceBudget(max_mutations=0))[0].steps[1:] == (
+        Step("attr", "total"),
+    )
+
+
+def test_an_example_may_use_an_instance_it_never_makes() -> None:
+    # A docstring shows ``t.add(5)`` (or a static call on the class) without ``t = Tally()``:
+    # Tally is the spec's one class made without arguments, so a fresh one stands in.
+    examples = [
+        {"setup": ["t.add(2)"], "call": "t.add(5)", "expected": "7"},
+        {"setup": [], "call": "Tally.add(5)", "expected": "5"},
+        {"setup": [], "call": "math.floor(5)", "expected": "5"},  # not its member
+    ]
+    spec = Spec.model_validate({**TALLY.model_dump(), "examples": examples})
+    found = [s.steps for s in class_sequences(spec, "", SequenceBudget(max_mutations=0))]
+    new, read = Step("new", "Tally"), Step("attr", "total")
+    assert found[:2] == [
+        (new, Step("call", "add", (2,)), Step("call", "add", (5,)), read),
+        (new, Step("call", "add", (5,)), read),
+    ]
+    assert all(s[0] == new for s in found)  # no sequence from math.floor
+    assert example_sequences(["t.add(2)"], "t.add(5)", ["Tally"]) == []  # nothing implied
 
 
 def test_a_steps_outcome_is_its_own_and_a_failed_sequence_fails_every_step() -> None:

@@ -125,7 +125,9 @@ class SequenceBudget:
 
 # -- sources ----------------------------------------------------------------------------------
 # A docstring's ``:param name: type`` (reST): the type's first words, as an annotation.
-_PARAM_TYPE = re.compile(r":param\s+(\w+)\s*:\s*([A-Za-z]+(?:\s+of\s+[A-Za-z]+)?)")
+_PARAM_TYPE = re.compile(
+    r":param\s+(\w+)\s*:\s*(?:(?:a|an|the)\s+)?([A-Za-z]+(?:\s+of\s+[A-Za-z]+)?)", re.I
+)
 _DOC_TYPES = {"int": "int", "integer": "int", "float": "float", "str": "str", "string": "str"}
 _DOC_TYPES |= {"bool": "bool", "boolean": "bool", "list": "list[int]"}
 _DOC_TYPES |= {f"list of {t}": f"list[{a}]" for t, a in _DOC_TYPES.items() if a in ("int", "str")}

@@ -175,7 +175,7 @@ def test_untyped_parameters_take_the_type_their_param_line_gives() -> None:
     method = {
         "name": "add_all",
         "signature": "def add_all(self, words, flag)",
-        "description": "Adds each.\n:param words: list of str, the words\n:param flag: bool",
+        "description": "Adds each.\n:param words: a list of strings\n:param flag: bool",
     }
     cls = {**TALLY.classes[0].model_dump(), "methods": [method]}
     spec = Spec.model_validate({**TALLY.model_dump(), "examples": [], "classes": [cls]})

@@ -403,6 +403,32 @@ DESCRIPTIONS: dict[str, Description] = {
             ),
         ),
     ),
+    "learned_pick_humaneval": Description(
+        title="One evaluation that learns whom to trust among five models (HumanEval)",
+        script="benchmarks/learned_pick.py",
+        what=(
+            "`codegen eval humaneval --candidates 5` against a replay of MapCoder's five recorded"
+            " runs, one model name per run and no reliability given: the evaluation picks with"
+            " equal votes, estimates each model's reliability over its own selection records and"
+            " re-picks every task at its end. Every draft is scored on the hidden tests only"
+            " afterwards, for each run alone, the best single run and the oracle. The 40 tasks"
+            " held out when the rule was written (seed 41) come first. The figures recorded"
+            " before evaluation moved into one slice are beside them."
+        ),
+        rows=(
+            Row("held-out tasks", "held_out.tasks"),
+            Row(
+                "held out: learned pick", "held_out.learned", "best single", "held_out.best_single"
+            ),
+            Row("held out: oracle", "held_out.oracle"),
+            Row("all: learned pick", "all.learned", "best single", "all.best_single"),
+            Row("all: first pick (equal votes)", "all.first_pick", "random", "all.random"),
+            Row("all: oracle", "all.oracle"),
+            Row("re-pick share of the evaluation's wall time", "eval.repick_share"),
+            Row("replay requests during the re-pick", "replay_requests_during_repick"),
+            Row("before the move: learned pick", "before_the_one_home_move.learned"),
+        ),
+    ),
     "selection_mapcoder_mbpp": Description(
         title="Picking among three models' MBPP code by execution",
         script="benchmarks/selection.py",

@@ -220,10 +220,13 @@ def _is_task_list(text: str) -> bool:
     head = text.lstrip()
     if not head.startswith("["):
         return False
+    first_line, _, rest = head.partition("\n")
     try:
-        first = loads_json(head.split("\n", 1)[0])
+        first = loads_json(first_line)
     except ValueError:
-        return True  # the list goes on past its first line
+        # A list that goes on past its first line is ClassEval's; one line that does not parse
+        # is a JSONL line's error, reported with its line number.
+        return bool(rest.strip())
     return isinstance(first, list) and bool(first) and isinstance(first[0], dict)
 
 

@@ -22,7 +22,6 @@ class success when every test class succeeds, a partial success when none fails 
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from collections.abc import Sequence
@@ -39,14 +38,13 @@ from codegen.evaluation.scoring import (
     _batch_limits,
     _lost,
     _own_pid_namespace,
-    _sandbox_source,
     cross_names,
+    driver_batch_files,
     parse_batch,
     prepare_test,
 )
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.protocol import driver_files
 from codegen.sandbox.types import Limits
 
 # 2: a fixed hash seed (scoring.SCORE_COMMAND): ClassEval_22's list(set(...)) passed or failed
@@ -157,20 +155,8 @@ def _batch_files(
         {"candidate": code, "test": tests[name], **({"direct": direct} if direct else {})}
         for code, name, direct in pairs
     ]
-    batch = {
-        "task": task,
-        "candidates": samples,
-        "timeout_s": limits.timeout_s,
-        "memory_bytes": limits.memory_mb * 1024 * 1024,
-        "own_pid_namespace": own_pid_namespace,
-    }
-    return {
-        **driver_files("codegen.evaluation", "score_driver.py"),
-        "isolation.py": _sandbox_source("isolation.py"),
-        "handles.py": _sandbox_source("handles.py"),
-        "token.txt": token,
-        "batch.json": json.dumps(batch),
-    }
+    batch = {"task": task, "candidates": samples}
+    return driver_batch_files(batch, limits, token, own_pid_namespace)
 
 
 def _run_pairs(

@@ -258,6 +258,17 @@ def _batch_files(
             "stdlib_names": stdlib,
         },
         "candidates": candidates,
+    }
+    return driver_batch_files(batch, limits, token, own_pid_namespace)
+
+
+def driver_batch_files(
+    batch: dict[str, object], limits: Limits, token: str, own_pid_namespace: bool
+) -> dict[str, str]:
+    """``score_driver``'s files for one batch (its task and candidates): the driver, the
+    isolation modules beside it, its token, and the batch with the limits."""
+    batch = {
+        **batch,
         "timeout_s": limits.timeout_s,
         "memory_bytes": limits.memory_mb * 1024 * 1024,
         "own_pid_namespace": own_pid_namespace,

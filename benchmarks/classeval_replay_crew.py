@@ -48,6 +48,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from classeval_heldout import HELD_OUT, held_out_ids
+from machine import machine
 from replay_server import replay_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,16 +80,6 @@ class CrewRun:
 def model_of(path: Path) -> str:
     """The file's model, without dots (the results page reads dotted key paths)."""
     return path.name.removesuffix(GREEDY).removesuffix(SAMPLED).replace(".", "")
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as info:
-        for line in info:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return f"{os.cpu_count()} cores, {model}; load average {os.getloadavg()[0]:.1f} at the end"
 
 
 def configs(data: Path, only: set[str]) -> list[Config]:
@@ -353,7 +344,7 @@ def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         },
         "sandbox": {"backend": backend, "package_set": "classeval"},
         "held_out_tasks_run": len(held),
-        "machine": machine(),
+        "machine": f"{machine()}; load average {os.getloadavg()[0]:.1f} at the end",
         "home": str(home),
         "note": "held-out figures first; HELD_OUT has " + str(len(HELD_OUT)) + " tasks",
     }

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from machine import machine
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 GREEDY = (
@@ -129,16 +131,6 @@ def main() -> None:
     text = json.dumps(report, indent=2)
     print(text)
     (ROOT / "benchmarks/results/classeval_scoring.json").write_text(text + "\n")
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as info:
-        for line in info:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return f"{os.cpu_count()} cores, {model}"
 
 
 def slug(name: str) -> str:

@@ -53,6 +53,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from machine import machine
+
 ROOT = Path(__file__).resolve().parents[1]
 # The scripted server lives with the tests. The project root goes first so that test folders
 # named like packages (tests/sandbox, no __init__.py) never shadow the real packages.
@@ -279,16 +281,6 @@ def previous_multiprocess_job() -> Any:
         ),
     )
     return Definitions.merge(defs, Definitions(jobs=[job])).resolve_job_def(job.name)
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as info:
-        for line in info:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return f"{os.cpu_count()} cores, {model}"
 
 
 def main() -> None:

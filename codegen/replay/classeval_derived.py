@@ -23,8 +23,8 @@ import sys
 from dataclasses import dataclass, field
 
 from codegen.replay.classeval import ClassEvalTask
-from codegen.replay.derived import docstring_as_written
-from codegen.replay.recording import DERIVED, Entry
+from codegen.replay.derived import DERIVED_REVIEW, docstring_as_written, entries_of
+from codegen.replay.recording import Entry
 
 # Import names whose distribution is named otherwise (the rest: the same name).
 _DISTRIBUTIONS = {
@@ -394,19 +394,7 @@ def classeval_derived_entries(task: ClassEvalTask, skip_roles: set[str]) -> list
     replies = {
         "analyzer": json.dumps(spec),
         "test_designer": classeval_tests(task),
-        "reviewer": "APPROVED\n(replay: derived by codegen replay import; the source run had "
-        "no reviewer)",
+        "reviewer": DERIVED_REVIEW,
         "documenter": f"# {task.class_name}\n\n{classes[0]['description']}\n\n{listed}\n",
     }
-    return [
-        Entry(
-            role=role,
-            task=task.task_id,
-            candidate=None,
-            round=None,
-            content=text,
-            source=DERIVED,
-        )
-        for role, text in replies.items()
-        if role not in skip_roles
-    ]
+    return entries_of(task.task_id, replies, skip_roles)

@@ -176,19 +176,23 @@ def derived_entries(problem: Problem, skip_roles: set[str]) -> list[Entry]:
     replies = {
         "analyzer": json.dumps(spec),
         "test_designer": derived_tests(problem),
-        "reviewer": "APPROVED\n(replay: derived by codegen replay import; the source run had "
-        "no reviewer)",
+        "reviewer": DERIVED_REVIEW,
         "documenter": f"# {problem.entry_point}\n\n{spec['functions'][0]['description']}\n",
     }
+    return entries_of(problem.task_id, replies, skip_roles)
+
+
+# The reviewer's reply a derived recording gives: the source runs had no reviewer.
+DERIVED_REVIEW = (
+    "APPROVED\n(replay: derived by codegen replay import; the source run had no reviewer)"
+)
+
+
+def entries_of(task_id: str, replies: dict[str, str], skip_roles: set[str]) -> list[Entry]:
+    """The recording's entries for one task's derived replies (by role), less ``skip_roles``
+    (roles the source run recorded itself)."""
     return [
-        Entry(
-            role=role,
-            task=problem.task_id,
-            candidate=None,
-            round=None,
-            content=text,
-            source=DERIVED,
-        )
+        Entry(role=role, task=task_id, candidate=None, round=None, content=text, source=DERIVED)
         for role, text in replies.items()
         if role not in skip_roles
     ]

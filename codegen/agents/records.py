@@ -216,6 +216,9 @@ class CandidateRun:
     # (``agents.behaviour``: >= 0 a value, -1 an exception, -2 a timeout, -4 never run), so a
     # pick can be decided again from the record alone (``agents.repick``).
     classes: list[int] | None = None
+    # How like the other drafts its code is (``agents.typicality``): the tie-break inside
+    # its behaviour group.
+    typicality: float | None = None
 
     def to_dict(self) -> JSONObject:
         out: JSONObject = {
@@ -227,7 +230,7 @@ class CandidateRun:
             "tokens": self.tokens,
             "cost_usd": self.cost_usd,
         }
-        for key in ("examples_passed", "group", "crashes", "weight"):
+        for key in ("examples_passed", "group", "crashes", "weight", "typicality"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -253,6 +256,7 @@ class CandidateRun:
             group=_opt_int(data.get("group")),
             crashes=_opt_int(data.get("crashes")),
             weight=_float(data.get("weight")),
+            typicality=_float(data.get("typicality")),
             classes=(
                 [c for c in raw_classes if isinstance(c, int) and not isinstance(c, bool)]
                 if isinstance(raw_classes := data.get("classes"), list)

@@ -26,6 +26,7 @@ from codegen.agents.records import (
 )
 from codegen.agents.reliability import priors_from_history
 from codegen.agents.selection import Row, pick
+from codegen.agents.typicality import most_typical
 
 
 @dataclass(frozen=True)
@@ -44,15 +45,27 @@ def decide(
     rows: Sequence[Row],
     trusted: Sequence[bool],
     used: Sequence[UsedReliability],
+    typical: Sequence[float] | None = None,
 ) -> Decision:
     """The crew's pick: output agreement with equal votes when no draft has a reliability;
     with one (config, history, this evaluation), ``similarity_agreement`` with each draft's
     reliability as its prior and the checks its posterior shows more likely wrong left out
     first; with neither shared inputs nor a reliability, examples then agreement on the
-    suite's verdicts (``selection.pick``)."""
+    suite's verdicts (``selection.pick``). Inside the winning group, with ``typical`` (per
+    draft, ``agents.typicality``), the most reliable member, then the most typical."""
     count = len(used)
     priors = priors_from_history([u.model for u in used], [u.value for u in used])
     if not names and not table.inputs and priors is None:
+        if typical is not None and count > 1:
+            chosen = most_typical(range(count), typical)
+            return Decision(
+                chosen,
+                f"no test ran for any draft; {_typical_note(chosen, count)}",
+                "examples_then_agreement",
+                (),
+                [],
+                None,
+            )
         return Decision(0, "no test ran for any draft", "examples_then_agreement", (), [], None)
     if table.inputs or priors is not None:
         # With a history (also without shared inputs): the most reliable draft among those
@@ -70,12 +83,34 @@ def decide(
             SelectionGroup(list(g.members), g.suite_passes, g.score, g.weight, g.support)
             for g in agreed.groups
         ]
-        return Decision(
-            agreed.chosen, agreed.why, agreed.rule, agreed.suspect_tests, groups, agreed
-        )
+        index, why = _within_group(agreed.chosen, agreed.group.members, agreed.why, typical, priors)
+        return Decision(index, why, agreed.rule, agreed.suspect_tests, groups, agreed)
     chosen = pick(rows, trusted)
     groups = [SelectionGroup(list(g.members), len(g.passed), g.score) for g in chosen.groups]
-    return Decision(chosen.chosen, chosen.why, chosen.rule, chosen.suspect_tests, groups, None)
+    index, why = _within_group(chosen.chosen, chosen.group.members, chosen.why, typical, None)
+    return Decision(index, why, chosen.rule, chosen.suspect_tests, groups, None)
+
+
+def _within_group(
+    chosen: int,
+    members: Sequence[int],
+    why: str,
+    typical: Sequence[float] | None,
+    priors: Sequence[float] | None,
+) -> tuple[int, str]:
+    """The winning group's member to pick: the rule's own (most reliable, else earliest)
+    unless ``typical`` says another member of equal reliability is more typical."""
+    if typical is None or len(members) < 2:
+        return chosen, why
+    best = most_typical(members, typical, priors)
+    return best, f"{why}; {_typical_note(best, len(members))}"
+
+
+def _typical_note(chosen: int, among: int) -> str:
+    return (
+        f"draft {chosen} the most typical of the {among} equal ones "
+        "(its code most like the other drafts')"
+    )
 
 
 def record(base: Selection, decision: Decision, names: Sequence[str]) -> Selection:
@@ -133,6 +168,13 @@ def observations(
     return table, names, rows, trusted
 
 
+def typicality_of(selection: Selection) -> list[float] | None:
+    """Per draft, the typicality a stored record holds; None for a record from before it
+    was kept (its pick then falls to the rule's own order)."""
+    found = [c.typicality for c in sorted(selection.candidates, key=lambda c: c.candidate)]
+    return None if any(t is None for t in found) else [t for t in found if t is not None]
+
+
 def repick(selection: Selection, used: Sequence[UsedReliability]) -> Selection | None:
     """The pick ``selection`` records, decided again from its own observations with the
     reliabilities ``used`` (one per draft): no model call, no sandbox run. None when the
@@ -141,5 +183,5 @@ def repick(selection: Selection, used: Sequence[UsedReliability]) -> Selection |
     if found is None or len(used) != len(selection.candidates):
         return None
     table, names, rows, trusted = found
-    decision = decide(table, names, rows, trusted, used)
+    decision = decide(table, names, rows, trusted, used, typicality_of(selection))
     return record(replace(selection, reliabilities=list(used)), decision, names)

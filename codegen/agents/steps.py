@@ -54,6 +54,7 @@ from codegen.agents.state import (
     TestsResult,
 )
 from codegen.agents.types import Status
+from codegen.agents.typicality import typicality
 from codegen.agents.usage import Meter
 from codegen.retrieval.grounding import Grounding
 from codegen.retrieval.types import Retriever
@@ -190,7 +191,8 @@ def _select(
     # Each draft's reliability: its [llm] candidates entry's, else what this home learned of
     # its model (earlier evaluations and requests), else none (equal votes).
     used = used_reliabilities(crew.llm, len(drafts))
-    decision = decide(shared.table, names, rows, trusted, used)
+    typical = typicality([d.code or "" for d in drafts])
+    decision = decide(shared.table, names, rows, trusted, used, typical)
     base = Selection(
         chosen=decision.chosen,
         why=decision.why,
@@ -205,6 +207,7 @@ def _select(
                 tokens=d.usage.total_tokens,
                 cost_usd=d.usage.cost_usd,
                 classes=list(shared.table.classes[i]),
+                typicality=typical[i],
             )
             for i, (d, r) in enumerate(zip(drafts, reports, strict=True))
         ],

@@ -45,7 +45,12 @@ agreement, equal votes), ``weighted_checks`` (the crew's pick with a history: ``
 after leaving out the checks ``codegen.agents.posterior.suspect_checks`` shows more likely
 wrong than right) and ``posterior`` (``posterior_pick``: that posterior's own pick, exact
 groups, no hard filter; an ablation). Prints tasks solved per rule beside each run's own count
-(``best_single``), the oracle and the estimate (``reliability``).
+(``best_single``), the oracle and the estimate (``reliability``). ``group_member_solved``:
+for ``agreement`` and each of those five rules but ``posterior``, tasks solved when the
+winning group's member is taken at random (its share of correct members), the crew's way
+before typicality (the most reliable, then the earliest) and the crew's now
+(``codegen.agents.typicality.most_typical`` over the runs' extracted code, the rule's
+priors first, as ``codegen.agents.repick.decide``).
 
 ``--mapcoder DIR --mbpp-set FILE``: MapCoder's three MBPP runs the same way, the set's
 visible ``sample_io`` as the examples and the rows' own tests as ground truth.
@@ -301,11 +306,8 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
         problem = problems[key]
         entry = problem.entry_point
         examples = example_tests(problem)
-        samples = []
-        for run in runs:
-            row = run.get(problem.task_id) or {}
-            code = (row.get("source_codes") or [""])[-1]
-            samples.append(problem.prompt + "\n" + code)
+        codes = [((run.get(problem.task_id) or {}).get("source_codes") or [""])[-1] for run in runs]
+        samples = [problem.prompt + "\n" + code for code in codes]
         programs = list(dict.fromkeys(samples))
         with_ex = inputs_for(
             entry,
@@ -328,6 +330,7 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
                 "inputs_without_examples": [],
                 "inputs_with_examples": list(range(len(with_ex))),
                 "files": [f.stem for f in files],
+                "codes": codes,
             }
         )
     return tasks
@@ -357,11 +360,8 @@ def load_mapcoder_mbpp(
                 examples.append(ast.unparse(ast.parse(text.strip())))
             except SyntaxError:
                 continue
-        samples = []
-        for run in runs:
-            row = run.get(key) or {}
-            code = (row.get("source_codes") or [""])[-1]
-            samples.append(prompt + "\n" + code)
+        codes = [((run.get(key) or {}).get("source_codes") or [""])[-1] for run in runs]
+        samples = [prompt + "\n" + code for code in codes]
         programs = list(dict.fromkeys(samples))
         with_ex = inputs_for(
             entry,
@@ -384,6 +384,7 @@ def load_mapcoder_mbpp(
                 "inputs_without_examples": [],
                 "inputs_with_examples": list(range(len(with_ex))),
                 "files": [f.stem for f in files],
+                "codes": codes,
             }
         )
     return tasks
@@ -484,6 +485,7 @@ class Draw:
     without_examples: tuple[int, ...]  # input columns of each setting
     with_examples: tuple[int, ...]
     sources: tuple[str, ...] = ()  # each sample's model (MapCoder: its run), when known
+    typical: tuple[float, ...] = ()  # each sample's typicality among the draw's code, when known
 
 
 @dataclass(frozen=True)
@@ -498,11 +500,27 @@ class Picked:
 
 Strategy = Callable[[Draw], Picked]
 
+# How a rule takes one member of its winning group (MapCoder): at random (the group's share
+# of correct samples), the crew's choice before typicality (the most reliable, then the
+# earliest) and the crew's now (``codegen.agents.typicality.most_typical``).
+MEMBERS = ("random", "earliest", "typical")
+
 
 def _share(members: Sequence[int], positions: dict[int, list[int]], correct: list[bool]) -> float:
     """Share of correct samples among the samples whose rows are in ``members``."""
     picked = [i for m in members for i in positions[m]]
     return sum(correct[i] for i in picked) / len(picked)
+
+
+def _member(how: str, samples: list[int], draw: Draw, priors: Sequence[float] | None) -> float:
+    """Whether the member of ``samples`` taken ``how`` (``MEMBERS``) is correct; for
+    ``random``, the share of correct ones."""
+    from codegen.agents.typicality import most_typical
+
+    if how == "random":
+        return sum(draw.correct[i] for i in samples) / len(samples)
+    typical = draw.typical if how == "typical" else [0.0] * len(draw.correct)
+    return float(draw.correct[most_typical(samples, typical, priors)])
 
 
 def strategies(reliability: Any = None) -> dict[str, Strategy]:
@@ -540,7 +558,12 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
         return Picked(_share(chosen.group.members, _self(rows), d.correct), ok, ok_all)
 
     def agreement(
-        d: Draw, examples: bool, weighted: str = "", support: str = "group", checks: bool = False
+        d: Draw,
+        examples: bool,
+        weighted: str = "",
+        support: str = "group",
+        checks: bool = False,
+        member: str = "",
     ) -> Picked:
         rows = d.rows if examples else only(d.rows, generated_only(d.trusted))
         priors = (
@@ -564,6 +587,8 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
         samples = [i for i, m in enumerate(d.members) if m in set(chosen.group.members)]
         first = samples[0]
         ok, ok_all = verdict(rows[first], chosen.suspect_tests)
+        if member:
+            return Picked(_member(member, samples, d, priors if weighted else None), ok, ok_all)
         if weighted:
             # The pick is the group's most reliable member (its source's weight): that
             # sample's verdict, not the group's share.
@@ -596,17 +621,29 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
         "agreement_without_examples": lambda d: agreement(d, False),
         "oracle": lambda d: Picked(float(any(d.correct))),
     }
+
+    def agreement_rule(shape: tuple[str, str, bool], member: str = "") -> Strategy:
+        return lambda d: agreement(d, True, *shape, member)
+
     if reliability is not None:
-        # weighted: each sample's source's estimated accuracy as its prior, MBR-exec's expected
-        # agreement (similarity) over the shared inputs; the two ablations beside it.
-        rules["weighted"] = lambda d: agreement(d, True, "probability", "similarity")
-        rules["weighted_groups"] = lambda d: agreement(d, True, "log_odds", "group")
-        rules["similarity"] = lambda d: agreement(d, True, "", "similarity")
-        # weighted_checks: the crew's pick with a history now (weighted, after leaving out the
-        # checks the posterior shows more likely wrong than right); posterior: that
-        # posterior's own pick (exact groups, no hard filter), an ablation
-        rules["weighted_checks"] = lambda d: agreement(d, True, "probability", "similarity", True)
+        # agreement()'s weighting, support and checks per rule. weighted: each sample's
+        # source's estimated accuracy as its prior, MBR-exec's expected agreement (similarity)
+        # over the shared inputs; the two ablations beside it. weighted_checks: the crew's
+        # pick with a history now (weighted, after leaving out the checks the posterior shows
+        # more likely wrong than right).
+        shapes = {
+            "weighted": ("probability", "similarity", False),
+            "weighted_groups": ("log_odds", "group", False),
+            "similarity": ("", "similarity", False),
+            "weighted_checks": ("probability", "similarity", True),
+        }
+        rules.update({name: agreement_rule(shape) for name, shape in shapes.items()})
+        # posterior: that posterior's own pick (exact groups, no hard filter), an ablation
         rules["posterior"] = posterior
+        # each agreement rule with its group's member taken each way of MEMBERS
+        for name, shape in {"agreement": ("", "group", False), **shapes}.items():
+            for how in MEMBERS:
+                rules[f"{name}_{how}_member"] = agreement_rule(shape, how)
     return rules
 
 
@@ -631,8 +668,10 @@ def draw_all(
 ) -> Draw:
     """The samples ``chosen`` (default all) of ``task`` as every rule sees them."""
     from codegen.agents.behaviour import BehaviourTable
+    from codegen.agents.typicality import typicality
 
     picked = list(range(len(task["sample_program"]))) if chosen is None else list(chosen)
+    codes = task.get("codes")
     programs = [task["sample_program"][i] for i in picked]
     files = task.get("files") or []
     return Draw(
@@ -644,6 +683,7 @@ def draw_all(
         without_examples=tuple(task["inputs_without_examples"]),
         with_examples=tuple(task["inputs_with_examples"]),
         sources=tuple(files[i] if i < len(files) else "" for i in picked),
+        typical=tuple(typicality([codes[i] for i in picked])) if codes else (),
     )
 
 
@@ -854,6 +894,11 @@ def main() -> None:
         result["weighted_checks_minus_best_single"] = round(
             totals[n]["weighted_checks"] - max(per_file), 2
         )
+        result["group_member_solved"] = {
+            name: {how: round(totals[n][f"{name}_{how}_member"], 2) for how in MEMBERS}
+            for name in rules
+            if f"{name}_{MEMBERS[0]}_member" in rules
+        }
         assert reliability is not None
         result["reliability"] = {
             "accuracy": dict(reliability.accuracy),

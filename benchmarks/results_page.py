@@ -436,7 +436,9 @@ DESCRIPTIONS: dict[str, Description] = {
             "The same as for HumanEval, on MapCoder's three recorded runs of the 397-task MBPP"
             " set (the visible example from the task set's `sample_io`). The same script at the"
             " commit before evaluation moved into one slice gives the same figures for every"
-            " rule, and the first recorded figure for the crew's rule is beside them."
+            " rule, and the first recorded figure for the crew's rule is beside them. A later"
+            " run (`group_member_run`) takes the winning group's member by typicality too, as"
+            " for HumanEval."
         ),
         rows=(
             Row("tasks", "tasks"),
@@ -450,6 +452,18 @@ DESCRIPTIONS: dict[str, Description] = {
             Row("solved, CodeT's dual agreement", "solved.codet"),
             Row("every rule as before the move", "before_the_one_home_move.identical_to_this_run"),
             Row("solved, weighted_checks, first recorded", "first_recorded.weighted_checks"),
+            Row(
+                "solved, agreement, the winning group's most typical member",
+                "group_member_solved.agreement.typical",
+                "its earliest",
+                "group_member_solved.agreement.earliest",
+            ),
+            Row(
+                "solved, weighted_checks, the most reliable then most typical member",
+                "group_member_solved.weighted_checks.typical",
+                "then earliest",
+                "group_member_solved.weighted_checks.earliest",
+            ),
         ),
     ),
     "selection_mapcoder_humaneval": Description(
@@ -461,7 +475,11 @@ DESCRIPTIONS: dict[str, Description] = {
             " shared inputs, never the hidden tests). `solved` counts expected correct picks."
             " The same script at the commit before evaluation moved into one slice gives the"
             " same figures for every rule; the first recorded run (an older example reader that"
-            " found examples in 108 prompts) is beside it."
+            " found examples in 108 prompts) is beside it. A later run of the same script"
+            " (`group_member_run`, every other figure identical) also takes the winning group's"
+            " member as the crew does now, the most typical code (tuned on ClassEval, never on"
+            " these runs), beside the crew's earlier way; `solved` above counts a random member"
+            " for the rules without reliabilities."
         ),
         rows=(
             Row("tasks", "tasks"),
@@ -478,6 +496,18 @@ DESCRIPTIONS: dict[str, Description] = {
             Row(
                 "solved, weighted_checks, first recorded",
                 "as_first_recorded.solved.weighted_checks",
+            ),
+            Row(
+                "solved, agreement, the winning group's most typical member",
+                "group_member_solved.agreement.typical",
+                "its earliest",
+                "group_member_solved.agreement.earliest",
+            ),
+            Row(
+                "solved, weighted_checks, the most reliable then most typical member",
+                "group_member_solved.weighted_checks.typical",
+                "then earliest",
+                "group_member_solved.weighted_checks.earliest",
             ),
         ),
     ),

@@ -200,14 +200,17 @@ def score_samples(
     workers: int = 1,
 ) -> list[SampleScore]:
     """Verdicts for ``codes``, each cached on its own (a re-run, or another configuration or
-    samples file holding the same sample, runs only what it has not seen); the rest run in
-    batches, ``workers`` batches at a time."""
+    samples file holding the same sample, runs only what it has not seen; a verdict decided
+    by the time limit is never cached); the rest run in batches, ``workers`` batches at a
+    time."""
     keys = [verdict_key(problem, code, limits, sandbox.environment) for code in codes]
     known: dict[str, SampleScore] = {}
     for key in set(keys):
         stored = store.load_verdict(key)
         if stored is not None:
-            known[key] = SampleScore.from_dict(cast(ScoreDict, stored))
+            score = SampleScore.from_dict(cast(ScoreDict, stored))
+            if not score.timed_out:  # one cached before timeouts were left out: decided again
+                known[key] = score
     todo: dict[str, str | None] = {}  # identical samples run once
     for key, code in zip(keys, codes, strict=True):
         if key not in known:
@@ -231,7 +234,8 @@ def score_samples(
         for chunk, scores in zip(chunks, _map(run_chunk, len(chunks), workers), strict=True):
             for (key, _), score in zip(chunk, scores, strict=True):
                 known[key] = score
-                store.save_verdict(key, score.to_dict())
+                if not score.timed_out:
+                    store.save_verdict(key, score.to_dict())
     return [known[key] for key in keys]
 
 
@@ -253,7 +257,9 @@ def score_task(
     )
     existing = store.load_scores(cfg.config_id, problem.key)
     if existing and existing.get("fingerprint") == fingerprint:
-        return candidates, [SampleScore.from_dict(s) for s in existing["scores"]], True
+        cached = [SampleScore.from_dict(s) for s in existing["scores"]]
+        if not any(s.timed_out for s in cached):  # a timeout is scored again (score_samples)
+            return candidates, cached, True
     scores = score_samples(
         store, problem, [c.code for c in candidates], sandbox, cfg.limits, workers
     )

@@ -106,6 +106,16 @@ class SampleScore:
     def __post_init__(self) -> None:
         self.category = str(self.category)  # plain str in JSON and comparisons, not the enum
 
+    @property
+    def timed_out(self) -> bool:
+        """Decided by the time limit (the sample, or one of its ClassEval test classes): a
+        verdict the machine's load can change, so it is never cached (a loaded run's
+        timeouts would otherwise stand for every later run)."""
+        timeout = f"{Category.TIMEOUT}:"
+        return self.category == Category.TIMEOUT or any(
+            str(t.get("reason", "")).startswith(timeout) for t in self.test_classes or []
+        )
+
     def to_dict(self) -> ScoreDict:
         data = asdict(self)
         if self.test_classes is None:

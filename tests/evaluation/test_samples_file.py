@@ -231,3 +231,32 @@ def test_a_verdict_holds_for_the_environment_it_was_reached_in(tmp_path: Path) -
         sandbox.environment = "another package set"
         score_samples(store, problem, [module], sandbox, limits)
         assert len(list(verdicts.rglob("*.json"))) == 2  # scored again, kept apart
+
+
+@pytest.mark.docker
+def test_a_verdict_decided_by_the_time_limit_is_never_cached(tmp_path: Path) -> None:
+    """A timeout depends on the machine's load: a loaded run's timeout must not stand for every
+    later run. A wrong answer is cached; a sample (or one ClassEval test class) killed at the
+    time limit is scored again."""
+    from dataclasses import replace
+
+    from codegen.evaluation.harness import score_samples
+    from codegen.evaluation.scoring import Category, SampleScore
+    from codegen.evaluation.store import EvalStore
+    from codegen.sandbox import open_sandbox
+
+    problem = get_problem("HumanEval-0")
+    wrong = problem.prompt + "    return False\n"
+    hangs = problem.prompt + "    while True:\n        pass\n"
+    store = EvalStore(tmp_path / "eval")
+    verdicts = tmp_path / "eval" / "verdicts"
+    with open_sandbox("docker", pool_size=1) as sandbox:
+        limits = replace(sandbox.default_limits, timeout_s=1.0)
+        scores = score_samples(store, problem, [wrong, hangs], sandbox, limits)
+    assert [s.category for s in scores] == [Category.WRONG_ANSWER, Category.TIMEOUT]
+    assert len(list(verdicts.rglob("*.json"))) == 1  # the wrong answer only
+    one_class = SampleScore(False, Category.WRONG_ANSWER, test_classes=[
+        {"result": "success", "reason": ""},
+        {"result": "error", "reason": "timeout: killed at the time limit"},
+    ])  # fmt: skip
+    assert one_class.timed_out and not scores[0].timed_out

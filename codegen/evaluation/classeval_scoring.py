@@ -32,7 +32,6 @@ from typing import TypeAlias
 from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.scoring import (
     MAX_BATCH,
-    SCORE_COMMAND,
     Category,
     SampleScore,
     _batch_limits,
@@ -45,10 +44,11 @@ from codegen.evaluation.scoring import (
 )
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
+from codegen.sandbox.protocol import DRIVER_COMMAND
 from codegen.sandbox.types import Limits
 
-# 2: a fixed hash seed (scoring.SCORE_COMMAND): ClassEval_22's list(set(...)) passed or failed
-# by the test process's random seed.
+# 2: a fixed hash seed (sandbox.protocol.DRIVER_COMMAND): ClassEval_22's list(set(...))
+# passed or failed by the test process's random seed.
 SCORING_VERSION = "2"  # bump when the runner or the outcomes change (part of verdict keys)
 TEST_CLASS_TIMEOUT_S = 5.0
 SUCCESS, PARTIAL, FAIL, ERROR = "success", "partial_success", "fail", "error"
@@ -168,14 +168,14 @@ def _run_pairs(
         chunk = pairs[start : start + MAX_BATCH]
         token = secrets.token_hex(16)
         files = _batch_files(problem, chunk, limits, token, _own_pid_namespace(sandbox))
-        result = sandbox.run(files, SCORE_COMMAND, _batch_limits(limits, len(chunk)))
+        result = sandbox.run(files, DRIVER_COMMAND, _batch_limits(limits, len(chunk)))
         for j, score in parse_batch(result, token, len(chunk)).items():
             found[start + j] = score
     for i, pair in enumerate(pairs):
         if i not in found:
             token = secrets.token_hex(16)
             files = _batch_files(problem, [pair], limits, token, _own_pid_namespace(sandbox))
-            result = sandbox.run(files, SCORE_COMMAND, _batch_limits(limits, 1))
+            result = sandbox.run(files, DRIVER_COMMAND, _batch_limits(limits, 1))
             found[i] = parse_batch(result, token, 1).get(0) or _lost(result)
     return [found[i] for i in range(len(pairs))]
 

@@ -43,19 +43,12 @@ from typing import NotRequired, TypedDict, cast
 from codegen.evaluation.humaneval import Problem
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.protocol import driver_files
+from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
 from codegen.sandbox.types import ExecResult, Limits
 
 # Bump when the driver or the classification changes: it is part of every cache key.
 # 5: the candidate in its own process, the test reaches it by calls; 6: a fixed hash seed.
 HARNESS_VERSION = "6"
-# The scoring driver's command: DRIVER_COMMAND less -E (part of -I), so that the sandbox's own
-# environment (SANDBOX_ENV, built from nothing on the host) takes effect, PYTHONHASHSEED=0
-# included: the candidate and the test side are forked from the driver and share its hash
-# seed, so a set's order (``list(set(...))`` compared with a list), and so a verdict, comes
-# out the same on every run. -s and -P keep the rest of -I (no user site, the
-# script's directory not on sys.path: the driver puts it there itself).
-SCORE_COMMAND = ["python3", "-s", "-P", "-B", "driver.py"]
 # Samples per sandbox execution: large enough to amortise the round trip, small enough that
 # a pool of workers still shares one task's 100 samples.
 MAX_BATCH = 25
@@ -358,7 +351,7 @@ def run_batch(
     """One sandbox execution scoring ``candidates``; the verdicts it produced, by index."""
     token = secrets.token_hex(16)
     files = _batch_files(problem, candidates, limits, token, _own_pid_namespace(sandbox))
-    result = sandbox.run(files, SCORE_COMMAND, _batch_limits(limits, len(candidates)))
+    result = sandbox.run(files, DRIVER_COMMAND, _batch_limits(limits, len(candidates)))
     return parse_batch(result, token, len(candidates)), result
 
 

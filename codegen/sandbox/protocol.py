@@ -64,9 +64,12 @@ def supervisor_source() -> str:
     return resources.files("codegen.sandbox").joinpath("supervisor.py").read_text("utf-8")
 
 
-# A driver's command: it finds the shipped supervisor beside itself, since -I leaves its
-# directory off sys.path.
-DRIVER_COMMAND = ["python3", "-I", "-B", "driver.py"]
+# A driver's command: -I less -E, so that the sandbox's own environment (SANDBOX_ENV, built
+# from nothing on the host) takes effect, PYTHONHASHSEED=0 included: a set's order
+# (``list(set(...))``), and so a test verdict, a call's output or a hidden-test verdict, is the
+# same on every run. -s and -P keep the rest of -I (no user site; the script's directory off
+# sys.path: the driver finds the shipped supervisor beside itself).
+DRIVER_COMMAND = ["python3", "-s", "-P", "-B", "driver.py"]
 
 
 @cache

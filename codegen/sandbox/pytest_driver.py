@@ -176,7 +176,7 @@ def _solution_process(sock):
             os.set_inheritable(fd, True)
             _close_except({fd})
             script = os.path.join(DRIVER_DIR, "isolation.py")
-            os.execv(sys.executable, [sys.executable, "-I", "-B", script, "serve", str(fd)])
+            os.execv(sys.executable, [sys.executable, "-s", "-P", "-B", script, "serve", str(fd)])
         finally:
             os._exit(127)
     return pid

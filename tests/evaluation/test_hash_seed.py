@@ -93,3 +93,19 @@ def test_humaneval_scoring_runs_under_the_fixed_seed_too(box: Sandbox) -> None:
     )
     [score] = score_candidates(box, problem, [problem.canonical_module()], LIMITS)
     assert score.passed, score
+
+
+def test_the_crews_test_runs_and_shared_calls_run_under_the_fixed_seed_too(box: Sandbox) -> None:
+    """The crew's pytest run (the draft in its own process) and its calls on shared inputs
+    see the same seed, so a draft's verdicts and behaviour are the same on every run."""
+    from codegen.sandbox.calls import call_functions
+
+    code = "import sys\n\ndef seed_random():\n    return sys.flags.hash_randomization\n"
+    tests = (
+        "import sys\nfrom solution import seed_random\n\n\ndef test_seed():\n"
+        "    assert seed_random() == 0 and sys.flags.hash_randomization == 0\n"
+    )
+    report = box.run_pytest(code, tests, LIMITS)
+    assert (report.passed, report.total) == (1, 1), report
+    [[outcome]] = call_functions(box, [code], "seed_random", [[]], 5.0, LIMITS)
+    assert outcome.ok and outcome.value == 0, outcome

@@ -4,8 +4,9 @@ Every figure on that page is read from one of those files, printed as the file h
 (never rounded here), beside the baseline the same run measured, the command that wrote the
 file and the machine it ran on. The descriptions below are the only hand-written part; a
 stored file without one, or a description whose key is missing from its file, is an error,
-so the page cannot drift from the JSON. Benchmarks without stored JSON are listed as not
-re-measured, pointing to CHANGELOG.md, where their figures are kept as recorded.
+so the page cannot drift from the JSON. Benchmark scripts without stored JSON are listed as
+not re-measured, pointing to CHANGELOG.md, where their figures are kept as recorded; the
+modules they import (no ``__main__``) are not listed.
 
     .venv/bin/python benchmarks/results_page.py          # rewrites docs/results.md
     .venv/bin/python benchmarks/results_page.py --check  # exit 1 when the page is stale
@@ -590,7 +591,9 @@ def render() -> str:
     others = sorted(
         f"benchmarks/{p.name}"
         for p in (ROOT / "benchmarks").glob("*.py")
-        if p.name != "results_page.py" and f"benchmarks/{p.name}" not in measured
+        if p.name != "results_page.py"
+        and f"benchmarks/{p.name}" not in measured
+        and "__main__" in p.read_text()  # a module the scripts import is not a benchmark
     )
     lines += [
         "## Not re-measured in this layout yet",

@@ -46,6 +46,24 @@ class Description:
 
 
 # Keyed by the JSON file's stem. Key paths are dotted; a list value is printed whole.
+# The winning group's member taken by typicality against the crew's earlier way
+# (benchmarks/selection.py --mapcoder, group_member_solved), for HumanEval and MBPP alike.
+GROUP_MEMBER_ROWS = (
+    Row(
+        "solved, agreement, the winning group's most typical member",
+        "group_member_solved.agreement.typical",
+        "its earliest",
+        "group_member_solved.agreement.earliest",
+    ),
+    Row(
+        "solved, weighted_checks, the most reliable then most typical member",
+        "group_member_solved.weighted_checks.typical",
+        "then earliest",
+        "group_member_solved.weighted_checks.earliest",
+    ),
+)
+
+
 DESCRIPTIONS: dict[str, Description] = {
     "cpu_default_build": Description(
         title="Index build on the CPU with the default embedder",
@@ -453,18 +471,7 @@ DESCRIPTIONS: dict[str, Description] = {
             Row("solved, CodeT's dual agreement", "solved.codet"),
             Row("every rule as before the move", "before_the_one_home_move.identical_to_this_run"),
             Row("solved, weighted_checks, first recorded", "first_recorded.weighted_checks"),
-            Row(
-                "solved, agreement, the winning group's most typical member",
-                "group_member_solved.agreement.typical",
-                "its earliest",
-                "group_member_solved.agreement.earliest",
-            ),
-            Row(
-                "solved, weighted_checks, the most reliable then most typical member",
-                "group_member_solved.weighted_checks.typical",
-                "then earliest",
-                "group_member_solved.weighted_checks.earliest",
-            ),
+            *GROUP_MEMBER_ROWS,
         ),
     ),
     "selection_mapcoder_humaneval": Description(
@@ -498,18 +505,7 @@ DESCRIPTIONS: dict[str, Description] = {
                 "solved, weighted_checks, first recorded",
                 "as_first_recorded.solved.weighted_checks",
             ),
-            Row(
-                "solved, agreement, the winning group's most typical member",
-                "group_member_solved.agreement.typical",
-                "its earliest",
-                "group_member_solved.agreement.earliest",
-            ),
-            Row(
-                "solved, weighted_checks, the most reliable then most typical member",
-                "group_member_solved.weighted_checks.typical",
-                "then earliest",
-                "group_member_solved.weighted_checks.earliest",
-            ),
+            *GROUP_MEMBER_ROWS,
         ),
     ),
 }

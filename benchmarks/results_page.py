@@ -46,6 +46,19 @@ class Description:
 
 
 # Keyed by the JSON file's stem. Key paths are dotted; a list value is printed whole.
+# The picks every MapCoder selection run stores (benchmarks/selection.py --mapcoder), for
+# HumanEval and MBPP alike.
+MAPCODER_PICK_ROWS = (
+    Row(
+        "solved, weighted_checks (the crew's rule)",
+        "solved.weighted_checks",
+        "best single run",
+        "solved.best_single",
+    ),
+    Row("solved, random pick", "solved.random", "oracle", "solved.oracle"),
+    Row("solved, CodeT's dual agreement", "solved.codet"),
+    Row("every rule as before the move", "before_the_one_home_move.identical_to_this_run"),
+)
 # The winning group's member taken by typicality against the crew's earlier way
 # (benchmarks/selection.py --mapcoder, group_member_solved), for HumanEval and MBPP alike.
 GROUP_MEMBER_ROWS = (
@@ -461,15 +474,7 @@ DESCRIPTIONS: dict[str, Description] = {
         ),
         rows=(
             Row("tasks", "tasks"),
-            Row(
-                "solved, weighted_checks (the crew's rule)",
-                "solved.weighted_checks",
-                "best single run",
-                "solved.best_single",
-            ),
-            Row("solved, random pick", "solved.random", "oracle", "solved.oracle"),
-            Row("solved, CodeT's dual agreement", "solved.codet"),
-            Row("every rule as before the move", "before_the_one_home_move.identical_to_this_run"),
+            *MAPCODER_PICK_ROWS,
             Row("solved, weighted_checks, first recorded", "first_recorded.weighted_checks"),
             *GROUP_MEMBER_ROWS,
         ),
@@ -492,15 +497,7 @@ DESCRIPTIONS: dict[str, Description] = {
         rows=(
             Row("tasks", "tasks"),
             Row("prompts with worked examples read", "tasks_with_examples"),
-            Row(
-                "solved, weighted_checks (the crew's rule)",
-                "solved.weighted_checks",
-                "best single run",
-                "solved.best_single",
-            ),
-            Row("solved, random pick", "solved.random", "oracle", "solved.oracle"),
-            Row("solved, CodeT's dual agreement", "solved.codet"),
-            Row("every rule as before the move", "before_the_one_home_move.identical_to_this_run"),
+            *MAPCODER_PICK_ROWS,
             Row(
                 "solved, weighted_checks, first recorded",
                 "as_first_recorded.solved.weighted_checks",

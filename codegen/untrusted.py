@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import zlib
 from pathlib import Path
+from typing import BinaryIO
 
 from codegen.json_types import JSONValue
 
@@ -24,11 +25,15 @@ class TooLarge(ValueError):
     """Input past its size cap; the message says the cap."""
 
 
-def read_capped(path: Path | str, limit: int, what: str = "file") -> bytes:
-    """The bytes of ``path``, reading at most ``limit`` + 1 of them; more raises TooLarge
-    (the stat size is not trusted: a file may grow, a FIFO has none)."""
-    with open(path, "rb") as fh:
-        data = fh.read(limit + 1)
+def read_capped(path: Path | str | BinaryIO, limit: int, what: str = "file") -> bytes:
+    """The bytes of ``path`` (or of a file already open), reading at most ``limit`` + 1 of
+    them; more raises TooLarge (the stat size is not trusted: a file may grow, a FIFO has
+    none)."""
+    if not isinstance(path, Path | str):
+        data = path.read(limit + 1)
+    else:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
     if len(data) > limit:
         raise TooLarge(f"{what} is larger than {limit} bytes (the limit)")
     return data

@@ -4,12 +4,16 @@ A file is plain text (the request) or JSON ``{"request": "...", "options": {...}
 files move to ``inbox/processed/``; malformed ones move to ``inbox/rejected/`` next to a
 ``.reason.txt`` saying why. Hidden and ``*.tmp``/``*.part`` files are left alone so a file
 still being written is never read half-way; the only hidden files the scan touches are its
-own claim files (``.<request id>__<name>.claim``).
+own claim files (``.<request id>__<name>.claim``). Only regular files are read: a symbolic
+link (which would make the daemon read, and send to the model, any file it can read), a FIFO
+or a device is moved to rejected/ unread; the claim is opened with ``O_NOFOLLOW``, so a link
+swapped in after the listing is refused too.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +25,7 @@ from codegen.requests.store import RequestStore, StoredRequest
 from codegen.untrusted import TooLarge, loads_json, read_capped
 
 MAX_FILE_BYTES = 1_000_000
+NOT_REGULAR = "not a regular file (a symbolic link, FIFO or device is never read)"
 _PARTIAL = (".tmp", ".part", ".partial", ".swp")
 _CLAIM = ".claim"  # a file being taken: hidden, so no other scan takes it too
 
@@ -35,7 +40,7 @@ def parse_request_file(path: Path, name: str | None = None) -> tuple[str, Stored
     """(request text, options) from one inbox file, read as JSON when its ``name`` (default:
     the path's own) ends in .json; BadRequest says what is wrong."""
     try:  # capped while reading: the file may have grown since any stat
-        raw = read_capped(path, MAX_FILE_BYTES)
+        raw = _read_regular(path)
     except TooLarge as exc:
         raise BadRequest(str(exc)) from None
     try:
@@ -62,6 +67,32 @@ def parse_request_file(path: Path, name: str | None = None) -> tuple[str, Stored
             raise BadRequest(str(exc)) from exc
         text = data["request"]
     return validate_request(text), options
+
+
+def _read_regular(path: Path) -> bytes:
+    """At most ``MAX_FILE_BYTES`` + 1 bytes of ``path``, which must be a regular file itself:
+    never a link's target, and never a FIFO (opened non-blocking, so a writer-less FIFO
+    cannot hang the sensor)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if os.path.islink(path):  # ELOOP: the name is a link
+            raise BadRequest(NOT_REGULAR) from None
+        raise exc
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadRequest(NOT_REGULAR)
+        return read_capped(fh, MAX_FILE_BYTES)
+
+
+def _is_candidate(path: Path) -> bool:
+    """A name the scan takes: anything but a folder (processed/, rejected/) or a hidden name;
+    links, FIFOs and devices are taken too, to be rejected unread."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return False
+    return not stat.S_ISDIR(mode) and not path.name.startswith(".")
 
 
 def _move(src: Path, dest_dir: Path, name: str) -> Path:
@@ -121,11 +152,11 @@ def scan_inbox(inbox: Path, store: RequestStore, *, limit: int = 50) -> InboxSca
     if not inbox.is_dir():
         return scan
     for path in sorted(inbox.iterdir()):
-        if path.is_file() and (claim := _claimed(path)) is not None:
+        if not path.is_dir() and (claim := _claimed(path)) is not None:
             _take(inbox, path, *claim, store, scan)
     files = sorted(
-        (p for p in inbox.iterdir() if p.is_file() and not p.name.startswith(".")),
-        key=lambda p: (p.stat().st_mtime, p.name),
+        (p for p in inbox.iterdir() if _is_candidate(p)),
+        key=lambda p: (p.lstat().st_mtime, p.name),  # a link's own time, never its target's
     )
     for path in files:
         if path.name.endswith(_PARTIAL) or path.name.endswith(".reason.txt"):

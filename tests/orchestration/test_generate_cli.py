@@ -105,6 +105,7 @@ def test_generate_materializes_every_asset_and_prints_the_outcome(isolated_home:
             if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"
         ]
         assert {(c.check_name, c.passed) for c in checks} == {
+            ("spec_fits_request", True),
             ("solution_passes_tests", True),
             ("solution_bandit", True),
             ("review_not_pending", True),

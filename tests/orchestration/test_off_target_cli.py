@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagster import AssetCheckSeverity, DagsterInstance
+from dagster import AssetCheckSeverity, AssetKey, DagsterInstance
 
 from codegen.json_types import JSONObject
 from codegen.replay.scripted import CANNED, PRIMES_SPEC, ScriptedOpenAIServer, primes_handler
@@ -49,6 +49,18 @@ def checks(run_id: str) -> dict[str, tuple[bool, AssetCheckSeverity, str]]:
     finally:
         instance.dispose()
     return {c.check_name: (c.passed, c.severity, c.description or "") for c in found}
+
+
+def skipped_in_the_ui(asset: str) -> object:
+    """The ``skipped`` metadata of the asset's latest materialization (None: not skipped)."""
+    instance = DagsterInstance.from_config(os.environ["DAGSTER_HOME"])
+    try:
+        [record] = instance.fetch_materializations(AssetKey(asset), limit=1).records
+    finally:
+        instance.dispose()
+    assert record.asset_materialization is not None
+    value = record.asset_materialization.metadata.get("skipped")
+    return getattr(value, "value", value)
 
 
 def assert_skipped_after_the_spec(stderr: str, status: str) -> None:
@@ -85,6 +97,9 @@ def test_a_class_request_answered_with_primes_ends_off_target_exit_7(isolated_ho
     passed, severity, description = found["solution_passes_tests"]
     assert not passed and severity is AssetCheckSeverity.WARN
     assert description.startswith("not run: the request ended at its spec")
+    assert skipped_in_the_ui("request_spec") is None
+    for asset in ("test_suite", "solution_code", "documentation"):
+        assert skipped_in_the_ui(asset) == "the request ended at request_spec (off_target)"
 
 
 def needs_requests(role: str, body: JSONObject) -> object:

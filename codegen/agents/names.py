@@ -17,6 +17,9 @@ A used name warns when the spec does not define it (as a function, class, method
 or constant; a backticked name only when the spec never mentions it). The other way, when
 the request names any code at all, each function and class of the spec whose words the
 request never uses warns too (a request that names nothing leaves naming to the analyzer).
+
+When the spec has none of the names the request uses, it answers another request
+(``off_target``): not a warning but the request's ending. Some of them is a warning only.
 """
 
 from __future__ import annotations
@@ -104,20 +107,49 @@ def _defined(spec: Spec) -> set[str]:
     return out
 
 
+def _top(spec: Spec) -> list[str]:
+    return [f.name for f in spec.functions] + [c.name for c in spec.classes]
+
+
+def _lacking(used: dict[str, str], spec: Spec) -> list[str]:
+    """The names of ``used`` that the spec does not have: not defined, and a backticked one
+    not even mentioned (it may be a column or a key the spec uses in its text)."""
+    defined = _defined(spec)
+    mentioned = set(re.findall(_IDENT, spec.model_dump_json()))
+    return [
+        name
+        for name, how in used.items()
+        if name not in defined and not (how == BACKTICKED and name in mentioned)
+    ]
+
+
+def off_target(request: str, spec: Spec) -> str | None:
+    """Why the spec answers another request, or None: the request names code and the spec
+    has none of those names (some of them: only ``name_warnings``; none named: None)."""
+    used = used_names(request, spec)
+    lacking = _lacking(used, spec)
+    if not used or len(lacking) < len(used):
+        return None
+    asked = ", ".join(f"`{name}`" for name in used)
+    delivered = ", ".join(f"`{name}`" for name in spec.names()) or "nothing"
+    purpose = " ".join(spec.purpose.split())
+    about = f" ({purpose[:200]}{'...' * (len(purpose) > 200)})" if purpose else ""
+    return (
+        f"the spec answers another request: the request asks for {asked}; "
+        f"the spec defines {delivered}{about}"
+    )
+
+
 def name_warnings(request: str, spec: Spec) -> list[str]:
     """One line per name the request uses that the spec lacks, and per function or class of
     the spec the request never mentions (only when the request names code itself)."""
     used = used_names(request, spec)
     if not used:
         return []
-    defined = _defined(spec)
-    mentioned = set(re.findall(_IDENT, spec.model_dump_json()))
-    top = [f.name for f in spec.functions] + [c.name for c in spec.classes]
+    top = _top(spec)
     listed = ", ".join(top)
     warnings: list[str] = []
-    for name, how in used.items():
-        if name in defined or (how == BACKTICKED and name in mentioned):
-            continue  # a backticked name the spec uses in its text (a column, a key)
+    for name in _lacking(used, spec):
         warnings.append(
             f"the request names `{name}`, which the spec does not define (it defines: {listed})"
         )

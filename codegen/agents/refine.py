@@ -17,6 +17,7 @@ from codegen.agents.roles import (
     review,
     write_code,
 )
+from codegen.agents.shown import all_pass, counted
 from codegen.agents.spec import Spec
 from codegen.agents.state import Ended, SolutionResult
 from codegen.agents.types import Status
@@ -48,8 +49,8 @@ def _failing(report: TestReport, round_no: int) -> str:
     """Why a round ended with failing tests: how many, the first names, collection errors."""
     failing = [t.name for t in report.tests if t.outcome in ("failed", "error")]
     return (
-        f"{report.failed if report.total else 'all'} of {report.total} tests failing "
-        f"after {round_no} round(s)"
+        f"{report.failed if report.total else 'all'} of {counted(report.total, 'test')} "
+        f"failing after {counted(round_no, 'round')}"
         + (f": {', '.join(failing[:5])}" if failing else "")
         + ("; collection errors" if report.collection_errors else "")
     )
@@ -122,17 +123,15 @@ def refine(
                 continue
             if not agent_review:
                 status = Status.PASSED
-                reason = f"all {report.total} tests pass (round {round_no}); a person reviews it"
+                reason = f"{all_pass(report.total)} (round {round_no}); a person reviews it"
                 break
-            emit(f"round {round_no}: all {report.total} tests pass; reviewer reads the code")
+            emit(f"round {round_no}: {all_pass(report.total)}; reviewer reads the code")
             verdict = review(llm, meter, spec, code, report)
             verdict_text = verdict.text
             entry.verdict = "APPROVED" if verdict.approved else "REJECTED"
             if verdict.approved:
                 status = Status.PASSED
-                reason = (
-                    f"all {report.total} tests pass and the reviewer approved (round {round_no})"
-                )
+                reason = f"{all_pass(report.total)} and the reviewer approved (round {round_no})"
                 break
             status = Status.REJECTED
             reason = "reviewer rejected: " + " ".join(verdict.reasons.split())[:300]

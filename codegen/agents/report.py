@@ -12,6 +12,7 @@ from codegen.agents.grade import GRADE_NOTE, parse_grade
 from codegen.agents.names import name_warnings
 from codegen.agents.outline import MethodResult, method_results, module_outline
 from codegen.agents.records import Round, Selection
+from codegen.agents.shown import counted
 from codegen.agents.state import CrewState, HumanVerdict
 from codegen.agents.types import Status
 from codegen.agents.usage import Usage
@@ -108,6 +109,7 @@ class RequestReport:
             "test_solution.py": bool(outcome.tests),
             "solution.py": bool(outcome.solution),
             "README.md": bool(outcome.docs),
+            REPORT_FILE: True,  # this report: listed with the files it describes
         }
         return cls(
             request_id=state.request_id,
@@ -133,7 +135,10 @@ class RequestReport:
             module=module_outline(outcome.spec) if outcome.spec else None,
             sandbox_packages=state.spec.packages if state.spec else None,
             methods=method_results(outcome.spec, outcome.tests, report) if outcome.spec else [],
-            warnings=name_warnings(state.request, outcome.spec) if outcome.spec else [],
+            # off_target's reason already names what was asked and what the spec defines.
+            warnings=name_warnings(state.request, outcome.spec)
+            if outcome.spec and outcome.status is not Status.OFF_TARGET
+            else [],
             reviewer_grade=parse_grade(outcome.review),
         )
 
@@ -147,7 +152,7 @@ class RequestReport:
             verification=verification,
             status=Status.FAILED_TESTS,
             reason=f"the verification re-run failed: {verification.tests_passed} of "
-            f"{verification.tests_total} tests passed",
+            f"{counted(verification.tests_total, 'test')} passed",
         )
 
     def to_dict(self) -> JSONObject:

@@ -11,6 +11,16 @@ from codegen.json_types import JSONObject, JSONValue
 UNATTRIBUTED = "(tests calling nothing of the spec)"
 
 
+def counted(count: int, noun: str) -> str:
+    """``1 test``, ``2 tests``: a count with its noun in agreement (regular plurals only)."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def all_pass(total: int) -> str:
+    """``the 1 test passes``, ``all 5 tests pass``."""
+    return "the 1 test passes" if total == 1 else f"all {total} tests pass"
+
+
 def _objects(value: JSONValue) -> list[JSONObject]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 

@@ -186,12 +186,17 @@ class CrewState:
                     setattr(out, name, other.result(name))
         return out
 
-    def ended(self, names: tuple[str, ...] | None = None) -> Ended | None:
+    def ended_at(self, names: tuple[str, ...] | None = None) -> tuple[str, Ended] | None:
+        """The first step (of ``names``; None: of all) that ended the request, and how."""
         for name in STEP_FIELDS:
             result = self.result(name)
             if (names is None or name in names) and result is not None and result.ended:
-                return result.ended
+                return name, result.ended
         return None
+
+    def ended(self, names: tuple[str, ...] | None = None) -> Ended | None:
+        found = self.ended_at(names)
+        return found[1] if found is not None else None
 
     def usage(self, names: set[str] | None = None) -> Usage:
         total = Usage()

@@ -18,6 +18,7 @@ from codegen.agents.context import queries_for, retrieve_context
 from codegen.agents.dependencies import SandboxPackages, missing, missing_reason
 from codegen.agents.llm import LLMClient
 from codegen.agents.llm_types import Draft
+from codegen.agents.names import off_target
 from codegen.agents.records import CandidateRun, Selection, SharedInput, UsedReliability
 from codegen.agents.refine import Event, classify, quiet, refine
 from codegen.agents.reliability import CONFIG, HISTORY, NONE
@@ -84,6 +85,13 @@ def _spec_step(crew: Crew, state: CrewState, meter: Meter) -> SpecResult:
     analysis = analyze(crew.llm, meter, validate_request(state.request))
     result = SpecResult(spec=analysis.spec, structured_outputs=analysis.structured_outputs)
     result.packages = crew.packages.declared if crew.packages is not None else None
+    # Decided once, here: the tests are written from the spec and import its names, so code
+    # that passes them has the spec's names; a spec for another request ends the request
+    # before the programmer (a re-ask would mostly get the same answer: a replay, a script).
+    elsewhere = off_target(state.request, analysis.spec)
+    if elsewhere is not None:
+        result.ended = Ended(Status.OFF_TARGET, elsewhere)
+        return result
     lacking = missing(analysis.spec, crew.packages) if crew.packages is not None else []
     if lacking and crew.packages is not None:
         # Code importing them could never pass in the sandbox: end before the programmer.

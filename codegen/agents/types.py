@@ -27,6 +27,10 @@ class Status(StrEnum):
     # programmer, not the model's fault nor an outage; a changed setting and a sandbox build
     # fix it. Scored 0 and cached, like the model's endings.
     MISSING_DEPENDENCY = "missing_dependency"
+    # The spec answers another request: it defines none of the names the request asks for
+    # (agents.names.off_target). Ended before the programmer: refining code for the wrong
+    # request cannot help. The analyzer's ending, scored 0 and cached like the model's others.
+    OFF_TARGET = "off_target"
     # An outage (endpoint down, any other HTTP error, sandbox down): not a score, retried.
     ERROR = "error"
     # Not an ending: the tests pass and a person's verdict is awaited (no run holds it).
@@ -34,7 +38,7 @@ class Status(StrEnum):
 
 
 # Statuses the model ended a request with (not passed, not an outage): `codegen generate`
-# exits 3 for them, and an evaluation scores and caches them.
+# exits 3 for them (off_target 7), and an evaluation scores and caches them.
 MODEL_ENDED = frozenset(
     {
         Status.FAILED_TESTS,
@@ -42,6 +46,7 @@ MODEL_ENDED = frozenset(
         Status.NO_CODE,
         Status.BUDGET_EXCEEDED,
         Status.UNRECORDED,
+        Status.OFF_TARGET,
     }
 )
 
@@ -49,6 +54,10 @@ MODEL_ENDED = frozenset(
 # Statuses the settings ended a request with (the request needs what they leave out):
 # `codegen generate` exits 2, the code of settings that do not fit; an evaluation scores them.
 SETTINGS_ENDED = frozenset({Status.MISSING_DEPENDENCY})
+
+# Statuses the spec step ends a request with, before any code or test is written: the steps
+# after it do nothing (shown as skipped) and the sandbox check has nothing to run.
+SPEC_ENDED = frozenset({Status.MISSING_DEPENDENCY, Status.OFF_TARGET})
 
 
 def is_outage(status: Status) -> bool:

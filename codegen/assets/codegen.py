@@ -311,6 +311,16 @@ def _fail_on_outage(folder: Path, state: CrewState, name: str) -> None:
         raise Failure(description=f"{ended.status.value}: {ended.reason}", allow_retries=True)
 
 
+def skipped_metadata(state: CrewState, name: str) -> StepMetadata:
+    """``skipped`` (why) when step ``name`` did no work: an earlier step ended the request and
+    this one only carried the ending on; else nothing."""
+    origin = state.ended_at(tuple(upstream(name)))
+    if origin is None:
+        return {}
+    ended_by, ended = origin
+    return {"skipped": f"the request ended at {asset_name(ended_by)} ({ended.status.value})"}
+
+
 def build_step_asset(step: Step) -> AssetsDefinition:
     """The asset that runs ``step`` for one request: it reads the results of every step
     upstream of it (each asset stores only its own step's result) and returns its own."""
@@ -333,7 +343,8 @@ def build_step_asset(step: Step) -> AssetsDefinition:
         if step.name == "solution":
             _learn_from(settings, context.partition_key, state)
         return MaterializeResult(
-            value=state.result(step.name), metadata=spec.metadata(state, folder)
+            value=state.result(step.name),
+            metadata={**spec.metadata(state, folder), **skipped_metadata(state, step.name)},
         )
 
     decorate = asset(

@@ -1,6 +1,8 @@
-"""The checks on the request assets (``assets.codegen``): the stored tests re-run against the
-stored code in the sandbox (blocking), a bandit scan of the code, a warning while a request
-awaits a person's review, and one when the code was written with no index or a partial one."""
+"""The checks on the request assets (``assets.codegen``): the spec fits the request (red when
+the spec ended it: ``off_target``, ``missing_dependency``), the stored tests re-run against the
+stored code in the sandbox (blocking; not run, a warning, when the spec ended the request), a
+bandit scan of the code, a warning while a request awaits a person's review, and one when the
+code was written with no index or a partial one."""
 
 import json
 import subprocess
@@ -22,7 +24,8 @@ from dagster import (
 
 from codegen.agents.report import RequestReport, Verification, write_report
 from codegen.agents.roles import execute_tests
-from codegen.agents.state import ContextResult
+from codegen.agents.state import ContextResult, SpecResult
+from codegen.agents.types import SPEC_ENDED
 from codegen.assets.codegen import REQUEST_ASSETS, artifacts_folder, requests_partitions
 from codegen.assets.resources import SandboxResource, SettingsResource
 from codegen.requests.review import ReviewStore
@@ -32,6 +35,33 @@ from codegen.requests.review import ReviewStore
 warnings.filterwarnings(
     "ignore", category=PreviewWarning, message=".*partitions_def on an AssetCheckSpec.*"
 )
+
+
+def spec_check_result(spec: SpecResult) -> AssetCheckResult:
+    """Red (ERROR) when the spec ended the request: it answers another request or needs what
+    the sandbox's package set lacks; green otherwise."""
+    ended = spec.ended
+    if ended is None or ended.status not in SPEC_ENDED:
+        return AssetCheckResult(passed=True)
+    return AssetCheckResult(
+        passed=False,
+        severity=AssetCheckSeverity.ERROR,
+        description=f"{ended.status.value}: {ended.reason}",
+        metadata={"status": ended.status.value},
+    )
+
+
+@asset_check(
+    asset=REQUEST_ASSETS["spec"],
+    partitions_def=requests_partitions,
+    description="Fails (red) when the spec ends the request before any code: it defines none "
+    "of the names the request asks for (off_target) or needs a distribution the sandbox's "
+    "package set lacks (missing_dependency).",
+)
+def spec_fits_request(
+    context: AssetCheckExecutionContext, request_spec: SpecResult
+) -> AssetCheckResult:
+    return spec_check_result(request_spec)
 
 
 @asset_check(
@@ -47,6 +77,14 @@ def solution_passes_tests(
     code_path, tests_path = folder / "solution.py", folder / "test_solution.py"
     if not (code_path.exists() and tests_path.exists()):
         ended = RequestReport.load(folder)
+        if ended is not None and ended.status in SPEC_ENDED:
+            # Nothing was written to test; spec_fits_request is the red one, with the reason.
+            return AssetCheckResult(
+                passed=False,
+                severity=AssetCheckSeverity.WARN,
+                description=f"not run: the request ended at its spec, before any code or "
+                f"test was written ({ended.status.value}: {ended.reason})",
+            )
         return AssetCheckResult(
             passed=False,
             description="no stored code and tests to run ("

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from codegen.agents.shown import counted
 from codegen.evaluation.harness import CANONICAL, TaskOutcome
 from codegen.evaluation.report import Summary
 from codegen.evaluation.tasks import TaskSet
@@ -120,7 +121,8 @@ def _outage(
         # scored and cached, an unreachable endpoint or sandbox must not pass for a weak model.
         key, reason = crew_errors[0]
         return (
-            f"{len(crew_errors)} samples ended with an outage, crew status error (first: "
+            f"{counted(len(crew_errors), 'sample')} ended with an outage, crew status error "
+            "(first: "
             f"{key}: {reason}); they are not cached: re-run to retry them"
         )
     if unscored:

@@ -30,11 +30,17 @@ Usage::
 Run standalone (for manual acceptance runs of ``codegen generate``)::
 
     python -m codegen.replay.scripted --port 8765 --script primes
+
+A canned script knows one request (``primes``: primes up to n). It answers any other request
+with that script too, and says so: a line on stderr, and a note opening the spec's purpose
+(the crew then ends the request ``off_target``, with the note in its reason).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 import threading
 import time
 from collections import defaultdict, deque
@@ -64,6 +70,7 @@ __all__ = [
     "as_reply",
     "estimate_tokens",
     "primes_handler",
+    "telling",
 ]
 
 Handler = Callable[[str, JSONObject], object]
@@ -254,7 +261,46 @@ def primes_handler(role: str, body: JSONObject) -> object:
     }.get(role, Reply.error(400, f"unknown role {role!r}"))
 
 
-CANNED: dict[str, Handler] = {"primes": primes_handler}
+_ASKED = re.compile(r"<request>\s*(.*?)\s*</request>", re.S)
+
+
+def asked_for(body: JSONObject) -> str:
+    """The request an analyzer call asks about (its prompt's ``<request>`` block), else ""."""
+    messages = body.get("messages")
+    for message in reversed(messages if isinstance(messages, list) else []):
+        content = message.get("content") if isinstance(message, dict) else None
+        found = _ASKED.search(content) if isinstance(content, str) else None
+        if found:
+            return found.group(1)
+    return ""
+
+
+def telling(handler: Handler, topic: str, answers: str) -> Handler:
+    """``handler``, saying so when it answers a request that never mentions ``topic``: a line
+    on stderr (the server's console) and a note opening the spec's purpose, which the
+    request's report shows (the crew ends it ``off_target``)."""
+    note = f"[scripted endpoint: no script for this request; its one script answers {answers}]"
+
+    def answer(role: str, body: JSONObject) -> object:
+        reply = handler(role, body)
+        request = asked_for(body) if role == "analyzer" else ""
+        if not request or topic in request.lower() or not isinstance(reply, dict):
+            return reply
+        shown = " ".join(request.split())
+        shown = shown[:80] + "..." * (len(shown) > 80)
+        print(
+            f"scripted endpoint: no script for {shown!r}; answering with its one script "
+            f"({answers})",
+            file=sys.stderr,
+            flush=True,
+        )
+        return {**reply, "purpose": f"{note} {reply.get('purpose', '')}".strip()}
+
+    return answer
+
+
+# The scripts `python -m codegen.replay.scripted --script NAME` serves: each knows one request.
+CANNED: dict[str, Handler] = {"primes": telling(primes_handler, "prime", "primes_up_to")}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -129,7 +129,7 @@ def test_code_that_never_passes_ends_failed_tests(sandbox: Sandbox, tmp_path: Pa
         )
     assert out.status is Status.FAILED_TESTS
     assert out.rounds == 3
-    assert "2 of 5 tests failing after 3 round(s)" in out.reason
+    assert "2 of 5 tests failing after 3 rounds" in out.reason
     assert len(server.requests_for("programmer")) == 3
     assert not server.requests_for("reviewer") and not server.requests_for("documenter")
     assert out.docs == ""

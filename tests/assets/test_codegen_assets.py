@@ -219,7 +219,7 @@ def test_failures_end_with_their_status_and_leave_earlier_requests_alone(
     assert not buggy.success  # the blocking check failed, so the docs were not built
     code = metadata(buggy, "solution_code")
     assert code["status"] == "failed_tests" and code["rounds"] == 2
-    assert "2 of 5 tests failing after 2 round(s)" in code["reason"]
+    assert "2 of 5 tests failing after 2 rounds" in code["reason"]
     assert checks(buggy)["solution_passes_tests"] is False
     materialized = {e.asset_key.path[-1] for e in buggy.get_asset_materialization_events()}
     assert "documentation" not in materialized

@@ -1,4 +1,5 @@
-"""`codegen generate`'s exit status per final status: the model's endings are 3, an outage 5."""
+"""`codegen generate`'s exit status per final status: the model's endings are 3 (a spec that
+answers another request 7), an outage 5."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ def summary(status: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("status", "code"),
-    [(s.value, 3) for s in sorted(MODEL_ENDED)]
+    [(s.value, 3) for s in sorted(MODEL_ENDED - {Status.OFF_TARGET})]
+    # A model's ending a script must tell from a weak answer: its own code.
+    + [(Status.OFF_TARGET.value, 7)]
     + [(Status.ERROR.value, 5), (Status.AWAITING_REVIEW.value, 4)]
     # The settings leave out what the request needs: settings that do not fit exit 2.
     + [(s.value, 2) for s in sorted(SETTINGS_ENDED)],
@@ -42,4 +45,5 @@ def test_every_status_is_passed_model_ended_awaiting_or_an_outage() -> None:
         "no_code",
         "budget_exceeded",
         "unrecorded",
+        "off_target",
     }

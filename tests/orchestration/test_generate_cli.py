@@ -54,7 +54,13 @@ def test_generate_materializes_every_asset_and_prints_the_outcome(isolated_home:
     assert out["rounds"] == 1 and out["tokens"] > 0 and out["cost_usd"] > 0
     folder = Path(out["artifact_dir"])
     assert folder == isolated_home / "artifacts" / out["request_id"]
-    assert set(out["artifacts"]) == {"spec.json", "test_solution.py", "solution.py", "README.md"}
+    assert set(out["artifacts"]) == {
+        "spec.json",
+        "test_solution.py",
+        "solution.py",
+        "README.md",
+        "report.json",
+    }
     assert "running the crew" in proc.stderr  # progress goes to stderr, JSON to stdout
     assert out["grounding"] == {
         "status": "none",
@@ -99,6 +105,7 @@ def test_generate_materializes_every_asset_and_prints_the_outcome(isolated_home:
             if e.dagster_event and e.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"
         ]
         assert {(c.check_name, c.passed) for c in checks} == {
+            ("spec_fits_request", True),
             ("solution_passes_tests", True),
             ("solution_bandit", True),
             ("review_not_pending", True),

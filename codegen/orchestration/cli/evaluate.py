@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Unpack
 
 import click
 
+from codegen.agents.shown import counted
 from codegen.evaluation.harness import CANONICAL, CREW, SAMPLES, Progress, TaskOutcome
 from codegen.evaluation.session_report import EvalOutage, HarnessBroken, Report
 from codegen.evaluation.staged import StagedFileError, StagedFiles
@@ -255,7 +256,7 @@ def _evaluate(task_set: TaskSet, **options: Unpack[RunOptions]) -> None:
     if unset and not canonical:
         raise Refused(unset)
     mode = CANONICAL if canonical else CREW
-    click.echo(f"{task_set.name} ({mode}): {len(keys)} tasks", err=True)
+    click.echo(f"{task_set.name} ({mode}): {counted(len(keys), 'task')}", err=True)
     if options["record_path"] is not None:
         from codegen.orchestration.cli.replay import recording_settings
 
@@ -308,7 +309,7 @@ def _backfill(
             mode,
             eval_dir=settings.eval_dir,
             drive=not options["submit_only"],
-            title=f"{task_set.name} {what}, {len(keys)} tasks",
+            title=f"{task_set.name} {what}, {counted(len(keys), 'task')}",
             samples_digest=samples_digest,
             package_set=settings.sandbox.package_set,
         )
@@ -358,8 +359,9 @@ def _score_samples_file(
     session = open_session(settings, None, SAMPLES, samples_file=samples)
     keys = list(samples.modules)
     click.echo(
-        f"{samples.tasks.name} (samples): {samples.samples} samples for {len(keys)} tasks "
-        f"from {path} ({len(samples.missing())} tasks not in the file)",
+        f"{samples.tasks.name} (samples): {counted(samples.samples, 'sample')} for "
+        f"{counted(len(keys), 'task')} from {path} ({counted(len(samples.missing()), 'task')} "
+        "not in the file)",
         err=True,
     )
     if options["backfill"] or options["submit_only"]:

@@ -32,3 +32,5 @@ AWAITING_REVIEW_EXIT = 4
 # is not the model's (`codegen generate` ended `error`; `codegen eval` left tasks unscored).
 # Nothing it touched is cached: a re-run retries it.
 OUTAGE_EXIT = 5
+# The spec or code answers another request (none of the names asked for).
+OFF_TARGET_EXIT = 7

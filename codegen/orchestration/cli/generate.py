@@ -15,12 +15,13 @@ from codegen import composition
 from codegen.agents.options import REVIEW_MODES, BadOptions, RequestOptions, StoredOptions
 from codegen.agents.report import RequestReport, grounding_from_json
 from codegen.agents.roles import BadRequest, read_request_file, validate_request
-from codegen.agents.shown import grade_line, module_lines, packages_line
-from codegen.agents.types import Status
+from codegen.agents.shown import counted, grade_line, module_lines, packages_line
+from codegen.agents.types import SPEC_ENDED, Status
 from codegen.json_types import JSONObject, JSONValue
 from codegen.orchestration.cli.exits import (
     AWAITING_REVIEW_EXIT,
     NOT_PASSED_EXIT,
+    OFF_TARGET_EXIT,
     OUTAGE_EXIT,
     REFUSED_EXIT,
     Refused,
@@ -31,7 +32,7 @@ from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, reques
 from codegen.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from dagster import DagsterInstance
+    from dagster import DagsterEvent, DagsterInstance
 
 
 class _Progress:
@@ -45,12 +46,18 @@ class _Progress:
     def _loop(self) -> None:
         from dagster import DagsterEventType, RunsFilter
 
+        from codegen.assets.codegen import asset_name
+
         words = {
             DagsterEventType.STEP_START: "started",
             DagsterEventType.STEP_SUCCESS: "done",
             DagsterEventType.STEP_FAILURE: "FAILED",
             DagsterEventType.STEP_SKIPPED: "skipped",
         }
+        spec_asset = asset_name("spec")
+        # Set once the spec ended the request (SPEC_ENDED): every later step and check only
+        # carries the ending on, so it shows as skipped, with why, instead of started/done.
+        skipped_why = ""
         run_id, cursor = None, None
         last = False
         while not last:
@@ -65,12 +72,25 @@ class _Progress:
                         continue
                     run_id = runs[0].dagster_run.run_id
                 # Only the new step events since the last poll: the run shares this process.
-                page = self.instance.get_records_for_run(run_id, cursor, of_type=set(words))
+                kinds = {*words, DagsterEventType.ASSET_MATERIALIZATION}
+                page = self.instance.get_records_for_run(run_id, cursor, of_type=kinds)
                 cursor = page.cursor
                 for record in page.records:
                     entry = record.event_log_entry
-                    word = words[entry.dagster_event.event_type]
-                    click.echo(f"  {entry.step_key}: {word}", err=True)
+                    event = entry.dagster_event
+                    step = entry.step_key or ""
+                    if event.event_type is DagsterEventType.ASSET_MATERIALIZATION:
+                        status = _spec_ending(event, spec_asset)
+                        if status:
+                            skipped_why = f"the request ended at {spec_asset}: {status}"
+                        continue
+                    word = words[event.event_type]
+                    if skipped_why and not step.startswith(spec_asset):
+                        if event.event_type is DagsterEventType.STEP_START:
+                            continue
+                        if event.event_type is DagsterEventType.STEP_SUCCESS:
+                            word = f"skipped ({skipped_why})"
+                    click.echo(f"  {step}: {word}", err=True)
             except Exception:  # progress is best effort; the run's result is what counts
                 continue
 
@@ -81,6 +101,18 @@ class _Progress:
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.thread.join(timeout=5)
+
+
+def _spec_ending(event: DagsterEvent, spec_asset: str) -> str:
+    """The status a spec materialization ended the request with (``SPEC_ENDED``), else ""."""
+    from dagster import AssetKey
+
+    materialization = event.step_materialization_data.materialization
+    if materialization.asset_key != AssetKey(spec_asset):
+        return ""
+    status = materialization.metadata.get("status")
+    value = getattr(status, "value", status)
+    return str(value) if value in {s.value for s in SPEC_ENDED} else ""
 
 
 # A daemon whose sensor and queue heartbeats are older than this is taken as stopped (Dagster's
@@ -316,12 +348,13 @@ def generate(
     """Turn REQUEST into tested, documented code (a partition of the `requests` assets).
 
     REQUEST is the text itself, or @FILE to read it from a file. Exit status 0 when the
-    request passed, 4 when it awaits a person's review (--review human|both), 3 when it ended
-    otherwise by the model (failed_tests, rejected, no_code, budget_exceeded, unrecorded), 5
-    when an outage ended it (status error: endpoint or sandbox down, retried on re-run); 2
-    when the spec needs a distribution outside [sandbox] packages (missing_dependency) or it
-    was refused before anything was stored (bad arguments, a daemon that lacks this
-    shell's key, an unset candidate key variable).
+    request passed, 4 when it awaits a person's review (--review human|both), 7 when the spec
+    answers another request (off_target: it defines none of the names REQUEST asks for), 3
+    when it ended otherwise by the model (failed_tests, rejected, no_code, budget_exceeded,
+    unrecorded), 5 when an outage ended it (status error: endpoint or sandbox down, retried
+    on re-run); 2 when the spec needs a distribution outside [sandbox] packages
+    (missing_dependency) or it was refused before anything was stored (bad arguments, a
+    daemon that lacks this shell's key, an unset candidate key variable).
     """
     if request.startswith("@"):
         path = Path(request[1:])
@@ -387,8 +420,8 @@ def endpoint_lines(endpoints: JSONObject) -> list[str]:
 
 def show_outcome(summary: JSONObject, as_json: bool) -> None:
     """Print a request's outcome; exit 0 passed, 4 awaiting review, 5 error (an outage), 2
-    missing_dependency (the sandbox's package set does not fit the request), 3 anything else
-    (the model ended it)."""
+    missing_dependency (the sandbox's package set does not fit the request), 7 off_target (the
+    spec answers another request), 3 anything else (the model ended it)."""
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -396,7 +429,7 @@ def show_outcome(summary: JSONObject, as_json: bool) -> None:
         click.echo(f"request    {summary['request_id']}")
         warnings = summary.get("warnings") or []
         assert isinstance(warnings, list)  # summarize's own list
-        noted = f" ({len(warnings)} warning{'s' * (len(warnings) != 1)} below)" if warnings else ""
+        noted = f" ({counted(len(warnings), 'warning')} below)" if warnings else ""
         click.echo(f"status     {summary['status']}: {summary['reason']}{noted}")
         for warning in warnings:
             click.echo(f"warning    {warning}")
@@ -433,5 +466,8 @@ def show_outcome(summary: JSONObject, as_json: bool) -> None:
     if summary["status"] == Status.MISSING_DEPENDENCY.value:
         # The settings do not fit the request: the reason names the setting and the command.
         raise click.exceptions.Exit(REFUSED_EXIT)
+    if summary["status"] == Status.OFF_TARGET.value:
+        # A model's ending with a code of its own: a script must not take it for a weak answer.
+        raise click.exceptions.Exit(OFF_TARGET_EXIT)
     if summary["status"] != "passed":
         raise click.exceptions.Exit(NOT_PASSED_EXIT)

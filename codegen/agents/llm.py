@@ -43,7 +43,13 @@ from codegen.agents.usage import Meter
 
 # Wire contract (docs/architecture.md, "LLM endpoint"): outside servers replay recorded
 # replies by role, task, draft and round, so every request says which it is.
-from codegen.agents.wire import CANDIDATE_HEADER, ROLE_HEADER, ROUND_HEADER, TASK_HEADER
+from codegen.agents.wire import (
+    CANDIDATE_HEADER,
+    REQUEST_HEADER,
+    ROLE_HEADER,
+    ROUND_HEADER,
+    TASK_HEADER,
+)
 from codegen.json_types import JSONObject
 from codegen.untrusted import loads_json
 
@@ -128,11 +134,13 @@ class LLMClient:
         self._api_key = api_key
         self.modes = StructuredModes(modes_file)
         self.task: str | None = None
+        self.request: str | None = None
 
-    def for_task(self, task: str) -> LLMClient:
-        """The same client, tagging its requests with ``task`` (benchmark task or request id)."""
+    def for_task(self, task: str, request: str | None = None) -> LLMClient:
+        """The same client, tagging its requests with ``task`` (benchmark task or request id)
+        and, for a request, ``request`` (``wire.request_key`` of its text)."""
         view = copy.copy(self)
-        view.task = task
+        view.task, view.request = task, request
         return view
 
     @property
@@ -182,6 +190,8 @@ class LLMClient:
         headers = {ROLE_HEADER: role}
         if self.task:
             headers[TASK_HEADER] = self.task
+        if self.request:
+            headers[REQUEST_HEADER] = self.request
         if draft is not None:
             headers[CANDIDATE_HEADER] = str(draft.candidate)
             headers[ROUND_HEADER] = str(draft.round)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from codegen.evaluation.samples_file import SamplesFile
     from codegen.evaluation.session import EvalSession
     from codegen.orchestration.backfill import BackfillProgress
+    from codegen.orchestration.cli.replay import RecordingRun
 
 
 class Outage(click.ClickException):
@@ -255,22 +256,33 @@ def _evaluate(task_set: TaskSet, **options: Unpack[RunOptions]) -> None:
     if unset and not canonical:
         raise Refused(unset)
     mode = CANONICAL if canonical else CREW
-    click.echo(f"{task_set.name} ({mode}): {len(keys)} tasks", err=True)
-    if options["record_path"] is not None:
-        from codegen.orchestration.cli.replay import recording_settings
+    if options["record_path"] is None:
+        click.echo(f"{task_set.name} ({mode}): {len(keys)} tasks", err=True)
+        session = open_session(settings, task_set, mode, options["samples"])
+        if backfill:
+            _backfill(settings, session, keys, options)
+        else:
+            _run_here(settings, session, keys, options)
+        return
+    from codegen.orchestration.cli.replay import RecordingRun
 
-        settings = recording_settings(settings, options["record_path"])
-    session = open_session(settings, task_set, mode, options["samples"])
-    if backfill:
-        _backfill(settings, session, keys, options)
-    else:
-        _run_here(settings, session, keys, options)
+    # Every task generated again, every reply recorded (--backfill is refused above).
+    with RecordingRun(options["record_path"]) as recording:
+        session = open_session(
+            settings, task_set, mode, options["samples"], record_to=recording.path
+        )
+        click.echo(f"{task_set.name} ({mode}): {len(keys)} tasks", err=True)
+        _run_here(settings, session, keys, options, recording)
 
 
 def _run_here(
-    settings: Settings, session: EvalSession, keys: list[str], options: RunOptions
+    settings: Settings,
+    session: EvalSession,
+    keys: list[str],
+    options: RunOptions,
+    recording: RecordingRun | None = None,
 ) -> None:
-    """The session's tasks in this process, then its report."""
+    """The session's tasks in this process, then its report (and ``recording``'s outcome)."""
     from codegen.orchestration.evaluation import sandbox_resource
     from codegen.sandbox import SandboxUnavailable
 
@@ -286,6 +298,12 @@ def _run_here(
     report = session.report(
         keys, ran.wall_s, outcomes=ran.outcomes, errors=ran.errors, extra=ran.extra
     )
+    if recording is not None:
+        recording.outcome = {
+            "status": "outage" if report.outage else "scored",
+            "reason": report.outage or f"{len(ran.outcomes)} of {len(keys)} tasks scored",
+            "pass_at_k": report.result.get("pass_at_k"),
+        }
     _show(report, session, options["as_json"], ran.wall_s)
 
 

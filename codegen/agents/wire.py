@@ -28,3 +28,21 @@ def request_key(text: str) -> str:
     with its whitespace runs made single spaces, so retyped spacing keeps the key."""
     normalized = " ".join(text.split())
     return hashlib.sha256(normalized.encode()).hexdigest()[:32]
+
+
+def headers(
+    role: str,
+    task: str | None = None,
+    request: str | None = None,
+    draft: tuple[int, int] | None = None,
+) -> dict[str, str]:
+    """The headers of one request (never a secret); ``draft``: a programmer's (candidate,
+    round)."""
+    sent = {ROLE_HEADER: role}
+    if task:
+        sent[TASK_HEADER] = task
+    if request:
+        sent[REQUEST_HEADER] = request
+    if draft is not None:
+        sent[CANDIDATE_HEADER], sent[ROUND_HEADER] = str(draft[0]), str(draft[1])
+    return sent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -256,22 +257,17 @@ def _evaluate(task_set: TaskSet, **options: Unpack[RunOptions]) -> None:
     if unset and not canonical:
         raise Refused(unset)
     mode = CANONICAL if canonical else CREW
-    if options["record_path"] is None:
-        click.echo(f"{task_set.name} ({mode}): {len(keys)} tasks", err=True)
-        session = open_session(settings, task_set, mode, options["samples"])
-        if backfill:
-            _backfill(settings, session, keys, options)
-        else:
-            _run_here(settings, session, keys, options)
-        return
     from codegen.orchestration.cli.replay import RecordingRun
 
-    # Every task generated again, every reply recorded (--backfill is refused above).
-    with RecordingRun(options["record_path"]) as recording:
-        session = open_session(
-            settings, task_set, mode, options["samples"], record_to=recording.path
-        )
-        click.echo(f"{task_set.name} ({mode}): {len(keys)} tasks", err=True)
+    # --record (never with --backfill): every task generated again, every reply recorded.
+    recording = RecordingRun(options["record_path"]) if options["record_path"] else None
+    click.echo(f"{task_set.name} ({mode}): {len(keys)} tasks", err=True)
+    record_to = recording.path if recording else None
+    session = open_session(settings, task_set, mode, options["samples"], record_to=record_to)
+    if backfill:
+        _backfill(settings, session, keys, options)
+        return
+    with recording or contextlib.nullcontext():
         _run_here(settings, session, keys, options, recording)
 
 
@@ -299,11 +295,7 @@ def _run_here(
         keys, ran.wall_s, outcomes=ran.outcomes, errors=ran.errors, extra=ran.extra
     )
     if recording is not None:
-        recording.outcome = {
-            "status": "outage" if report.outage else "scored",
-            "reason": report.outage or f"{len(ran.outcomes)} of {len(keys)} tasks scored",
-            "pass_at_k": report.result.get("pass_at_k"),
-        }
+        recording.evaluated(report, scored=len(ran.outcomes), tasks=len(keys))
     _show(report, session, options["as_json"], ran.wall_s)
 
 

@@ -7,6 +7,7 @@ import time
 from collections import Counter
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,6 +15,9 @@ from codegen.json_types import JSONObject
 from codegen.orchestration.cli.exits import Refused
 from codegen.replay.importers import FORMATS
 from codegen.replay.recording import RecordingError
+
+if TYPE_CHECKING:
+    from codegen.evaluation.session_report import Report
 
 
 class RecordingRun:
@@ -33,6 +37,14 @@ class RecordingRun:
         self.path = writable_recording(path)
         self.before = replies_in(self.path)
         self.outcome: JSONObject = {}
+
+    def evaluated(self, report: Report, scored: int, tasks: int) -> None:
+        """The outcome of an evaluation (``codegen eval``): its verdict and its pass@k."""
+        self.outcome = {
+            "status": "outage" if report.outage else "scored",
+            "reason": report.outage or f"{scored} of {tasks} tasks scored",
+            "pass_at_k": report.result.get("pass_at_k"),
+        }
 
     def __enter__(self) -> RecordingRun:
         return self

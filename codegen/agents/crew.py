@@ -19,6 +19,7 @@ from codegen.agents.runner import run_steps
 from codegen.agents.state import CrewState
 from codegen.agents.steps import Crew
 from codegen.agents.types import CrewOutcome
+from codegen.agents.wire import request_key
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox
 
@@ -46,7 +47,8 @@ def run_crew(
     emit = on_event or quiet
     state = CrewState(request_id=task_id or new_request_id(), request=request, options=options)
     crew = Crew(
-        llm=llm.for_task(state.request_id),
+        # A request (no benchmark task) is also keyed by its text, as `codegen generate` is.
+        llm=llm.for_task(state.request_id, None if task_id else request_key(request)),
         sandbox=lambda: nullcontext(sandbox),
         retriever=retriever,
         limits=options.limits,

@@ -27,6 +27,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import openai
 
+# Wire contract (docs/architecture.md, "LLM endpoint"): outside servers replay recorded
+# replies by role, task, draft and round, so every request says which it is.
+from codegen.agents import wire
 from codegen.agents.endpoint import (
     CandidateRoute,
     RoleModel,
@@ -40,10 +43,6 @@ from codegen.agents.reliability import source_key
 from codegen.agents.reliability_history import ReliabilityHistory
 from codegen.agents.structured import StructuredMode, StructuredModes, structured_request
 from codegen.agents.usage import Meter
-
-# Wire contract (docs/architecture.md, "LLM endpoint"): outside servers replay recorded
-# replies by role, task, draft and round, so every request says which it is.
-from codegen.agents.wire import CANDIDATE_HEADER, ROLE_HEADER, ROUND_HEADER, TASK_HEADER
 from codegen.json_types import JSONObject
 from codegen.untrusted import loads_json
 
@@ -128,11 +127,13 @@ class LLMClient:
         self._api_key = api_key
         self.modes = StructuredModes(modes_file)
         self.task: str | None = None
+        self.request: str | None = None
 
-    def for_task(self, task: str) -> LLMClient:
-        """The same client, tagging its requests with ``task`` (benchmark task or request id)."""
+    def for_task(self, task: str, request: str | None = None) -> LLMClient:
+        """The same client, tagging its requests with ``task`` (benchmark task or request id)
+        and, for a request, ``request`` (``wire.request_key`` of its text)."""
         view = copy.copy(self)
-        view.task = task
+        view.task, view.request = task, request
         return view
 
     @property
@@ -179,13 +180,8 @@ class LLMClient:
 
     def headers(self, role: str, draft: Draft | None = None) -> dict[str, str]:
         """The wire-contract headers of one request (never a secret)."""
-        headers = {ROLE_HEADER: role}
-        if self.task:
-            headers[TASK_HEADER] = self.task
-        if draft is not None:
-            headers[CANDIDATE_HEADER] = str(draft.candidate)
-            headers[ROUND_HEADER] = str(draft.round)
-        return headers
+        turn = (draft.candidate, draft.round) if draft is not None else None
+        return wire.headers(role, self.task, self.request, turn)
 
     @property
     def endpoint(self) -> str:

@@ -9,9 +9,40 @@ defined here, once, where the sender lives, and imported by ``codegen/replay``.
 
 from __future__ import annotations
 
+import hashlib
+
 ROLE_HEADER = "X-Codegen-Agent"
 TASK_HEADER = "X-Codegen-Task"
 CANDIDATE_HEADER = "X-Codegen-Candidate"  # programmer drafts only: 0-based draft
 ROUND_HEADER = "X-Codegen-Round"  # programmer drafts only: 1-based round
+# Requests of `codegen generate` only: request_key(text). The task header carries the request
+# id, new in every run; this one is the same for the same text, so a recording of one run
+# answers a later run of the same request.
+REQUEST_HEADER = "X-Codegen-Request"
 # The error code of a replay server's 404 for a turn its recording never held.
 UNRECORDED_CODE = "replay_unrecorded"
+
+
+def request_key(text: str) -> str:
+    """The stable identity of a request's text (``REQUEST_HEADER``): a digest of the text
+    with its whitespace runs made single spaces, so retyped spacing keeps the key."""
+    normalized = " ".join(text.split())
+    return hashlib.sha256(normalized.encode()).hexdigest()[:32]
+
+
+def headers(
+    role: str,
+    task: str | None = None,
+    request: str | None = None,
+    draft: tuple[int, int] | None = None,
+) -> dict[str, str]:
+    """The headers of one request (never a secret); ``draft``: a programmer's (candidate,
+    round)."""
+    sent = {ROLE_HEADER: role}
+    if task:
+        sent[TASK_HEADER] = task
+    if request:
+        sent[REQUEST_HEADER] = request
+    if draft is not None:
+        sent[CANDIDATE_HEADER], sent[ROUND_HEADER] = str(draft[0]), str(draft[1])
+    return sent

@@ -45,6 +45,7 @@ from codegen.agents.spec import SPEC_JSON_SCHEMA
 from codegen.agents.state import CrewState, StepResult
 from codegen.agents.steps import STEP_BY_NAME, STEPS, Crew, Step, upstream
 from codegen.agents.types import Status, is_outage
+from codegen.agents.wire import request_key
 from codegen.assets.codegen_metadata import (
     StepMetadata,
     context_metadata,
@@ -57,6 +58,7 @@ from codegen.assets.codegen_metadata import (
     tests_metadata,
 )
 from codegen.assets.resources import (
+    RECORD_TAG,
     LLMResource,
     RetrieverResource,
     SandboxResource,
@@ -278,19 +280,23 @@ def _start(context: AssetExecutionContext, settings: Settings, llm: LLMResource)
 
 
 def _crew(context: AssetExecutionContext, settings: Settings, services: tuple[str, ...]) -> Crew:
-    """The services of this request's step, tagged with its request id (the partition), on
-    the LLM route the request was queued with (its caller's endpoint and models), if any."""
+    """The services of this request's step, tagged with its request id (the partition) and
+    its text's key, on the LLM route the request was queued with (its caller's endpoint and
+    models), if any, recording to the file the run's ``--record`` tag names."""
     resources = context.resources
     try:
-        stored = RequestStore(settings.requests_dir).get(context.partition_key).route
+        request = RequestStore(settings.requests_dir).get(context.partition_key)
     except KeyError:
-        stored = None
+        request = None
     llm: LLMResource = resources.llm
-    route = _checked_route(stored, llm)
+    route = _checked_route(request.route if request else None, llm)
+    record_to = context.run.tags.get(RECORD_TAG)
     sandbox: SandboxResource | None = resources.sandbox if "sandbox" in services else None
     retriever: RetrieverResource | None = resources.retriever if "retriever" in services else None
     return Crew(
-        llm=llm.client(route).for_task(context.partition_key),
+        llm=llm.client(route, record_to=Path(record_to) if record_to else None).for_task(
+            context.partition_key, request_key(request.text) if request else None
+        ),
         sandbox=sandbox.open if sandbox is not None else _no_sandbox,
         retriever=retriever.get_retriever() if retriever is not None else None,
         grounding=retriever.grounding if retriever is not None else None,

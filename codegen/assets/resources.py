@@ -22,7 +22,7 @@ from codegen.agents.reliability_history import ReliabilityHistory
 from codegen.agents.structured import structured_modes_file
 from codegen.corpus.store import chunks_path
 from codegen.json_types import JSONObject
-from codegen.replay.recording import recorder_from_environment
+from codegen.replay.recording import FileRecorder
 from codegen.retrieval.embedders import Embedder, make_build_embedder, make_embedder
 from codegen.retrieval.grounding import Grounding, corpus_chunk_ids, grounding_of, no_index
 from codegen.retrieval.index import LazyRetriever, StoreConfig, open_store
@@ -72,6 +72,11 @@ class ContextConfig(ContextSettings, Config):
     """How much retrieved context the programmer gets (``[retrieval] top_k`` and budget)."""
 
 
+# The run tag naming the recording a request's run appends every reply to (``codegen generate
+# --record``): the run carries it to whichever process executes its steps.
+RECORD_TAG = "codegen/record"
+
+
 class LLMResource(LLMSettings, ConfigurableResource):
     """The crew's LLM endpoint, per-role models, budgets and context size.
 
@@ -118,12 +123,20 @@ class LLMResource(LLMSettings, ConfigurableResource):
             reliability_file=str(settings.home / HISTORY_FILE),
         )
 
-    def client(self, route: LLMRoute | None = None, *, history: bool = True) -> LLMClient:
+    def client(
+        self,
+        route: LLMRoute | None = None,
+        *,
+        history: bool = True,
+        record_to: Path | None = None,
+    ) -> LLMClient:
         """The client of this configuration; ``route`` (a queued request's caller's base URL
         and models) replaces this process's own. The keys stay this process's: its
         ``OPENAI_API_KEY`` and the variables the candidates name. ``history``: its picks use
         what the home learned of each model's reliability (an evaluation's do not: it learns
-        its own, and its cache key must not move with the home)."""
+        its own, and its cache key must not move with the home). ``record_to`` (``--record``):
+        every reply is appended to that recording, and the response cache is neither read nor
+        written, so every call reaches the endpoint and the recording."""
         own = tuple(composition.candidate_route(c) for c in self.candidates)
         return LLMClient(
             base_url=route.base_url if route else self.base_url,
@@ -135,10 +148,14 @@ class LLMResource(LLMSettings, ConfigurableResource):
             ),
             timeout_s=self.request_timeout_s,
             max_retries=self.max_retries,
-            cache_dir=Path(self.cache_dir) if self.cache and self.cache_dir else None,
+            cache_dir=(
+                Path(self.cache_dir)
+                if self.cache and self.cache_dir and record_to is None
+                else None
+            ),
             prices=self.prices,
             modes_file=Path(self.modes_file) if self.modes_file else None,
-            recorder=recorder_from_environment(),  # `--record FILE` (codegen/agents/replay)
+            recorder=FileRecorder(record_to) if record_to is not None else None,
             candidates=route.candidates if route else own,
             history=(
                 ReliabilityHistory(Path(self.reliability_file))

@@ -142,10 +142,13 @@ def generate_task(
     problem: Problem,
     generator: Generator,
     workers: int = 1,
+    *,
+    fresh: bool = False,
 ) -> tuple[list[Candidate], bool]:
-    """The task's n candidates, from the cache when the prompt and configuration are unchanged."""
+    """The task's n candidates, from the cache when the prompt and configuration are unchanged;
+    ``fresh`` (``--record``): generated again whatever is stored, then stored."""
     fingerprint = digest([problem.prompt, problem.entry_point, cfg.config_id])
-    stored = store.load_samples(cfg.config_id, problem.key)
+    stored = None if fresh else store.load_samples(cfg.config_id, problem.key)
     if stored and stored.get("fingerprint") == fingerprint:
         cached = [Candidate.from_dict(d) for d in stored["candidates"]]
         if len(cached) == cfg.samples and not any(c.status in RETRYABLE_STATUSES for c in cached):
@@ -322,11 +325,14 @@ def run_task(
     sandbox: Sandbox,
     workers: int = 1,
     tasks: TaskSet | None = None,
+    *,
+    fresh: bool = False,
 ) -> TaskOutcome:
-    """Generate then score one task; its n samples run ``workers`` at a time."""
+    """Generate (``fresh``: whatever is stored) then score one task; its n samples run
+    ``workers`` at a time."""
     start = time.perf_counter()
     problem = (tasks or humaneval_tasks()).get(key)
-    _, gen_cached = generate_task(store, cfg, problem, generator, workers)
+    _, gen_cached = generate_task(store, cfg, problem, generator, workers, fresh=fresh)
     return _scored_outcome(store, cfg, key, problem, sandbox, workers, start, gen_cached)
 
 
@@ -388,9 +394,10 @@ def evaluate(
     workers: int = 1,
     on_done: Progress | None = None,
     tasks: TaskSet | None = None,
+    fresh: bool = False,
 ) -> tuple[list[TaskOutcome], dict[str, str]]:
     """Run every task of ``tasks`` (default HumanEval) named in ``keys``, ``workers`` at a
-    time.
+    time (``fresh``: generating every task again, stored candidates or not).
 
     Returns the outcomes in ``keys`` order and, per task that could not run (endpoint down,
     sandbox unavailable), the error: one broken task never discards the others' results.
@@ -399,7 +406,7 @@ def evaluate(
     # Samples of one task share the workers: n = 10 on one task still runs in parallel.
     return _each_task(
         keys,
-        lambda k: run_task(store, cfg, k, generator, sandbox, workers, tasks),
+        lambda k: run_task(store, cfg, k, generator, sandbox, workers, tasks, fresh=fresh),
         workers,
         on_done,
     )

@@ -65,7 +65,7 @@ class EvalSetup:
 class LLMSource(Protocol):
     """The crew's endpoint and options (``codegen.assets.resources.LLMResource``)."""
 
-    def client(self, *, history: bool = ...) -> LLMClient: ...
+    def client(self, *, history: bool = ..., record_to: Path | None = ...) -> LLMClient: ...
 
     def crew_options(self, overrides: JSONObject | None = ...) -> CrewOptions: ...
 
@@ -166,8 +166,12 @@ class EvalSession:
         retriever: RetrieverSource | None = None,
         samples_file: SamplesFile | None = None,
         references_pass: bool = False,
+        record_to: Path | None = None,
     ) -> None:
         self.setup = setup
+        # ``--record``: the crew's replies go to this recording, and every task is generated
+        # again (a stored candidate made no call, so it would be missing from the recording).
+        self.record_to = record_to
         self.tasks = samples_file.tasks if samples_file else (tasks or humaneval_tasks())
         self.samples_file = samples_file
         self.mode = SAMPLES if samples_file else mode
@@ -208,13 +212,21 @@ class EvalSession:
         overrides: JSONObject = {"limits": sandbox_limits} if sandbox_limits else {}  # type: ignore[dict-item]
         options = self.llm.crew_options(overrides)
         found = self.retriever.get_retriever()
-        return crew_generator(self.llm.client(history=False), box, options, found)
+        llm = self.llm.client(history=False, record_to=self.record_to)
+        return crew_generator(llm, box, options, found)
 
     # One task at a time (the assets' partitions) -----------------------------------------
 
     def generate(self, key: str, generator: Generator) -> tuple[list[Candidate], bool]:
         """Task ``key``'s candidates (stored, or generated now): (candidates, cached)."""
-        return generate_task(self.store, self.config, self.tasks.get(key), generator, self.workers)
+        return generate_task(
+            self.store,
+            self.config,
+            self.tasks.get(key),
+            generator,
+            self.workers,
+            fresh=self.record_to is not None,
+        )
 
     def score(self, key: str, box: Sandbox) -> tuple[list[SampleScore], bool]:
         """Hidden-test verdicts for task ``key``'s stored candidates: (scores, cached)."""
@@ -271,6 +283,7 @@ class EvalSession:
                     workers=self.workers,
                     on_done=on_done,
                     tasks=self.tasks,
+                    fresh=self.record_to is not None,
                 )
             extra = self.learn(keys, box, errors, note)
         wall = time.perf_counter() - started

@@ -5,6 +5,7 @@ resources the assets get (codegen/evaluation/session.py is the session itself)."
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codegen.orchestration.run_queue import KIND_EVALUATION, kind_tags
@@ -74,9 +75,11 @@ def open_session(
     samples_file: SamplesFile | None = None,
     llm: LLMResource | None = None,
     retriever: RetrieverResource | None = None,
+    record_to: Path | None = None,
 ) -> EvalSession:
     """The session of ``tasks`` in ``mode``: the crew on the index the backfill's crew
-    searches, so both paths are the same crew (and the same cache)."""
+    searches, so both paths are the same crew (and the same cache); ``record_to``: its crew
+    records to that file (``--record``)."""
     from codegen.assets.resources import LLMResource, VectorIndexResource
     from codegen.composition import eval_setup
     from codegen.evaluation.benchmarks import benchmark_of
@@ -95,6 +98,7 @@ def open_session(
         retriever=(retriever or VectorIndexResource.for_crew(settings)) if crew else None,
         samples_file=samples_file,
         references_pass=registered is not None and registered.references_pass,
+        record_to=record_to,
     )
 
 

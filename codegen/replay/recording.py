@@ -13,7 +13,13 @@ came from: ``recorded`` (a model sent it: an imported public file or ``--record`
 ``derived`` (the importer built it from the task's public prompt, for a role the source run
 did not have, e.g. MapCoder has no analyzer; the header's ``notes`` say how).
 ``request_digest`` (own recordings only) identifies the exact request, so replaying the
-same crew with the same settings gets exactly the recorded reply.
+same crew with the same settings gets exactly the recorded reply. ``request`` (recordings of
+``codegen generate``) is the ``X-Codegen-Request`` key of the request's text: a later run of
+the same text has a new request id (its task) but the same key, and is answered from the
+task recorded under it.
+
+``--record`` ends the file with an outcome line ``{"codegen_recording_outcome": {"status":
+..., "reason": ...}}`` per run, so a partial recording says how its run ended; readers skip it.
 
 A recording holds no key and no header but the ``X-Codegen-*`` ones: the recorder is given
 the reply and the request's role, task, candidate, round and digest, nothing else.
@@ -32,9 +38,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypedDict
+from typing import IO, NotRequired, TypedDict
 
-from codegen.agents.wire import CANDIDATE_HEADER, ROUND_HEADER, TASK_HEADER
+from codegen.agents.wire import CANDIDATE_HEADER, REQUEST_HEADER, ROUND_HEADER, TASK_HEADER
 from codegen.durable import atomic_text_writer
 from codegen.json_types import JSONValue
 from codegen.untrusted import TooLarge, loads_json, read_capped
@@ -42,9 +48,8 @@ from codegen.untrusted import TooLarge, loads_json, read_capped
 FORMAT_VERSION = 1
 RECORDED = "recorded"
 DERIVED = "derived"
-# The environment variable a recording crew reads (set by ``--record``; runs in other
-# processes inherit it).
-RECORD_ENV = "CODEGEN_RECORD"
+# The key of a run's closing line (see the module's docstring).
+OUTCOME_KEY = "codegen_recording_outcome"
 
 
 # A recording of a whole benchmark run is a few MB; past this a file is refused unread.
@@ -94,6 +99,7 @@ class EntryRecord(TypedDict):
     source: str
     model: str | None
     request_digest: str | None
+    request: NotRequired[str]  # the request text's key (codegen generate)
 
 
 @dataclass(frozen=True)
@@ -107,13 +113,14 @@ class Entry:
     source: str = RECORDED
     model: str | None = None
     request_digest: str | None = None
+    request: str | None = None
 
     @property
     def key(self) -> Key:
         return (self.role, self.task, self.candidate, self.round)
 
     def to_dict(self) -> EntryRecord:
-        return EntryRecord(
+        record = EntryRecord(
             role=self.role,
             task=self.task,
             candidate=self.candidate,
@@ -124,6 +131,9 @@ class Entry:
             model=self.model,
             request_digest=self.request_digest,
         )
+        if self.request is not None:
+            record["request"] = self.request
+        return record
 
 
 def request_digest(model: str, messages: JSONValue, response_format: JSONValue = None) -> str:
@@ -154,7 +164,7 @@ def _entry(data: JSONValue, where: str) -> Entry:
         raise RecordingError(f"{where}: task must be a non-empty string")
     if not isinstance(content, str):
         raise RecordingError(f"{where}: content must be a non-empty string")
-    model, digest = data.get("model"), data.get("request_digest")
+    model, digest, request = data.get("model"), data.get("request_digest"), data.get("request")
     return Entry(
         role=role,
         task=task,
@@ -165,6 +175,7 @@ def _entry(data: JSONValue, where: str) -> Entry:
         source=str(data.get("source", RECORDED)),
         model=model if isinstance(model, str) else None,
         request_digest=digest if isinstance(digest, str) else None,
+        request=request if isinstance(request, str) and request else None,
     )
 
 
@@ -188,6 +199,9 @@ class Recording:
     def __post_init__(self) -> None:
         self._by_key: dict[Key, list[Entry]] = defaultdict(list)
         self._by_digest: dict[tuple[str, str, str], Entry] = {}
+        # The task last recorded for each request text's key (a file recorded into twice
+        # holds two runs of it: the later one answers).
+        self._task_by_request = {e.request: e.task for e in self.entries if e.request}
         for entry in sorted(self.entries, key=lambda e: e.seq):
             self._by_key[entry.key].append(entry)
             if entry.request_digest:
@@ -197,6 +211,10 @@ class Recording:
 
     def replies(self, key: Key) -> list[Entry]:
         return list(self._by_key.get(key, []))
+
+    def task_for_request(self, request: str) -> str | None:
+        """The task recorded for the request text whose key is ``request``, if any."""
+        return self._task_by_request.get(request)
 
     def by_digest(self, role: str, task: str, digest: str) -> Entry | None:
         return self._by_digest.get((role, task, digest))
@@ -228,6 +246,8 @@ def read_recording(path: Path | str) -> Recording:
                     f"this version reads {FORMAT_VERSION}"
                 )
             header = header or _header(data)
+            continue
+        if isinstance(data, dict) and OUTCOME_KEY in data:
             continue
         if header is None:
             raise RecordingError(f"{where}: not a recording (no codegen_recording header line)")
@@ -315,6 +335,7 @@ class FileRecorder:
         )
         model = str(request.get("model", ""))
         digest = request_digest(model, request.get("messages"), request.get("response_format"))
+        text_key = _header_value(headers, REQUEST_HEADER)
         with self._locked() as fh:
             fh.seek(0)
             existing = fh.read()
@@ -324,10 +345,40 @@ class FileRecorder:
             seq = sum(
                 1 for line in existing.splitlines() if line.startswith("{") and _same_key(line, key)
             )
-            entry = Entry(*key, content=content, seq=seq, model=model, request_digest=digest)
+            entry = Entry(
+                *key,
+                content=content,
+                seq=seq,
+                model=model,
+                request_digest=digest,
+                request=text_key,
+            )
             fh.seek(0, os.SEEK_END)
             fh.write(json.dumps(entry.to_dict(), ensure_ascii=False) + "\n")
             fh.flush()
+
+    def close_run(self, outcome: Mapping[str, JSONValue]) -> None:
+        """Append the closing line of one run (how it ended), after its replies."""
+        with self._locked() as fh:
+            fh.write(json.dumps({OUTCOME_KEY: dict(outcome)}, ensure_ascii=False) + "\n")
+            fh.flush()
+
+
+def replies_in(path: Path) -> int:
+    """How many replies the recording at ``path`` holds (0 when there is no file)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return 0
+    return sum(1 for line in text.splitlines() if _is_reply(line))
+
+
+def _is_reply(line: str) -> bool:
+    try:
+        data = loads_json(line)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and "role" in data
 
 
 def _same_key(line: str, key: Key) -> bool:
@@ -345,9 +396,3 @@ def _same_key(line: str, key: Key) -> bool:
         )
         == key
     )
-
-
-def recorder_from_environment() -> FileRecorder | None:
-    """The recorder ``--record`` asked for (via ``CODEGEN_RECORD``), else None."""
-    path = os.environ.get(RECORD_ENV)
-    return FileRecorder(path) if path else None

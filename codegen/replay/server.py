@@ -4,7 +4,9 @@ Speaks ``POST /v1/chat/completions`` (plain JSON, or Server-Sent Events with
 ``"stream": true``) and ``GET /v1/models``, so the ``openai`` SDK and the crew talk to it as
 to any endpoint. Each request is answered by the recording's reply for its role
 (``X-Codegen-Agent``), task (``X-Codegen-Task``), candidate (``X-Codegen-Candidate``) and round
-(``X-Codegen-Round``):
+(``X-Codegen-Round``). A request of ``codegen generate`` has a new request id (its task) in
+every run; when the recording has no such task, the task recorded for the same request text
+(its ``X-Codegen-Request`` key, ``codegen.agents.wire.request_key``) answers it. Then:
 
 1. a reply recorded for exactly this request (same model, messages and response format)
    when the recording has one (``--record`` recordings);
@@ -35,6 +37,7 @@ from typing import IO
 
 from codegen.agents.wire import (
     CANDIDATE_HEADER,
+    REQUEST_HEADER,
     ROLE_HEADER,
     ROUND_HEADER,
     TASK_HEADER,
@@ -100,7 +103,7 @@ class ReplayBook:
             held = ", ".join(sorted(self.recording.roles))
             raise ReplayMiss(f"the recording has no replies for role {role!r} (it holds: {held})")
         if task not in self.recording.tasks:
-            raise ReplayMiss(f"the recording has no task {task!r}")
+            task = self._task_of_request(task, headers.get(REQUEST_HEADER))
         candidate = _int(headers.get(CANDIDATE_HEADER.lower()))
         round_no = _int(headers.get(ROUND_HEADER.lower()))
         digest = request_digest(
@@ -121,6 +124,14 @@ class ReplayBook:
             index = self._served[key]
             self._served[key] += 1
         return replies[min(index, len(replies) - 1)]
+
+    def _task_of_request(self, task: str, request: str | None) -> str:
+        """The task recorded for the request text keyed ``request``; ReplayMiss if none."""
+        recorded = self.recording.task_for_request(request) if request else None
+        if recorded is None:
+            text = f" and no request with this text ({REQUEST_HEADER} {request})" if request else ""
+            raise ReplayMiss(f"the recording has no task {task!r}{text}")
+        return recorded
 
 
 def _int(value: str | None) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from codegen.evaluation.samples_file import SamplesFile
     from codegen.evaluation.session import EvalSession
     from codegen.orchestration.backfill import BackfillProgress
+    from codegen.orchestration.cli.replay import RecordingRun
 
 
 class Outage(click.ClickException):
@@ -256,22 +258,28 @@ def _evaluate(task_set: TaskSet, **options: Unpack[RunOptions]) -> None:
     if unset and not canonical:
         raise Refused(unset)
     mode = CANONICAL if canonical else CREW
-    click.echo(f"{task_set.name} ({mode}): {counted(len(keys), 'task')}", err=True)
-    if options["record_path"] is not None:
-        from codegen.orchestration.cli.replay import recording_settings
+    from codegen.orchestration.cli.replay import RecordingRun
 
-        settings = recording_settings(settings, options["record_path"])
-    session = open_session(settings, task_set, mode, options["samples"])
+    # --record (never with --backfill): every task generated again, every reply recorded.
+    recording = RecordingRun(options["record_path"]) if options["record_path"] else None
+    click.echo(f"{task_set.name} ({mode}): {counted(len(keys), 'task')}", err=True)
+    record_to = recording.path if recording else None
+    session = open_session(settings, task_set, mode, options["samples"], record_to=record_to)
     if backfill:
         _backfill(settings, session, keys, options)
-    else:
-        _run_here(settings, session, keys, options)
+        return
+    with recording or contextlib.nullcontext():
+        _run_here(settings, session, keys, options, recording)
 
 
 def _run_here(
-    settings: Settings, session: EvalSession, keys: list[str], options: RunOptions
+    settings: Settings,
+    session: EvalSession,
+    keys: list[str],
+    options: RunOptions,
+    recording: RecordingRun | None = None,
 ) -> None:
-    """The session's tasks in this process, then its report."""
+    """The session's tasks in this process, then its report (and ``recording``'s outcome)."""
     from codegen.orchestration.evaluation import sandbox_resource
     from codegen.sandbox import SandboxUnavailable
 
@@ -287,6 +295,8 @@ def _run_here(
     report = session.report(
         keys, ran.wall_s, outcomes=ran.outcomes, errors=ran.errors, extra=ran.extra
     )
+    if recording is not None:
+        recording.evaluated(report, scored=len(ran.outcomes), tasks=len(keys))
     _show(report, session, options["as_json"], ran.wall_s)
 
 

@@ -17,6 +17,7 @@ from codegen.agents.report import RequestReport, grounding_from_json
 from codegen.agents.roles import BadRequest, read_request_file, validate_request
 from codegen.agents.shown import counted, grade_line, module_lines, packages_line
 from codegen.agents.types import SPEC_ENDED, Status
+from codegen.agents.wire import request_key
 from codegen.json_types import JSONObject, JSONValue
 from codegen.orchestration.cli.exits import (
     AWAITING_REVIEW_EXIT,
@@ -211,7 +212,11 @@ def _wait_for_queued_run(
 
 
 def run_request(
-    settings: Settings, text: str, options: StoredOptions, launch: str = "auto"
+    settings: Settings,
+    text: str,
+    options: StoredOptions,
+    launch: str = "auto",
+    record_to: Path | None = None,
 ) -> tuple[str, RequestReport]:
     """Store the request, run the request job, return the run's id and the request's report.
 
@@ -220,6 +225,8 @@ def run_request(
     request to the daemon (its inbox sensor launches the run, the queue's limits apply) and
     waits for the run; ``auto`` queues when a daemon serves the instance, else runs here.
     A route this process or the daemon cannot call is ``Refused`` before anything is stored.
+    ``record_to`` (``--record``, runs here only): the run's tag that makes its crew record
+    every reply to that file, with the response cache off.
     """
     # The caller's endpoint and models go with the request, so whichever process runs it calls
     # them; a daemon with another key than the caller's is refused the request (route.py).
@@ -248,10 +255,13 @@ def run_request(
     else:
         stored = store.add(text, options, source="cli", route=route.to_dict())
         click.echo(f"request {stored.id}: running the crew through Dagster", err=True)
+        tags = {TITLE_TAG: request_title(text)}
+        if record_to is not None:
+            from codegen.assets.resources import RECORD_TAG  # Dagster's: loaded only to run
+
+            tags[RECORD_TAG] = str(record_to)
         with _Progress(instance, stored.id):
-            run_id, success = run_in_this_process(
-                instance, stored.id, tags={TITLE_TAG: request_title(text)}
-            )
+            run_id, success = run_in_this_process(instance, stored.id, tags=tags)
     folder = artifact_dir(settings.artifacts_dir, stored.id)
     report = RequestReport.load(folder)
     if report is None:
@@ -331,8 +341,9 @@ def _help(name: str) -> str:
     "--record",
     "record_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the crew's LLM traffic to this recording (codegen replay serve replays it); "
-    "runs here, not through the daemon's queue.",
+    help="Record every model reply of this run to this file (no response cache; appended to "
+    "an existing recording); `codegen replay serve FILE` then answers the same request text. "
+    "Runs here, not through the daemon's queue.",
 )
 def generate(
     request: str,
@@ -386,18 +397,30 @@ def generate(
     except BadOptions as exc:
         raise click.UsageError(str(exc)) from exc
     settings = get_settings()
-    if record_path is not None:
-        # Runs the daemon launches never see this process's environment, hence the recorder.
-        if launch == "queue":
-            raise click.UsageError("--record runs the request here: drop --launch queue")
-        from codegen.orchestration.cli.replay import recording_settings
+    if record_path is None:
+        run_id, report = run_request(settings, text, options, launch)
+        show_outcome(
+            summarize(report, run_id, artifact_dir(settings.artifacts_dir, report.request_id)),
+            as_json,
+        )
+        return
+    # The recording is this shell's file: the run is this process's, never the daemon's.
+    if launch == "queue":
+        raise click.UsageError("--record runs the request here: drop --launch queue")
+    from codegen.orchestration.cli.replay import RecordingRun
 
-        settings = recording_settings(settings, record_path)
-        launch = "here"
-    run_id, report = run_request(settings, text, options, launch)
-    show_outcome(
-        summarize(report, run_id, artifact_dir(settings.artifacts_dir, report.request_id)), as_json
-    )
+    with RecordingRun(record_path) as recording:
+        run_id, report = run_request(settings, text, options, "here", recording.path)
+        recording.outcome = {
+            "status": report.status.value,
+            "reason": report.reason,
+            "request_id": report.request_id,
+            "request": request_key(text),
+        }
+        show_outcome(
+            summarize(report, run_id, artifact_dir(settings.artifacts_dir, report.request_id)),
+            as_json,
+        )
 
 
 def grounding_line(grounding: JSONValue) -> str:

@@ -2,35 +2,106 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections import Counter
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 import click
 
+from codegen.json_types import JSONObject
+from codegen.orchestration.cli.exits import Refused
 from codegen.replay.importers import FORMATS
 from codegen.replay.recording import RecordingError
-from codegen.settings import Settings
+
+if TYPE_CHECKING:
+    from codegen.evaluation.session_report import Report
 
 
-def recording_settings(settings: Settings, path: Path) -> Settings:
-    """Settings for a run whose LLM traffic goes to the recording ``path``.
+class RecordingRun:
+    """One command's ``--record FILE``: the file is checked before any work (refused, exit 2,
+    when it cannot be written or is not a recording), and closed after it: the run's outcome
+    line is appended and one line on stderr says how many replies were recorded. A run that
+    recorded nothing says so in one line and fails (exit 1, or the run's own non-zero exit).
 
-    The recorder is found through the environment (``CODEGEN_RECORD``), which runs in other
-    processes inherit; the response cache is off, so every reply comes from the endpoint
-    and lands in the recording (a cache hit would be missing from it).
+    The crew appends the replies itself (``FileRecorder``), in whichever process runs it; the
+    caller hands it ``path`` (a request's run tag, an evaluation session) and sets
+    ``outcome`` once the run has ended.
     """
-    from codegen.replay.recording import RECORD_ENV
+
+    def __init__(self, path: Path) -> None:
+        from codegen.replay.recording import replies_in
+
+        self.path = writable_recording(path)
+        self.before = replies_in(self.path)
+        self.outcome: JSONObject = {}
+
+    def evaluated(self, report: Report, scored: int, tasks: int) -> None:
+        """The outcome of an evaluation (``codegen eval``): its verdict and its pass@k."""
+        self.outcome = {
+            "status": "outage" if report.outage else "scored",
+            "reason": report.outage or f"{scored} of {tasks} tasks scored",
+            "pass_at_k": report.result.get("pass_at_k"),
+        }
+
+    def __enter__(self) -> RecordingRun:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        from codegen.replay.recording import FileRecorder, replies_in
+
+        recorded = replies_in(self.path) - self.before
+        if recorded <= 0:
+            line = f"--record {self.path}: nothing recorded (no model reply reached this run)"
+            if exc is None:
+                raise click.ClickException(line)
+            click.echo(f"codegen: {line}", err=True)
+            return
+        outcome = self.outcome or {"status": "error", "reason": _ended_by(exc)}
+        FileRecorder(self.path).close_run({**outcome, "replies": recorded})
+        click.echo(
+            f"recorded {recorded} replies to {self.path} (replay: codegen replay serve "
+            f"{self.path})",
+            err=True,
+        )
+
+
+def _ended_by(exc: BaseException | None) -> str:
+    if isinstance(exc, click.ClickException):
+        return exc.format_message().splitlines()[0]
+    return type(exc).__name__ if exc is not None else "ended"
+
+
+def writable_recording(path: Path) -> Path:
+    """``path`` made absolute, once it can take a recording: a new file in a folder that can
+    be created and written, or an existing recording. Refused (exit 2) otherwise."""
+    from codegen.replay.recording import RecordingError, read_text_capped
 
     path = path.resolve()
-    if path.exists() and path.is_dir():
-        raise click.UsageError(f"--record {path}: is a directory")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.environ[RECORD_ENV] = str(path)
-    os.environ["CODEGEN_LLM__CACHE"] = "false"
-    return settings.model_copy(update={"llm": settings.llm.model_copy(update={"cache": False})})
+    if path.is_dir():
+        raise Refused(f"--record {path}: is a directory")
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise Refused(f"--record {path}: cannot write it: {exc.strerror or exc}") from None
+    if not existed:
+        path.unlink()  # the first reply creates it: a run that records nothing leaves no file
+        return path
+    try:
+        text = read_text_capped(path)
+    except RecordingError as exc:
+        raise Refused(f"--record {exc}") from None
+    first = text.lstrip().partition("\n")[0]
+    if first and '"codegen_recording"' not in first:
+        raise Refused(f"--record {path}: not a recording; it would be appended to")
+    return path
 
 
 @click.group(name="replay")

@@ -53,6 +53,7 @@ def _failing(report: TestReport, round_no: int) -> str:
         f"failing after {counted(round_no, 'round')}"
         + (f": {', '.join(failing[:5])}" if failing else "")
         + ("; collection errors" if report.collection_errors else "")
+        + (f"; {report.time_limit_note}" if report.time_limit_note else "")
     )
 
 

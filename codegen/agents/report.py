@@ -34,13 +34,18 @@ class Verification:
     passed: bool
     tests_passed: int
     tests_total: int
+    # ``TestReport.time_limit_note``: the re-run was stopped by the time limit, at what load.
+    time_limit: str = ""
 
     def to_dict(self) -> JSONObject:
-        return {
+        out: JSONObject = {
             "passed": self.passed,
             "tests_passed": self.tests_passed,
             "tests_total": self.tests_total,
         }
+        if self.time_limit:
+            out["time_limit"] = self.time_limit
+        return out
 
     @classmethod
     def from_dict(cls, data: JSONObject) -> Verification:
@@ -48,6 +53,7 @@ class Verification:
             passed=data.get("passed") is True,
             tests_passed=_int(data.get("tests_passed")),
             tests_total=_int(data.get("tests_total")),
+            time_limit=_str(data.get("time_limit")),
         )
 
 
@@ -152,7 +158,8 @@ class RequestReport:
             verification=verification,
             status=Status.FAILED_TESTS,
             reason=f"the verification re-run failed: {verification.tests_passed} of "
-            f"{counted(verification.tests_total, 'test')} passed",
+            f"{counted(verification.tests_total, 'test')} passed"
+            + (f"; {verification.time_limit}" if verification.time_limit else ""),
         )
 
     def to_dict(self) -> JSONObject:

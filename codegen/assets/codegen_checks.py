@@ -92,7 +92,8 @@ def solution_passes_tests(
         )
     with sandbox.open() as box:
         report = execute_tests(box, code_path.read_text(), tests_path.read_text(), sandbox.limits())
-    write_report(folder, verification=Verification(report.ok, report.passed, report.total))
+    verification = Verification(report.ok, report.passed, report.total, report.time_limit_note)
+    write_report(folder, verification=verification)
     rows = [
         TableRecord(
             {
@@ -114,6 +115,7 @@ def solution_passes_tests(
     )
     return AssetCheckResult(
         passed=report.ok,
+        description=report.time_limit_note or None,
         metadata={
             "passed": report.passed,
             "total": report.total,

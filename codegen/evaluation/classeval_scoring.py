@@ -169,14 +169,14 @@ def _run_pairs(
         token = secrets.token_hex(16)
         files = _batch_files(problem, chunk, limits, token, _own_pid_namespace(sandbox))
         result = sandbox.run(files, DRIVER_COMMAND, _batch_limits(limits, len(chunk)))
-        for j, score in parse_batch(result, token, len(chunk)).items():
+        for j, score in parse_batch(result, token, len(chunk), limits.timeout_s).items():
             found[start + j] = score
     for i, pair in enumerate(pairs):
         if i not in found:
             token = secrets.token_hex(16)
             files = _batch_files(problem, [pair], limits, token, _own_pid_namespace(sandbox))
             result = sandbox.run(files, DRIVER_COMMAND, _batch_limits(limits, 1))
-            found[i] = parse_batch(result, token, 1).get(0) or _lost(result)
+            found[i] = parse_batch(result, token, 1, limits.timeout_s).get(0) or _lost(result)
     return [found[i] for i in range(len(pairs))]
 
 
@@ -186,6 +186,8 @@ def _class_score(names: Sequence[str], verdicts: Sequence[SampleScore]) -> Sampl
     for name, verdict in zip(names, verdicts, strict=True):
         entry: JSONObject = {"test_class": name, **outcome(verdict.category, verdict.message)}
         entry["isolated"] = verdict.isolated
+        if verdict.category == Category.TIMEOUT:  # a verdict the machine's load can change
+            entry["time_limit_s"], entry["load_1m"] = verdict.time_limit_s, verdict.load_1m
         if verdict.isolation_note:
             entry["isolation_note"] = verdict.isolation_note
         results.append(entry)

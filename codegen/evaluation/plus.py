@@ -36,6 +36,7 @@ from codegen.evaluation.store import EvalStore, digest
 from codegen.json_types import JSONValue
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.calls import CallOutcome, Digest, Opaque, call_function, is_close
+from codegen.sandbox.time_limit import load_1m
 from codegen.sandbox.types import Limits
 
 TIME_LIMIT_FACTOR = 4.0  # evalplus.config.DEFAULT_GT_TIME_LIMIT_FACTOR
@@ -225,7 +226,7 @@ def score_plus(
         # run first): nothing after it can change either verdict.
         stop_after_failure=True,
     )
-    base_ok, plus_ok, first = True, True, None
+    base_ok, plus_ok, first, limit = True, True, None, None
     for index, ((args, want, _), got) in enumerate(zip(rows, outcomes, strict=True)):
         if output_matches(problem, args, got, want, problem.plus.atol):
             continue
@@ -234,9 +235,17 @@ def score_plus(
         plus_ok = False
         if first is None:
             first = _failure(got, args)
+            limit = time_limits[index] if got.status == "timeout" else None
     duration = sum(o.duration_s for o in outcomes)
+    # The first failure decides both verdicts: when it is a timeout, so did the time limit.
+    load = load_1m() if limit is not None else None
     if base_ok:
         message = "" if plus_ok else f"plus: {first[1] if first else ''}"
-        return SampleScore(True, Category.PASSED, message[:500], duration, plus=plus_ok)
+        return SampleScore(
+            True, Category.PASSED, message[:500], duration, plus=plus_ok,
+            time_limit_s=limit, load_1m=load,
+        )  # fmt: skip
     category, message = first or (Category.RUNTIME_ERROR, "")
-    return SampleScore(False, category, message[:500], duration, plus=False)
+    return SampleScore(
+        False, category, message[:500], duration, plus=False, time_limit_s=limit, load_1m=load
+    )

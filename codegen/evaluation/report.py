@@ -21,6 +21,7 @@ from codegen.evaluation.passk import mean_pass_at_k, reportable_ks
 from codegen.evaluation.records import Candidate, HistoryEntry
 from codegen.evaluation.scoring import FAILURE_CATEGORIES, SampleScore, ScoreDict
 from codegen.evaluation.store import EvalStore
+from codegen.evaluation.time_limit_report import TimeLimitVerdicts
 from codegen.json_types import JSONObject
 
 
@@ -108,6 +109,8 @@ class Summary:
     # scored 0 like any wrong answer. ``outages``: samples ended ``error`` (not a score).
     model_failures: dict[str, int] = field(default_factory=dict)
     outages: int = 0
+    # The verdicts a time limit decided, with the load at each: the figures above move with it.
+    time_limit: TimeLimitVerdicts = field(default_factory=TimeLimitVerdicts)
     # How far the crew's own ``passed`` can be trusted (crew mode; None otherwise).
     precision: Precision | None = None
     # HumanEval+ (``--plus``): pass@k, samples and tasks on the plus tests, and the precision
@@ -291,6 +294,7 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
         crew_statuses=dict(statuses),
         model_failures={s.value: statuses[s.value] for s in MODEL_ENDED if statuses[s.value]},
         outages=statuses.get(Status.ERROR.value, 0),
+        time_limit=TimeLimitVerdicts.of((t.key, t.scores) for t in tasks),
         precision=Precision.of(verdict_pairs) if mode == CREW else None,
         plus=_plus_summary(tasks, mode),
         picks=_first_picks(tasks, learned, ks),
@@ -334,8 +338,9 @@ def failures_markdown(summary: Summary, limit: int = 50) -> str:
 
 def summary_markdown(summary: Summary) -> str:
     pk = ", ".join(f"{k} = {v:.4f}" for k, v in summary.pass_at_k.items()) or "no tasks scored"
+    decided = f" ({summary.time_limit.note})" if summary.time_limit.note else ""
     head = [
-        f"**HumanEval ({summary.mode})**: {pk}",
+        f"**HumanEval ({summary.mode})**: {pk}{decided}",
         "",
         f"- tasks scored: {summary.tasks_scored}/{summary.tasks_expected}"
         + (f" (missing: {len(summary.missing)})" if summary.missing else ""),
@@ -354,6 +359,7 @@ def summary_markdown(summary: Summary) -> str:
         *([f"- {summary.precision.describe()}"] if summary.precision else []),
         *([f"- {summary.reviewer_grade.describe()}"] if summary.reviewer_grade else []),
         *picks_lines(summary),
+        *(f"- {line}" for line in summary.time_limit.lines()),
         "",
     ]
     return "\n".join(head) + "\n" + failures_markdown(summary)

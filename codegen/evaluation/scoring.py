@@ -44,6 +44,7 @@ from codegen.evaluation.humaneval import Problem
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
+from codegen.sandbox.time_limit import load_1m
 from codegen.sandbox.types import ExecResult, Limits
 
 # Bump when the driver or the classification changes: it is part of every cache key.
@@ -77,6 +78,8 @@ class ScoreDict(TypedDict):
     isolated: NotRequired[bool | None]
     isolation_note: NotRequired[str]
     test_classes: NotRequired[list[JSONObject]]
+    time_limit_s: NotRequired[float]
+    load_1m: NotRequired[float | None]
 
 
 @dataclass
@@ -95,24 +98,47 @@ class SampleScore:
     # ClassEval: one result per unittest class of the task, in order (``classeval_scoring``);
     # None elsewhere (and then left out of the stored form).
     test_classes: list[JSONObject] | None = None
+    # Decided by a time limit (``timeout``, or HumanEval+'s plus verdict on an input that hit
+    # its limit): that limit, and the host's 1-minute load average when the verdict was
+    # reached (``sandbox.time_limit``). None otherwise, and left out of the stored form; a
+    # ClassEval test class keeps its own in its ``test_classes`` entry.
+    time_limit_s: float | None = None
+    load_1m: float | None = None
 
     def __post_init__(self) -> None:
         self.category = str(self.category)  # plain str in JSON and comparisons, not the enum
+
+    def time_limit_verdicts(self) -> list[JSONObject]:
+        """Where a time limit decided this sample: each ClassEval test class killed at it, or
+        the sample itself; each with the limit and the load (None: a score stored before
+        they were recorded)."""
+        if self.test_classes is not None:
+            timeout = f"{Category.TIMEOUT}:"
+            return [
+                {
+                    "test_class": t.get("test_class"),
+                    "time_limit_s": t.get("time_limit_s"),
+                    "load_1m": t.get("load_1m"),
+                }
+                for t in self.test_classes
+                if str(t.get("reason", "")).startswith(timeout)
+            ]
+        if self.category == Category.TIMEOUT or self.time_limit_s is not None:
+            return [{"time_limit_s": self.time_limit_s, "load_1m": self.load_1m}]
+        return []
 
     @property
     def timed_out(self) -> bool:
         """Decided by the time limit (the sample, or one of its ClassEval test classes): a
         verdict the machine's load can change, so it is never cached (a loaded run's
         timeouts would otherwise stand for every later run)."""
-        timeout = f"{Category.TIMEOUT}:"
-        return self.category == Category.TIMEOUT or any(
-            str(t.get("reason", "")).startswith(timeout) for t in self.test_classes or []
-        )
+        return bool(self.time_limit_verdicts())
 
     def to_dict(self) -> ScoreDict:
         data = asdict(self)
-        if self.test_classes is None:
-            del data["test_classes"]
+        for key in ("test_classes", "time_limit_s", "load_1m"):
+            if data[key] is None:
+                del data[key]
         return cast(ScoreDict, data)
 
     @classmethod
@@ -123,6 +149,8 @@ class SampleScore:
             isolated=data.get("isolated"),
             isolation_note=str(data.get("isolation_note", "")),
             test_classes=data.get("test_classes"),
+            time_limit_s=data.get("time_limit_s"),
+            load_1m=data.get("load_1m"),
         )
 
 
@@ -298,9 +326,12 @@ def _batch_limits(limits: Limits, count: int) -> Limits:
     )
 
 
-def parse_batch(result: ExecResult, token: str, count: int) -> dict[int, SampleScore]:
+def parse_batch(
+    result: ExecResult, token: str, count: int, time_limit_s: float
+) -> dict[int, SampleScore]:
     """The verdicts the batch driver printed under ``token``; samples it never reached are
-    absent. Only lines carrying the batch token are believed."""
+    absent. Only lines carrying the batch token are believed. A sample killed at its
+    ``time_limit_s`` gets the host's load now, as the batch comes back."""
     scores: dict[int, SampleScore] = {}
     for line in result.stdout.splitlines():
         if not line.startswith(token + " "):
@@ -315,6 +346,7 @@ def parse_batch(result: ExecResult, token: str, count: int) -> dict[int, SampleS
         category = str(data.get("category", Category.RUNTIME_ERROR))
         if category not in set(Category) or category == Category.CREW_STATUS:
             category = Category.RUNTIME_ERROR
+        timed_out = category == Category.TIMEOUT
         scores[index] = SampleScore(
             category == Category.PASSED,
             category,
@@ -322,6 +354,8 @@ def parse_batch(result: ExecResult, token: str, count: int) -> dict[int, SampleS
             float(data.get("duration_s", 0.0)),
             isolated=data.get("isolated") is True,
             isolation_note=str(data.get("note", "")),
+            time_limit_s=time_limit_s if timed_out else None,
+            load_1m=load_1m() if timed_out else None,
         )
     return scores
 
@@ -333,7 +367,14 @@ def _lost(result: ExecResult) -> SampleScore:
             False, Category.RUNTIME_ERROR, "killed: out of memory", result.duration_s
         )
     if result.timed_out:
-        return SampleScore(False, Category.TIMEOUT, "killed at the time limit", result.duration_s)
+        return SampleScore(
+            False,
+            Category.TIMEOUT,
+            "killed at the time limit",
+            result.duration_s,
+            time_limit_s=result.time_limit_s,
+            load_1m=result.load_1m,
+        )
     tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
     message = f"exited {result.exit_code} without a verdict: {tail[0][:300]}"
     return SampleScore(False, Category.RUNTIME_ERROR, message, result.duration_s)
@@ -352,7 +393,7 @@ def run_batch(
     token = secrets.token_hex(16)
     files = _batch_files(problem, candidates, limits, token, _own_pid_namespace(sandbox))
     result = sandbox.run(files, DRIVER_COMMAND, _batch_limits(limits, len(candidates)))
-    return parse_batch(result, token, len(candidates)), result
+    return parse_batch(result, token, len(candidates), limits.timeout_s), result
 
 
 def score_candidates(

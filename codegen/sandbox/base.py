@@ -16,6 +16,7 @@ from importlib import resources
 from codegen.sandbox.files import FileContent
 from codegen.sandbox.junit import MAX_XML_BYTES, parse_junit
 from codegen.sandbox.protocol import DRIVER_COMMAND, JobExtra, driver_files
+from codegen.sandbox.time_limit import load_1m
 from codegen.sandbox.types import ExecResult, Limits, TestReport
 
 
@@ -59,13 +60,26 @@ class BaseSandbox:
     ) -> tuple[ExecResult, dict[str, bytes]]:
         raise NotImplementedError
 
+    def _job(
+        self,
+        files: Mapping[str, FileContent],
+        command: list[str],
+        limits: Limits,
+        extra: JobExtra | None = None,
+    ) -> tuple[ExecResult, dict[str, bytes]]:
+        """One job; a run killed at its time limit says which limit, at what load."""
+        result, collected = self._execute(files, command, limits, extra)
+        if result.timed_out:
+            result.time_limit_s, result.load_1m = limits.timeout_s, load_1m()
+        return result, collected
+
     def run(
         self,
         files: Mapping[str, FileContent],
         command: list[str],
         limits: Limits | None = None,
     ) -> ExecResult:
-        return self._execute(files, command, limits or self.default_limits)[0]
+        return self._job(files, command, limits or self.default_limits)[0]
 
     def run_pytest(
         self, solution_source: str, test_source: str, limits: Limits | None = None
@@ -87,7 +101,7 @@ class BaseSandbox:
         room = dataclasses.replace(
             limits, max_output_bytes=max(limits.max_output_bytes, 2 * MAX_XML_BYTES)
         )
-        result = self._execute(files, DRIVER_COMMAND, room)[0]
+        result = self._job(files, DRIVER_COMMAND, room)[0]
         xml, status = _driver_report(result, token)
         if status.get("cross"):
             report = self._run_pytest_here(solution_source, test_source, limits)
@@ -128,7 +142,7 @@ class BaseSandbox:
         ]
         files = {"solution.py": solution_source, "test_solution.py": test_source}
         extra: JobExtra = {"collect": [report], "max_collect_bytes": MAX_XML_BYTES}
-        result, collected = self._execute(files, command, limits, extra)
+        result, collected = self._job(files, command, limits, extra)
         return parse_junit(collected.get(report, b""), result)
 
     def close(self) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict
 
+from codegen.sandbox.time_limit import decided_by
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -25,6 +27,8 @@ class ExecResultDict(TypedDict):
     truncated: bool
     duration_s: float
     backend: str
+    time_limit_s: NotRequired[float | None]
+    load_1m: NotRequired[float | None]
 
 
 class TestCaseDict(TypedDict):
@@ -57,6 +61,10 @@ class ExecResult:
     truncated: bool
     duration_s: float
     backend: str = ""
+    # Killed at its time limit: that limit, and the host's 1-minute load average when the run
+    # came back (``time_limit``: a busy machine turns a slow run into a timeout). None else.
+    time_limit_s: float | None = None
+    load_1m: float | None = None
 
     def to_dict(self) -> ExecResultDict:
         return ExecResultDict(
@@ -68,6 +76,8 @@ class ExecResult:
             truncated=self.truncated,
             duration_s=self.duration_s,
             backend=self.backend,
+            time_limit_s=self.time_limit_s,
+            load_1m=self.load_1m,
         )
 
 
@@ -114,6 +124,15 @@ class TestReport:
     @property
     def ok(self) -> bool:
         return self.total > 0 and self.passed == self.total and not self.collection_errors
+
+    @property
+    def time_limit_note(self) -> str:
+        """``the test run was stopped by the 30 s time limit at load 6.2``; "" when the time
+        limit did not end it."""
+        run = self.exec_result
+        if run is None or not run.timed_out:
+            return ""
+        return "the test run was stopped " + decided_by([run.time_limit_s], [run.load_1m])
 
     def to_dict(self) -> TestReportDict:
         return {

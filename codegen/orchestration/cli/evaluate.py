@@ -428,7 +428,8 @@ def _show(report: Report, session: EvalSession, as_json: bool, wall: float) -> N
 def _print_text(report: Report, session: EvalSession, wall: float) -> None:
     summary, result = report.summary, report.result
     pk = ", ".join(f"{k} = {v:.4f}" for k, v in summary.pass_at_k.items()) or "n/a"
-    click.echo(f"{session.tasks.name} {session.mode}: {pk}")
+    decided = f" ({summary.time_limit.note})" if summary.time_limit.note else ""
+    click.echo(f"{session.tasks.name} {session.mode}: {pk}{decided}")
     if report.absent:
         click.echo(f"tasks not in the file (missing): {len(report.absent)}")
     click.echo(
@@ -437,6 +438,8 @@ def _print_text(report: Report, session: EvalSession, wall: float) -> None:
     )
     fails = ", ".join(f"{k} {v}" for k, v in summary.failures_by_category.items() if v)
     click.echo(f"failures: {fails or 'none'}")
+    for line in summary.time_limit.lines():
+        click.echo(f"  {line}")
     if summary.model_failures:
         ended = ", ".join(f"{k} {v}" for k, v in sorted(summary.model_failures.items()))
         click.echo(f"model failures (scored 0): {ended}")

@@ -20,11 +20,12 @@ from codegen.agents.types import Status
 from codegen.json_types import JSONObject, JSONValue
 from codegen.orchestration.cli.exits import (
     AWAITING_REVIEW_EXIT,
+    MISSING_DEPENDENCY_EXIT,
     NOT_PASSED_EXIT,
     OUTAGE_EXIT,
-    REFUSED_EXIT,
     Refused,
 )
+from codegen.orchestration.cli.files import OUTPUT_FILE
 from codegen.orchestration.instance import configured_instance
 from codegen.requests.route import refusal, wait_for_daemon_environment
 from codegen.requests.store import TITLE_TAG, RequestStore, artifact_dir, request_title
@@ -298,7 +299,7 @@ def _help(name: str) -> str:
 @click.option(
     "--record",
     "record_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OUTPUT_FILE,
     help="Write the crew's LLM traffic to this recording (codegen replay serve replays it); "
     "runs here, not through the daemon's queue.",
 )
@@ -316,12 +317,8 @@ def generate(
     """Turn REQUEST into tested, documented code (a partition of the `requests` assets).
 
     REQUEST is the text itself, or @FILE to read it from a file. Exit status 0 when the
-    request passed, 4 when it awaits a person's review (--review human|both), 3 when it ended
-    otherwise by the model (failed_tests, rejected, no_code, budget_exceeded, unrecorded), 5
-    when an outage ended it (status error: endpoint or sandbox down, retried on re-run); 2
-    when the spec needs a distribution outside [sandbox] packages (missing_dependency) or it
-    was refused before anything was stored (bad arguments, a daemon that lacks this
-    shell's key, an unset candidate key variable).
+    request passed, else one per ending, 2 when refused before anything was stored (all of
+    them: docs/cli.md, "Exit codes").
     """
     if request.startswith("@"):
         path = Path(request[1:])
@@ -386,9 +383,7 @@ def endpoint_lines(endpoints: JSONObject) -> list[str]:
 
 
 def show_outcome(summary: JSONObject, as_json: bool) -> None:
-    """Print a request's outcome; exit 0 passed, 4 awaiting review, 5 error (an outage), 2
-    missing_dependency (the sandbox's package set does not fit the request), 3 anything else
-    (the model ended it)."""
+    """Print a request's outcome; exit with its status's code (``exits.py``)."""
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -431,7 +426,7 @@ def show_outcome(summary: JSONObject, as_json: bool) -> None:
     if summary["status"] == "error":
         raise click.exceptions.Exit(OUTAGE_EXIT)
     if summary["status"] == Status.MISSING_DEPENDENCY.value:
-        # The settings do not fit the request: the reason names the setting and the command.
-        raise click.exceptions.Exit(REFUSED_EXIT)
+        # The reason names the setting and the build command.
+        raise click.exceptions.Exit(MISSING_DEPENDENCY_EXIT)
     if summary["status"] != "passed":
         raise click.exceptions.Exit(NOT_PASSED_EXIT)

@@ -21,7 +21,13 @@ from codegen.json_types import JSONValue
 _CHUNK = 1 << 20
 
 
-class TooLarge(ValueError):
+class BadInput(ValueError):
+    """Input from outside that cannot be used (a file missing, unreadable, too large or
+    malformed); the message names it and what is wrong, in one line. Each reader's own error
+    derives from it, so the command line refuses them all alike (exit 2, ``cli/exits.py``)."""
+
+
+class TooLarge(BadInput):
     """Input past its size cap; the message says the cap."""
 
 

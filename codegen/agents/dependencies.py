@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from packaging.utils import canonicalize_name
 
 from codegen.agents.spec import Spec
-from codegen.sandbox.packages import Distribution, PackageSet, missing_distributions
+from codegen.sandbox.packages import (
+    Distribution,
+    PackageSet,
+    build_command,
+    missing_distributions,
+)
 
 # The distribution name at the start of a requirement (``pandas>=2`` -> ``pandas``).
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -60,5 +65,5 @@ def missing_reason(names: list[str], packages: SandboxPackages) -> str:
     return (
         f"the spec needs {', '.join(names)}, which the sandbox's package set "
         f"({packages.set_name}) lacks; add {which}: [sandbox] packages = [{listed}], "
-        "then run: codegen sandbox build --offline"
+        f"then run: {build_command(packages.set_name)}"
     )

@@ -202,6 +202,7 @@ class SandboxResource(SandboxSettings, ConfigurableResource):
             self.pool_size,
             self.isolation,
             self.bwrap_host_usr,
+            self.package_set,
         )
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
@@ -222,6 +223,7 @@ class SandboxResource(SandboxSettings, ConfigurableResource):
                 self.pool_size,
                 self.isolation,
                 self.bwrap_host_usr,
+                self.package_set,
             )
 
 
@@ -234,8 +236,9 @@ _sandboxes_lock = threading.Lock()
 
 
 def _shared_sandbox(
-    backend: str, image: str, pool_size: int, isolation: str, host_usr: bool
+    backend: str, image: str, pool_size: int, isolation: str, host_usr: bool, set_name: str
 ) -> Sandbox:
+    # The set only names the build command when the image is missing: the image is the box.
     key = (backend, image, pool_size, isolation, host_usr)
     with _sandboxes_lock:
         box = _sandboxes.get(key)
@@ -248,6 +251,7 @@ def _shared_sandbox(
                 pool_size=pool_size,
                 isolation=isolation,
                 host_usr=host_usr,
+                set_name=set_name,
             )
             _sandboxes[key] = box
             if len(_sandboxes) == 1:

@@ -32,12 +32,12 @@ from pathlib import Path
 from codegen.agents.replies import RESPONSE_MARKERS
 from codegen.evaluation.humaneval import ClassTask, Problem, task_key
 from codegen.json_types import JSONObject, JSONValue
-from codegen.untrusted import loads_json
+from codegen.untrusted import BadInput, loads_json
 
 NAME = "ClassEval"
 
 
-class TaskFileError(ValueError):
+class TaskFileError(BadInput):
     """A ClassEval task file that cannot be run (``tasks.read_task_file`` re-raises it as its
     own TaskFileError); the message names the file and the task."""
 

@@ -35,7 +35,7 @@ from codegen.evaluation.classeval import is_classeval, replies_modules
 from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks, safe_key
 from codegen.json_types import JSONObject, JSONValue
-from codegen.untrusted import TooLarge, loads_json, read_capped
+from codegen.untrusted import BadInput, TooLarge, loads_json, read_capped
 
 COMPLETION = "completion"
 SOLUTION = "solution"
@@ -45,7 +45,7 @@ MAX_LINE_CHARS = 1_000_000
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
-class SamplesFileError(ValueError):
+class SamplesFileError(BadInput):
     """A samples file that cannot be scored; the message names the file and line."""
 
 

@@ -30,13 +30,13 @@ from codegen.evaluation.humaneval import (
     task_key,
 )
 from codegen.json_types import JSONObject, JSONValue
-from codegen.untrusted import TooLarge, gunzip_capped, loads_json, read_capped
+from codegen.untrusted import BadInput, TooLarge, gunzip_capped, loads_json, read_capped
 
 MAX_FILE_BYTES = 256 * 1024 * 1024  # decompressed; HumanEval+ is ~40 MB
 _VISIBLE_FIELDS = ("sample_io", "given_tests")
 
 
-class TaskFileError(ValueError):
+class TaskFileError(BadInput):
     """A task file that cannot be run; the message names the file and line."""
 
 

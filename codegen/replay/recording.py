@@ -43,7 +43,7 @@ from typing import IO, NotRequired, TypedDict
 from codegen.agents.wire import CANDIDATE_HEADER, REQUEST_HEADER, ROUND_HEADER, TASK_HEADER
 from codegen.durable import atomic_text_writer
 from codegen.json_types import JSONValue
-from codegen.untrusted import TooLarge, loads_json, read_capped
+from codegen.untrusted import BadInput, TooLarge, loads_json, read_capped
 
 FORMAT_VERSION = 1
 RECORDED = "recorded"
@@ -71,7 +71,7 @@ def read_text_capped(path: Path, what: str = "recording") -> str:
         raise RecordingError(f"{path}: not UTF-8 text") from None
 
 
-class RecordingError(ValueError):
+class RecordingError(BadInput):
     """A recording file that cannot be read; the message names the file and line."""
 
 

@@ -17,7 +17,7 @@ from codegen.sandbox.api import Sandbox
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable, UnsafePathError
 from codegen.sandbox.files import Symlink
 from codegen.sandbox.image import bwrap_root
-from codegen.sandbox.packages import image_tag, package_set
+from codegen.sandbox.packages import DEFAULT_SET, image_tag, package_set
 from codegen.sandbox.types import ExecResult, Limits, TestCaseResult, TestReport
 
 # The default package set's image (packages.py: its name and a digest of its pinned list).
@@ -60,6 +60,7 @@ def open_sandbox(
     default_limits: Limits | None = None,
     rootfs: str | None = None,
     host_usr: bool = False,
+    set_name: str = DEFAULT_SET,
 ) -> Sandbox:
     """Open a sandbox; ``auto`` picks Docker when a daemon answers, else bubblewrap on Linux.
 
@@ -68,7 +69,8 @@ def open_sandbox(
     bubblewrap is unavailable unless ``host_usr`` lets it bind the host's /usr read-only
     instead (its results then say ``bwrap-host``). Only ``allow_unsafe_host=True``
     permits running on the bare host (rlimits, timeout and process-group kill, no isolation)
-    when nothing else works; it is never chosen silently.
+    when nothing else works; it is never chosen silently. ``set_name``: the package set
+    ``image`` was made for, whose build command a missing image's message gives.
     """
     if backend not in BACKENDS:
         raise SandboxUnavailable(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")
@@ -79,7 +81,11 @@ def open_sandbox(
             from codegen.sandbox.docker_backend import DockerSandbox
 
             return DockerSandbox(
-                image, pool_size=pool_size, isolation=isolation, default_limits=default_limits
+                image,
+                pool_size=pool_size,
+                isolation=isolation,
+                default_limits=default_limits,
+                set_name=set_name,
             )
         if backend == "docker":
             raise SandboxUnavailable(why)
@@ -94,11 +100,12 @@ def open_sandbox(
 
             try:
                 return BwrapSandbox(
-                    rootfs=rootfs if rootfs is not None else bwrap_root(image),
+                    rootfs=rootfs if rootfs is not None else bwrap_root(image, set_name=set_name),
                     concurrency=pool_size,
                     isolation=isolation,
                     default_limits=default_limits,
                     allow_host_binds=host_usr,
+                    set_name=set_name,
                 )
             except SandboxUnavailable as exc:
                 reasons.append(f"bwrap: {exc}")

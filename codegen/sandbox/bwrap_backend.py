@@ -42,6 +42,7 @@ from typing import IO, TypeAlias
 from codegen.sandbox.docker_backend import owner_tag
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable
 from codegen.sandbox.image import HOST_BACKEND, rootfs_path, rootfs_ready
+from codegen.sandbox.packages import DEFAULT_SET, build_command
 from codegen.sandbox.pool import Deadline, PooledSandbox
 from codegen.sandbox.protocol import (
     SANDBOX_ENV,
@@ -223,7 +224,10 @@ class BwrapSandbox(PooledSandbox):
         allow_host_binds: bool = False,
         unsafe_host: bool = False,
         prestart: bool = True,
+        set_name: str = DEFAULT_SET,
     ) -> None:
+        """``set_name``: the package set the root is wanted for, whose build command a
+        missing root's message gives."""
         self.unsafe_host = unsafe_host
         if unsafe_host:
             # A fresh supervisor per execution, killing only its process group: on the bare
@@ -248,7 +252,7 @@ class BwrapSandbox(PooledSandbox):
         if self.rootfs is None and not unsafe_host:
             if not allow_host_binds:
                 raise SandboxUnavailable(
-                    "no sandbox root file system; run 'codegen sandbox build --offline' "
+                    f"no sandbox root file system; run '{build_command(set_name)}' "
                     "(or set [sandbox] bwrap_host_usr = true to bind the host's /usr)"
                 )
             self.backend = HOST_BACKEND  # reports say the sandbox runs the host's programs

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from docker.types import HostConfig
 
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable
+from codegen.sandbox.packages import DEFAULT_SET, build_command
 from codegen.sandbox.pool import DEADLINE_GRACE_S, Deadline, PooledSandbox
 from codegen.sandbox.protocol import (
     SANDBOX_ENV,
@@ -187,7 +188,10 @@ class DockerSandbox(PooledSandbox):
         default_limits: Limits | None = None,
         prestart: bool = True,
         client: docker.DockerClient | None = None,
+        set_name: str = DEFAULT_SET,
     ) -> None:
+        """``set_name``: the package set ``image`` was made for, named by the build command a
+        missing image's message gives."""
         super().__init__(pool_size=pool_size, isolation=isolation, default_limits=default_limits)
         import docker.errors
 
@@ -197,8 +201,7 @@ class DockerSandbox(PooledSandbox):
             self.client.api.inspect_image(image)
         except docker.errors.ImageNotFound as exc:
             raise SandboxUnavailable(
-                f"sandbox image {image!r} not found; "
-                "build it with 'codegen sandbox build --offline'"
+                f"sandbox image {image!r} not found; build it with '{build_command(set_name)}'"
             ) from exc
         reap_leftovers(self.client)
         self._owner = owner_tag()

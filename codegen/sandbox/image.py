@@ -31,8 +31,10 @@ from typing import IO
 
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable
 from codegen.sandbox.packages import (
+    DEFAULT_SET,
     SANDBOX_PYTHON,
     PackageSet,
+    build_command,
     default_cache_dir,
     is_packaged_tag,
     manifest_path,
@@ -70,7 +72,7 @@ def image_rootfs_path(tag: str, cache_dir: Path | None = None) -> Path:
     return (cache_dir or default_cache_dir()) / f"rootfs-{name}"
 
 
-def bwrap_root(tag: str, cache_dir: Path | None = None) -> Path | None:
+def bwrap_root(tag: str, cache_dir: Path | None = None, set_name: str = DEFAULT_SET) -> Path | None:
     """The root bubblewrap mounts for image ``tag``: the one built beside it; else None (the
     plain debootstrapped root, or the host's /usr where that is allowed). Refuses a tag this
     module names after a package set when only the plain root is there: code that imports the
@@ -81,7 +83,7 @@ def bwrap_root(tag: str, cache_dir: Path | None = None) -> Path | None:
     if is_packaged_tag(tag) and rootfs_ready(rootfs_path(cache_dir)):
         raise SandboxUnavailable(
             f"the sandbox root of {tag} (its package set) is not built; "
-            "run 'codegen sandbox build --offline'"
+            f"run '{build_command(set_name)}'"
         )
     return None
 

@@ -111,6 +111,13 @@ def package_set(name: str = DEFAULT_SET, extra: list[str] | tuple[str, ...] = ()
     return PackageSet(label, tuple(sorted(str(r) for r in chosen.values())))
 
 
+def build_command(set_name: str = DEFAULT_SET) -> str:
+    """The command that builds the image (and bubblewrap root) of the named set, as a message
+    prints it: run as printed, it builds what the command that printed it looks for."""
+    chosen = "" if set_name == DEFAULT_SET else f" --package-set {set_name}"
+    return f"codegen sandbox build --offline{chosen}"
+
+
 def image_tag(packages: PackageSet) -> str:
     """The image (and bubblewrap root) of this set: its name and the digest of its list."""
     return f"{IMAGE_REPO}:{IMAGE_VERSION}-{packages.name}-{packages.digest}"

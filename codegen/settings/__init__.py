@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
@@ -469,6 +470,8 @@ def load_settings() -> Settings:
         raise BadSettings(f"bad settings ({config_file()}, CODEGEN_*): {describe(exc)}") from None
     except SettingsError as exc:
         raise BadSettings(f"bad settings ({config_file()}, CODEGEN_*): {exc}") from None
+    except tomllib.TOMLDecodeError as exc:  # the file itself, before any key is read
+        raise BadSettings(f"bad settings: {config_file()} is not TOML ({exc})") from None
 
 
 def describe(exc: ValidationError) -> str:

@@ -11,6 +11,11 @@ the command asked for it.
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -158,3 +163,50 @@ def test_a_backfill_scores_under_the_commands_package_set(
     file_summary = summary_of(instance, "task_set_file_summary")
     assert file_summary["classeval"]["class_success"] == result["classeval"]["class_success"]
     assert file_summary["classeval"]["method_success"] == {"pass@1": pytest.approx(5 / 6, abs=1e-4)}
+
+
+def test_a_missing_image_names_the_command_that_builds_it_and_that_command_does(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the classeval image the command prints the one build command it needs (the
+    default set's command built the wrong image); run as printed, that command builds the
+    very tag the evaluation looked for, with the classeval set. (The real build takes
+    minutes and CI does not make this image: build_image is recorded, not run.)"""
+    from codegen.sandbox.packages import package_set
+
+    missing = "multiagent-codegen-sandbox:no-such-version"
+    env = {**os.environ, "CODEGEN_SANDBOX__IMAGE": missing, "CODEGEN_SANDBOX__BACKEND": "docker"}
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codegen",
+            "eval",
+            "classeval",
+            "--tasks",
+            str(TASKS),
+            "--canonical",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert ran.returncode != 0 and "Traceback" not in ran.stderr, ran.stderr
+    said = re.search(r"sandbox image '([^']+)' not found; build it with '([^']+)'", ran.stderr)
+    assert said is not None, ran.stderr
+    assert said.group(1) == missing
+    printed = shlex.split(said.group(2))
+    assert printed == ["codegen", "sandbox", "build", "--offline", "--package-set", "classeval"]
+
+    built: list[tuple[str, tuple[str, ...], bool]] = []
+
+    def build_image(tag: str, *, offline: bool, packages: Any, **_: Any) -> str:
+        built.append((tag, packages.requirements, offline))
+        return tag
+
+    monkeypatch.setattr("codegen.sandbox.image.build_image", build_image)
+    monkeypatch.setenv("CODEGEN_SANDBOX__IMAGE", missing)  # the same shell as the message's
+    get_settings.cache_clear()
+    assert main(printed[1:]) == 0, capsys.readouterr().err
+    assert built == [(missing, package_set("classeval").requirements, True)]

@@ -135,7 +135,7 @@ def test_samples_file_on_a_task_set_and_canonical_refused_without_references(
     assert result["passed_samples"] == 1 and result["samples"] == 2
     unknown = write(tmp_path / "other.jsonl", [{"task_id": "HumanEval/0", "completion": "x"}])
     code, _, err = run(capsys, "tasks", str(tasks), "--samples-file", str(unknown))
-    assert code == 1 and "other.jsonl:1: unknown task_id 'HumanEval/0'" in err
+    assert code == 2 and "other.jsonl:1: unknown task_id 'HumanEval/0'" in err
 
 
 @pytest.mark.parametrize(
@@ -158,7 +158,7 @@ def test_bad_task_files_are_one_line_and_store_nothing(
 ) -> None:
     path = write(tmp_path / "bad.jsonl", rows)
     code, _, err = run(capsys, "tasks", str(path), "--canonical")
-    assert code == 1
+    assert code == 2  # refused: exits.py
     lines = err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], err
     assert not (isolated_home / "eval").exists() or not any((isolated_home / "eval").iterdir())
@@ -169,11 +169,11 @@ def test_gzip_that_is_not_gzip(
 ) -> None:
     fake = write(tmp_path / "tasks.jsonl.gz", [SQUARE])
     code, _, err = run(capsys, "tasks", str(fake))
-    assert code == 1 and "tasks.jsonl.gz: named .gz but is not gzip-compressed" in err
+    assert code == 2 and "tasks.jsonl.gz: named .gz but is not gzip-compressed" in err
     torn = tmp_path / "torn.jsonl.gz"
     torn.write_bytes(gzip.compress(fake.read_bytes())[:20])
     code, _, err = run(capsys, "tasks", str(torn))
-    assert code == 1 and "torn.jsonl.gz: not a valid gzip file" in err
+    assert code == 2 and "torn.jsonl.gz: not a valid gzip file" in err
     assert not (isolated_home / "eval").exists()
 
 

@@ -115,7 +115,7 @@ def test_a_missing_dependency_streams_skipped_steps_and_a_check_that_did_not_run
 ) -> None:
     with ScriptedOpenAIServer(handler=needs_requests) as server:
         proc = generate(server, "generate", "Write primes_up_to(n) with requests.")
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == 6, proc.stderr
     assert "status     missing_dependency: the spec needs requests" in proc.stdout
     assert "           report.json" in proc.stdout.splitlines()
     assert_skipped_after_the_spec(proc.stderr, "missing_dependency")

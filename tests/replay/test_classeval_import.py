@@ -351,13 +351,13 @@ def test_bad_input_is_one_line(
     source = replies(tmp_path / "bad.json", rows)
     out = tmp_path / "out.jsonl"
     args = ["replay", "import", "--format", "classeval", str(source), str(out)]
-    assert main([*args, "--tasks", str(tasks_file)]) == 1
+    assert main([*args, "--tasks", str(tasks_file)]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
-    assert main(args) == 1
+    assert main(args) == 2
     assert "--tasks" in capsys.readouterr().err
     source.write_text('{"task_id": "ClassEval_900"}')
-    assert main([*args, "--tasks", str(tasks_file)]) == 1
+    assert main([*args, "--tasks", str(tasks_file)]) == 2
     assert "expected a non-empty JSON list" in capsys.readouterr().err
 
 
@@ -404,6 +404,6 @@ def test_a_task_file_that_is_not_classeval_is_one_line(
     other.write_text(json.dumps(row) + "\n")
     source = replies(tmp_path / "r.json", {"T/0": ["x"]})
     args = ["replay", "import", "--format", "classeval", str(source), str(tmp_path / "o.jsonl")]
-    assert main([*args, "--tasks", str(other)]) == 1
+    assert main([*args, "--tasks", str(other)]) == 2
     err = capsys.readouterr().err.strip()
     assert "not a ClassEval task file" in err and len(err.splitlines()) == 1

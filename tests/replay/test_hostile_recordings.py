@@ -19,7 +19,7 @@ HEADER = json.dumps({"codegen_recording": FORMAT_VERSION, "source": "test"})
 
 def one_error_line(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     capsys.readouterr()
-    assert main(list(args)) == 1
+    assert main(list(args)) == 2  # refused: exits.py
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("codegen: error:") and "Traceback" not in err

@@ -169,7 +169,7 @@ def test_mbpp_import_takes_its_tasks_from_a_task_file(rows: list[Any], tmp_path:
     write_jsonl(tasks, task_lines[:1])
     out = tmp_path / "out.jsonl"
     args = ["replay", "import", "--format", "mapcoder", str(source), str(out), "--tasks"]
-    assert main([*args, str(tasks)]) == 1
+    assert main([*args, str(tasks)]) == 2
     assert not out.exists()
 
 
@@ -178,7 +178,7 @@ def test_mbpp_row_without_its_public_half_is_one_line(
 ) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [{"name": "mbpp_9_x", "responses": ["x"]}])
     out = tmp_path / "out.jsonl"
-    assert main(["replay", "import", "--format", "mapcoder", str(source), str(out)]) == 1
+    assert main(["replay", "import", "--format", "mapcoder", str(source), str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and ":1: unknown task_id 'mbpp_9_x'" in err[0], err
     assert not out.exists()
@@ -235,4 +235,4 @@ def test_several_runs_import_as_one_recording_one_candidate_each(
     analyzers = [e.task for e in entries if e.role == "analyzer"]
     assert sorted(analyzers) == sorted(r["name"] for r in rows)
     codet = ["replay", "import", "--format", "human-eval", str(first), str(second), str(out)]
-    assert main(codet) == 1
+    assert main(codet) == 2

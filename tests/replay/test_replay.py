@@ -287,7 +287,7 @@ def test_bad_import_input_is_one_line(
     source = tmp_path / "in.jsonl"
     source.write_text(content)
     out = tmp_path / "out.jsonl"
-    assert main(["replay", "import", "--format", fmt, str(source), str(out)]) == 1
+    assert main(["replay", "import", "--format", fmt, str(source), str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("codegen: error:") and message in err[0], err
     assert not out.exists()
@@ -296,7 +296,7 @@ def test_bad_import_input_is_one_line(
 def test_serve_refuses_a_bad_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"role": "programmer"}\n')
-    assert main(["replay", "serve", str(bad), "--port", "0"]) == 1
+    assert main(["replay", "serve", str(bad), "--port", "0"]) == 2
     assert "no codegen_recording header" in capsys.readouterr().err
 
 

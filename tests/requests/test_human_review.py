@@ -119,7 +119,7 @@ def test_cli_human_review_reject_then_approve(
             (["review", request_id], 2, "exactly one"),
             (["review", request_id, "--reject", "  "], 2, "points"),
             (["review", "../etc", "--approve"], 2, "not a request id"),
-            (["review", "req-0000000000000000", "--approve"], 1, "unknown request"),
+            (["review", "req-0000000000000000", "--approve"], 2, "unknown request"),
         ]:
             rc, _, err = run_cli(capsys, *args)
             lines = err.strip().splitlines()
@@ -146,7 +146,7 @@ def test_cli_human_review_reject_then_approve(
         # A verdict for a finished request: one line, nothing changes.
         done = digest(folder)
         rc, _, err = run_cli(capsys, "review", request_id, "--reject", "too late")
-        assert rc == 1 and "not awaiting review" in err and len(err.strip().splitlines()) == 1
+        assert rc == 2 and "not awaiting review" in err and len(err.strip().splitlines()) == 1
         assert digest(folder) == done
 
         rc, out, _ = run_cli(capsys, "requests", "--json")

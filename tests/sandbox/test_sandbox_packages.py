@@ -8,6 +8,7 @@ import gzip
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,6 +132,63 @@ def test_bubblewrap_never_meets_a_root_without_the_images_set(tmp_path: Path) ->
     built = image_rootfs_path(DEFAULT_IMAGE, tmp_path)
     built.with_name(built.name + ".complete").touch()
     assert bwrap_root(DEFAULT_IMAGE, tmp_path) == built
+
+
+CLASSEVAL_BUILD = "codegen sandbox build --offline --package-set classeval"
+
+
+def test_a_missing_image_or_root_names_the_build_command_of_its_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each backend's missing-image message gives the command that builds the image of the
+    set it was opened for: the default set's command built the wrong one for ClassEval."""
+    from types import SimpleNamespace
+
+    import docker.errors
+
+    from codegen.sandbox.bwrap_backend import BwrapSandbox
+    from codegen.sandbox.docker_backend import DockerSandbox
+
+    def inspect_image(image: str) -> None:
+        raise docker.errors.ImageNotFound(image)
+
+    no_images: Any = SimpleNamespace(api=SimpleNamespace(inspect_image=inspect_image))
+    classeval_tag = image_tag(package_set("classeval"))
+    said = re.escape(f"build it with '{CLASSEVAL_BUILD}'")
+    with pytest.raises(SandboxUnavailable, match=said):
+        DockerSandbox(classeval_tag, client=no_images, set_name="classeval")
+    default = re.escape("build it with 'codegen sandbox build --offline'") + "$"
+    with pytest.raises(SandboxUnavailable, match=default):
+        DockerSandbox(DEFAULT_IMAGE, client=no_images)
+    (tmp_path / "rootfs-bookworm.complete").touch()  # the plain root, not the set's
+    with pytest.raises(SandboxUnavailable, match=re.escape(f"run '{CLASSEVAL_BUILD}'")):
+        bwrap_root(classeval_tag, tmp_path, set_name="classeval")
+    monkeypatch.setenv("CODEGEN_SANDBOX_CACHE", str(tmp_path / "nothing-built"))
+    with pytest.raises(SandboxUnavailable, match=re.escape(f"run '{CLASSEVAL_BUILD}'")):
+        BwrapSandbox(rootfs=None, set_name="classeval", prestart=False)
+
+
+def test_package_set_builds_the_image_the_sets_commands_look_for(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`codegen sandbox build --package-set classeval` builds the tag `codegen eval classeval`
+    opens (the setting untouched); a real build takes minutes, so build_image is recorded."""
+    from codegen.orchestration.cli import main
+    from codegen.orchestration.cli.evaluate import _classeval_sandbox
+    from codegen.settings import get_settings
+
+    built: list[tuple[str, str]] = []
+
+    def build_image(tag: str, *, packages: object, **_: object) -> str:
+        built.append((tag, packages.name))  # type: ignore[attr-defined]
+        return tag
+
+    monkeypatch.setattr("codegen.sandbox.image.build_image", build_image)
+    assert main(["sandbox", "build", "--offline", "--package-set", "classeval"]) == 0
+    wanted = sandbox_image(_classeval_sandbox(get_settings()).sandbox)
+    assert built == [(wanted, "classeval")] and capsys.readouterr().out.strip() == wanted
+    assert main(["sandbox", "build", "--offline"]) == 0  # without it: the setting's set
+    assert built[-1] == (DEFAULT_IMAGE, "default")
 
 
 def test_numpy_and_pandas_run_under_the_default_limits(sb: Sandbox) -> None:

@@ -1,8 +1,8 @@
 """The ``codegen`` command line.
 
 Each command group lives in its own module and is registered in COMMAND_MODULES. Every error
-reaches the user as one line on stderr with a non-zero exit; set CODEGEN_DEBUG=1 for the
-traceback.
+reaches the user as one line on stderr with a non-zero exit (the statuses: ``exits.py``); set
+CODEGEN_DEBUG=1 for the traceback.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import traceback
 
 import click
 
+from codegen.orchestration.cli.exits import REFUSED_EXIT
 from codegen.settings import BadSettings
+from codegen.untrusted import BadInput
 
 # command name -> (module path, attribute holding its click command or group)
 COMMAND_MODULES: dict[str, tuple[str, str]] = {
@@ -75,20 +77,21 @@ def main(argv: list[str] | None = None) -> int:
             return code
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
-        return 2
+        return REFUSED_EXIT
     except click.UsageError as exc:
         path = exc.ctx.command_path if exc.ctx else "codegen"
         hint = f" (see '{path} --help')"
         click.echo(f"codegen: error: {_one_line(exc.format_message())}{hint}", err=True)
-        return 2
+        return REFUSED_EXIT
     except click.ClickException as exc:
         click.echo(f"codegen: error: {_one_line(exc.format_message())}", err=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except BadSettings as exc:  # names the bad keys, never their values
+    # Refused before any work: a setting (named, never its value) or a file that cannot be used.
+    except (BadSettings, BadInput) as exc:
         click.echo(f"codegen: error: {_one_line(str(exc))}", err=True)
-        return 2
+        return REFUSED_EXIT
     except click.Abort:
         click.echo("codegen: aborted", err=True)
         return 130

@@ -8,6 +8,8 @@ from typing import TypedDict, TypeVar
 
 import click
 
+from codegen.orchestration.cli.files import OUTPUT_FILE
+
 _Command = TypeVar("_Command", bound=Callable[..., None])
 
 
@@ -62,7 +64,7 @@ _OPTIONS = [
     click.option(
         "--record",
         "record_path",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=OUTPUT_FILE,
         help="Write the crew's LLM traffic to this recording (codegen replay serve replays it).",
     ),
     click.option("--workers", type=click.IntRange(min=1, max=64), help="Tasks run concurrently."),

@@ -169,12 +169,10 @@ def _classeval_sandbox(settings: Settings) -> Settings:
 
 
 def _task_set(path: Path, name: str | None) -> TaskSet:
-    from codegen.evaluation.tasks import TaskFileError, read_task_file
+    """The task file at ``path``, checked whole (a bad one is refused: ``exits.py``)."""
+    from codegen.evaluation.tasks import read_task_file
 
-    try:
-        return read_task_file(path, name=f"{name} ({path.name})" if name else None)
-    except TaskFileError as exc:
-        raise click.ClickException(str(exc)) from None
+    return read_task_file(path, name=f"{name} ({path.name})" if name else None)
 
 
 def _usage_errors(task_set: TaskSet, options: RunOptions) -> None:
@@ -359,13 +357,10 @@ def _score_samples_file(
     settings: Settings, path: Path, task_set: TaskSet, options: RunOptions
 ) -> None:
     """``--samples-file``: validate the whole file, then score its tasks (or backfill them)."""
-    from codegen.evaluation.samples_file import SamplesFileError, read_samples
+    from codegen.evaluation.samples_file import read_samples
     from codegen.orchestration.evaluation import open_session
 
-    try:
-        samples = read_samples(path, task_set)
-    except SamplesFileError as exc:
-        raise click.ClickException(str(exc)) from None
+    samples = read_samples(path, task_set)  # a bad file is refused whole (exits.py)
     session = open_session(settings, None, SAMPLES, samples_file=samples)
     keys = list(samples.modules)
     click.echo(

@@ -21,10 +21,10 @@ from codegen.agents.wire import request_key
 from codegen.json_types import JSONObject, JSONValue
 from codegen.orchestration.cli.exits import (
     AWAITING_REVIEW_EXIT,
+    MISSING_DEPENDENCY_EXIT,
     NOT_PASSED_EXIT,
     OFF_TARGET_EXIT,
     OUTAGE_EXIT,
-    REFUSED_EXIT,
     Refused,
 )
 from codegen.orchestration.instance import configured_instance
@@ -359,13 +359,8 @@ def generate(
     """Turn REQUEST into tested, documented code (a partition of the `requests` assets).
 
     REQUEST is the text itself, or @FILE to read it from a file. Exit status 0 when the
-    request passed, 4 when it awaits a person's review (--review human|both), 7 when the spec
-    answers another request (off_target: it defines none of the names REQUEST asks for), 3
-    when it ended otherwise by the model (failed_tests, rejected, no_code, budget_exceeded,
-    unrecorded), 5 when an outage ended it (status error: endpoint or sandbox down, retried
-    on re-run); 2 when the spec needs a distribution outside [sandbox] packages
-    (missing_dependency) or it was refused before anything was stored (bad arguments, a
-    daemon that lacks this shell's key, an unset candidate key variable).
+    request passed, else one per ending, 2 when refused before anything was stored (all of
+    them: docs/cli.md, "Exit codes").
     """
     if request.startswith("@"):
         path = Path(request[1:])
@@ -442,9 +437,7 @@ def endpoint_lines(endpoints: JSONObject) -> list[str]:
 
 
 def show_outcome(summary: JSONObject, as_json: bool) -> None:
-    """Print a request's outcome; exit 0 passed, 4 awaiting review, 5 error (an outage), 2
-    missing_dependency (the sandbox's package set does not fit the request), 7 off_target (the
-    spec answers another request), 3 anything else (the model ended it)."""
+    """Print a request's outcome; exit with its status's code (``exits.py``)."""
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -487,8 +480,8 @@ def show_outcome(summary: JSONObject, as_json: bool) -> None:
     if summary["status"] == "error":
         raise click.exceptions.Exit(OUTAGE_EXIT)
     if summary["status"] == Status.MISSING_DEPENDENCY.value:
-        # The settings do not fit the request: the reason names the setting and the command.
-        raise click.exceptions.Exit(REFUSED_EXIT)
+        # The reason names the setting and the build command.
+        raise click.exceptions.Exit(MISSING_DEPENDENCY_EXIT)
     if summary["status"] == Status.OFF_TARGET.value:
         # A model's ending with a code of its own: a script must not take it for a weak answer.
         raise click.exceptions.Exit(OFF_TARGET_EXIT)

@@ -13,8 +13,8 @@ import click
 
 from codegen.json_types import JSONObject
 from codegen.orchestration.cli.exits import Refused
+from codegen.orchestration.cli.files import OUTPUT_FILE
 from codegen.replay.importers import FORMATS
-from codegen.replay.recording import RecordingError
 
 if TYPE_CHECKING:
     from codegen.evaluation.session_report import Report
@@ -122,7 +122,7 @@ def replay_group() -> None:
 @click.option(
     "--log",
     "log_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OUTPUT_FILE,
     help="Also append the request log (one JSON object a line) to this file.",
 )
 def serve(recording: Path, host: str, port: int, log_file: Path | None) -> None:
@@ -134,14 +134,12 @@ def serve(recording: Path, host: str, port: int, log_file: Path | None) -> None:
     from codegen.replay.recording import read_recording
     from codegen.replay.server import ReplayServer
 
-    try:
-        loaded = read_recording(recording)
-    except RecordingError as exc:
-        raise click.ClickException(str(exc)) from None
+    loaded = read_recording(recording)  # a bad recording is refused (exits.py)
     try:
         server = ReplayServer(loaded, host=host, port=port, log_file=log_file)
-    except OSError as exc:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    except OSError as exc:  # the --log file, or the address (a busy port)
+        where = exc.filename or f"cannot listen on {host}:{port}"
+        raise Refused(f"{where}: {exc.strerror or exc}") from None
     roles = Counter(e.role for e in loaded.entries)
     click.echo(
         f"replaying {len(loaded.entries)} replies for {len(loaded.tasks)} tasks "
@@ -161,7 +159,7 @@ def serve(recording: Path, host: str, port: int, log_file: Path | None) -> None:
     "--format", "fmt", type=click.Choice(FORMATS), required=True, help="The input's format."
 )
 @click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("out", type=OUTPUT_FILE)
 @click.option(
     "--tasks",
     "tasks_file",
@@ -212,9 +210,10 @@ def import_cmd(
             tests_file=tests_file,
             more=tuple(more),
         )
-    except (RecordingError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+    except ValueError as exc:  # RecordingError, and any other value the sources do not fit
+        raise Refused(str(exc)) from None
     notes = "" if recorded_only else DERIVED_NOTES
+    out.parent.mkdir(parents=True, exist_ok=True)
     count = write_recording(
         out, entries, source=f"{fmt}:{'+'.join(s.name for s in sources)}", notes=notes
     )

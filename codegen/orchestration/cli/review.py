@@ -12,6 +12,7 @@ from codegen.agents.artifacts import is_request_id
 from codegen.agents.report import RequestReport
 from codegen.agents.types import Status
 from codegen.json_types import JSONObject
+from codegen.orchestration.cli.exits import Refused
 from codegen.orchestration.cli.generate import run_in_this_process, show_outcome, summarize
 from codegen.orchestration.instance import configured_instance
 from codegen.requests.review import ReviewError, ReviewStore
@@ -49,7 +50,7 @@ def review(
 
     Approval continues to the documentation step; rejection re-enters refinement with
     POINTS as feedback (rounds and budget count on), then the request waits for review again.
-    Exit status as for `codegen generate`: 0 passed, 4 awaiting review again, 3 ended otherwise.
+    Exit status as for `codegen generate` (docs/cli.md, "Exit codes").
     """
     if approve == (points is not None):
         raise click.UsageError("give exactly one of --approve and --reject POINTS")
@@ -66,8 +67,8 @@ def review(
         claim = reviews.claim(
             request_id, kind, text, reviewer or getpass.getuser(), review_round or 0
         )
-    except ReviewError as exc:
-        raise click.ClickException(str(exc)) from exc
+    except ReviewError as exc:  # unknown request, not awaiting review, already decided
+        raise Refused(str(exc)) from exc
     from codegen.orchestration.review import verdict_run_config
 
     click.echo(

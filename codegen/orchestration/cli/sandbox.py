@@ -1,4 +1,8 @@
-"""``codegen sandbox build`` and ``codegen sandbox exec``: thin wrappers over ``sandbox``."""
+"""``codegen sandbox build`` and ``codegen sandbox exec``: thin wrappers over ``sandbox``.
+
+``exec`` is the one command whose exit status is not the shared rule's (``exits.py``): it
+passes its command's own status through, as ``docker run`` does.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from typing import TYPE_CHECKING
 import click
 
 from codegen.composition import sandbox_image, sandbox_limits, sandbox_packages
+from codegen.orchestration.cli.exits import Refused
+from codegen.sandbox.packages import NAMED_SETS
 from codegen.settings import get_settings
 
 if TYPE_CHECKING:
@@ -32,16 +38,28 @@ def sandbox_group() -> None:
 )
 @click.option("--force", is_flag=True, help="Rebuild even if the image tag exists.")
 @click.option("--tag", default=None, help="Image tag (default: sandbox.image setting).")
-def build(offline: bool, force: bool, tag: str | None) -> None:
+@click.option(
+    "--package-set",
+    type=click.Choice(sorted(NAMED_SETS)),
+    default=None,
+    help="The named package set to install (default: [sandbox] package_set); [sandbox] "
+    "packages are added to it. Its image is the one a command using the set looks for.",
+)
+def build(offline: bool, force: bool, tag: str | None, package_set: str | None) -> None:
     """Build the sandbox image; a no-op when the tag already exists."""
     from codegen.sandbox import SandboxError
     from codegen.sandbox.image import build_image
 
     settings = get_settings().sandbox
+    if package_set is not None:
+        settings = settings.model_copy(update={"package_set": package_set})
     try:
-        # The package set comes from [sandbox] package_set and packages, installed now.
+        # The set plus [sandbox] packages, installed now; the tag names them.
         packages = sandbox_packages(settings)
         tag = tag or sandbox_image(settings)
+    except SandboxError as exc:  # settings that name no valid set
+        raise Refused(str(exc)) from exc
+    try:
         built = build_image(
             tag, offline=offline, packages=packages, force=force, progress=_progress
         )
@@ -84,10 +102,15 @@ def exec_command(
     settings = get_settings().sandbox
     limits = sandbox_limits(settings, timeout_s=timeout, memory_mb=memory)
     try:
+        image = sandbox_image(settings)
         files = read_dir(directory, limits.workdir_mb * 1024 * 1024)
+    except (SandboxError, OSError, ValueError) as exc:  # the --dir or the settings: nothing ran
+        raise Refused(str(exc)) from exc
+    try:
         with open_sandbox(
             backend or settings.backend,
-            image=sandbox_image(settings),
+            image=image,
+            set_name=settings.package_set,
             pool_size=1,
             isolation="strict",
             host_usr=settings.bwrap_host_usr,

@@ -10,6 +10,7 @@ import click
 
 from codegen.composition import embedder_config, store_config
 from codegen.corpus.store import chunks_path
+from codegen.orchestration.cli.exits import Refused
 from codegen.retrieval.grounding import corpus_chunk_ids, grounding_of
 from codegen.settings import get_settings
 
@@ -49,12 +50,12 @@ def search(
         store = store_config(settings)
         index = open_store(store)
         rows = index.count()
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from exc
+    except ValueError as exc:  # settings that name no usable store
+        raise Refused(str(exc)) from exc
     where = store.uri if store.kind == "lancedb" else f"{store.kind} {store.weaviate_url}"
     if rows == 0:
         # Missing and empty read the same to the user: nothing to search yet.
-        raise click.ClickException(
+        raise Refused(
             f"the index at {where} is empty or missing; build it with 'codegen corpus build' "
             "and materialize the 'index' asset"
         )

@@ -44,9 +44,10 @@ def test_bad_input_is_one_line_without_traceback(args: tuple[str, ...]) -> None:
 def test_malformed_config_file_is_one_line(isolated_home: Path) -> None:
     (isolated_home / "codegen.toml").write_text("this is = = not toml\n")
     result = run_cli("info")
-    assert result.returncode == 1
+    assert result.returncode == 2  # refused: bad input, as every bad setting
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("codegen: error:"), result.stderr
+    assert f"{isolated_home / 'codegen.toml'} is not valid TOML" in lines[0], lines
 
 
 def test_info_json_reflects_env_over_file(isolated_home: Path) -> None:

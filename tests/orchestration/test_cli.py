@@ -60,6 +60,19 @@ def test_info_json_reflects_env_over_file(isolated_home: Path) -> None:
     assert data["settings"]["home"] == str(isolated_home)
     assert data["config_file"] == str(isolated_home / "codegen.toml")
     assert data["config_file_exists"] is True
+    # Where each effective value came from: the variable, the file, or the default.
+    sources = data["setting_sources"]
+    assert sources["sandbox.backend"] == {
+        "source": "environment",
+        "from": "CODEGEN_SANDBOX__BACKEND",
+    }
+    assert sources["sandbox.pool_size"] == {
+        "source": "file",
+        "from": str(isolated_home / "codegen.toml"),
+    }
+    assert sources["sandbox.isolation"] == {"source": "default", "from": None}
+    assert sources["home"] == {"source": "environment", "from": "CODEGEN_HOME"}
+    assert set(sources) >= {"llm.default.model", "llm.max_rounds", "review.mode"}
 
 
 def test_info_says_the_endpoint_the_daemon_and_the_index(isolated_home: Path) -> None:

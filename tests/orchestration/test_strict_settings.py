@@ -194,3 +194,17 @@ def test_every_numeric_setting_has_a_range() -> None:
         if not any(getattr(r, a, None) is not None for r in rules for a in ("ge", "gt"))
     ]
     assert not unbounded
+
+
+def test_a_command_that_reads_no_setting_is_stopped_too_and_help_still_answers(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = configure(isolated_home, "[llm]\nmax_rounds = 0\n")
+    assert main(["replay", "serve", str(isolated_home / "recording.json")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [
+        f"codegen: error: bad settings: [llm] max_rounds of {path}: "
+        "Input should be greater than or equal to 1"
+    ]
+    assert main(["replay", "serve", "--help"]) == 0
+    assert "Usage: codegen replay serve" in capsys.readouterr().out

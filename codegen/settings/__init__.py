@@ -612,12 +612,12 @@ def _sections() -> dict[str, type[BaseModel]]:
     }
 
 
-def setting_variables(environ: Iterable[str] | None = None) -> dict[tuple[str, ...], str]:
+def setting_variables() -> dict[tuple[str, ...], str]:
     """The environment's setting variables by the setting's path: every ``CODEGEN_<SECTION>__
     <KEY>`` (known or not), and ``CODEGEN_HOME`` / ``CODEGEN_ENV`` (the top-level settings).
     Any other ``CODEGEN_*`` (CODEGEN_CONFIG, CODEGEN_REQUIRE_DOCKER, ...) is not a setting."""
     out: dict[tuple[str, ...], str] = {}
-    for name in os.environ if environ is None else environ:
+    for name in os.environ:
         upper = name.upper()  # pydantic-settings reads these names case-insensitively
         if not upper.startswith(ENV_PREFIX):
             continue
@@ -734,7 +734,7 @@ class _Source:
             return f"unknown key {name!r} in [{'.'.join(table)}] {where} ({hint})"
         if is_table or self.file is None:
             hint = self.hint((), name, _sections(), lambda section: f"[{section}]")
-            where = where.replace("of ", "in ", 1) if self.file is not None else where
+            where = where if self.file is None else f"in {self.file}"
             return f"unknown section [{name}] {where} ({hint})"
         # A key at the top of the file that belongs in a section: say which.
         owners = [s for s, model in _sections().items() if name in model.model_fields]
@@ -764,7 +764,7 @@ class _Source:
             return self.unknown(path[:-1], path[-1])
         if loc[-1] == "[key]":  # a dict keyed by names ([llm.agents]): not one of them
             return self.unknown(path[:-1], path[-1])
-        why = msg.removeprefix("Value error, ")
+        why = _message(msg)
         # An entry's own problem names its index: [llm] candidates[1] of ...: unknown key ...
         index, sep, rest = why.partition(": ") if why.startswith("[") else ("", "", why)
         return f"{_label(loc)}{index} {self.where(path)}: {rest if sep else why}"
@@ -810,15 +810,17 @@ def describe(exc: ValidationError) -> str:
     return "; ".join(out)
 
 
-def _leaves(value: object, path: tuple[str, ...] = ()) -> Iterable[tuple[tuple[str, ...], object]]:
+def _leaves(value: object, path: tuple[str, ...] = ()) -> Iterable[tuple[str, ...]]:
+    """The path of each value that is not a table (a list, an empty table, a number...)."""
     if isinstance(value, dict) and value:
         for key, item in value.items():
             yield from _leaves(item, (*path, str(key)))
     else:
-        yield path, value
+        yield path
 
 
 def _holds(values: Mapping[str, Any], path: tuple[str, ...]) -> bool:
+    """Whether ``values`` (a source's nested tables) give the setting at ``path``."""
     node: object = values
     for part in path:
         if not isinstance(node, dict) or part not in node:
@@ -833,7 +835,7 @@ def setting_origins(settings: Settings) -> dict[str, Origin]:
     the environment and file are now."""
     given = settings._given or Given(config_file(), _read_file(config_file()), setting_variables())
     out: dict[str, Origin] = {}
-    for path, _ in _leaves(settings.model_dump(mode="json")):
+    for path in _leaves(settings.model_dump(mode="json")):
         variable = next((name for p, name in given.variables.items() if path[: len(p)] == p), None)
         if variable is not None:
             out[".".join(path)] = Origin("environment", variable)

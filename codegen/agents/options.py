@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import TypedDict, cast
+from typing import Annotated, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
 
 from codegen.agents.usage import Budget
 from codegen.json_types import JSONObject
 from codegen.sandbox.types import Limits
+from codegen.settings import DRAFTS, ROUNDS, TOKEN_BUDGET, USD_BUDGET, bounds_of
 
 
 class ReviewMode(StrEnum):
@@ -42,6 +44,11 @@ class StoredOptions(TypedDict, total=False):
     review: str  # one of REVIEW_MODES
 
 
+def _span(rng: FieldInfo) -> str:
+    bounds = bounds_of(rng)
+    return f"{bounds['min']}-{bounds['max']}"
+
+
 class RequestOptions(BaseModel):
     """What a person may set on one request: the one definition of the names, types and ranges
     behind `codegen generate`'s flags, an inbox file's ``"options"`` and the launchpad config
@@ -49,21 +56,20 @@ class RequestOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_rounds: int | None = Field(
-        default=None, ge=1, le=20, description="Refinement rounds, 1-20 (default: [llm] max_rounds)"
+    # Each range is the setting's own (codegen.settings), so a flag and the config agree.
+    max_rounds: Annotated[int | None, ROUNDS] = Field(
+        default=None, description=f"Refinement rounds, {_span(ROUNDS)} (default: [llm] max_rounds)"
     )
-    candidates: int | None = Field(
+    candidates: Annotated[int | None, DRAFTS] = Field(
         default=None,
-        ge=1,
-        le=20,
-        description="Programmer drafts, one picked by execution, 1-20 (default: [llm] "
+        description=f"Programmer drafts, one picked by execution, {_span(DRAFTS)} (default: [llm] "
         "candidates; with a list there, its first N entries, repeated when N is longer)",
     )
-    budget_tokens: int | None = Field(
-        default=None, ge=1, description="Stop after this many tokens (default: none)"
+    budget_tokens: Annotated[int | None, TOKEN_BUDGET] = Field(
+        default=None, description="Stop after this many tokens (default: none)"
     )
-    budget_usd: float | None = Field(
-        default=None, gt=0, description="Dollar budget, above 0 (default: none)"
+    budget_usd: Annotated[float | None, USD_BUDGET] = Field(
+        default=None, description="Dollar budget, above 0 (default: none)"
     )
     review: ReviewMode | None = Field(
         default=None,
@@ -95,19 +101,7 @@ class RequestOptions(BaseModel):
     @classmethod
     def bounds(cls, name: str) -> dict[str, float | bool]:
         """A numeric option's range as click's IntRange/FloatRange keywords."""
-        out: dict[str, float | bool] = {}
-        for rule in cls.model_fields[name].metadata:
-            for attr, key, is_open in (
-                ("ge", "min", False),
-                ("gt", "min", True),
-                ("le", "max", False),
-                ("lt", "max", True),
-            ):
-                if getattr(rule, attr, None) is not None:
-                    out[key] = getattr(rule, attr)
-                    if is_open:
-                        out[f"{key}_open"] = True
-        return out
+        return bounds_of(cls.model_fields[name])
 
 
 # -- options and outcome ---------------------------------------------------------------------

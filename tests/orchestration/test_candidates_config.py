@@ -77,31 +77,37 @@ def test_the_route_carries_each_candidates_model_endpoint_and_key_variable_never
     assert LLMRoute.from_dict({"base_url": "http://a/v1"}).candidates == ()
 
 
+# Each case: the file, the key as the message names it, and why (the file's path between them).
 BAD = {
     "unknown key": (
         '[llm]\ncandidates = [{model = "a"}, {modle = "b"}]\n',
-        "llm.candidates[1]: unknown key 'modle'",
+        "[llm] candidates[1]",
+        "unknown key 'modle' (did you mean 'model'?)",
     ),
-    "empty list": ("[llm]\ncandidates = []\n", "llm.candidates: an empty list"),
+    "empty list": ("[llm]\ncandidates = []\n", "[llm] candidates", "an empty list"),
     "literal key": (
         f'[llm]\ncandidates = [{{model = "a", api_key = "{KEY}"}}]\n',
-        "llm.candidates[0].api_key: a key is never a setting",
+        "[llm] candidates[0].api_key",
+        "a key is never a setting",
     ),
     "key in api_key_env": (
         f'[llm]\ncandidates = [{{model = "a", api_key_env = "{KEY}"}}]\n',
-        "llm.candidates[0].api_key_env: must name an environment variable",
+        "[llm] candidates[0].api_key_env",
+        "must name an environment variable",
     ),
     "credentials in base_url": (
         f'[llm]\ncandidates = [{{base_url = "http://u:{KEY}@gpu:8000/v1"}}]\n',
-        "llm.candidates[0].base_url: holds credentials",
+        "[llm] candidates[0].base_url",
+        "holds credentials",
     ),
-    "not a table": ('[llm]\ncandidates = ["gpt-4o"]\n', "llm.candidates[0]: must be a table"),
-    "zero": ("[llm]\ncandidates = 0\n", "llm.candidates: must be 1-20"),
+    "not a table": ('[llm]\ncandidates = ["gpt-4o"]\n', "[llm] candidates[0]", "must be a table"),
+    "zero": ("[llm]\ncandidates = 0\n", "[llm] candidates", "must be 1-20"),
     "too many": (
         "[llm]\ncandidates = [" + ", ".join(["{}"] * 21) + "]\n",
-        "llm.candidates: 21 entries: at most 20",
+        "[llm] candidates",
+        "21 entries: at most 20",
     ),
-    "a flag": ("[llm]\ncandidates = true\n", "llm.candidates: must be a number of drafts"),
+    "a flag": ("[llm]\ncandidates = true\n", "[llm] candidates", "must be a number of drafts"),
 }
 
 
@@ -109,8 +115,9 @@ BAD = {
 def test_bad_candidates_config_is_one_line_naming_the_key_never_its_value(
     case: str, isolated_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text, expected = BAD[case]
+    text, key, why = BAD[case]
     configure(isolated_home, text)
+    expected = f"{key} of {isolated_home / 'codegen.toml'}: {why}"
     with pytest.raises(BadSettings) as raised:
         load_settings()
     assert expected in str(raised.value), str(raised.value)

@@ -44,9 +44,10 @@ def test_bad_input_is_one_line_without_traceback(args: tuple[str, ...]) -> None:
 def test_malformed_config_file_is_one_line(isolated_home: Path) -> None:
     (isolated_home / "codegen.toml").write_text("this is = = not toml\n")
     result = run_cli("info")
-    assert result.returncode == 2  # a bad file, refused (exits.py)
+    assert result.returncode == 2  # refused: bad input, as every bad setting
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("codegen: error:"), result.stderr
+    assert f"{isolated_home / 'codegen.toml'} is not valid TOML" in lines[0], lines
 
 
 def test_info_json_reflects_env_over_file(isolated_home: Path) -> None:
@@ -59,6 +60,19 @@ def test_info_json_reflects_env_over_file(isolated_home: Path) -> None:
     assert data["settings"]["home"] == str(isolated_home)
     assert data["config_file"] == str(isolated_home / "codegen.toml")
     assert data["config_file_exists"] is True
+    # Where each effective value came from: the variable, the file, or the default.
+    sources = data["setting_sources"]
+    assert sources["sandbox.backend"] == {
+        "source": "environment",
+        "from": "CODEGEN_SANDBOX__BACKEND",
+    }
+    assert sources["sandbox.pool_size"] == {
+        "source": "file",
+        "from": str(isolated_home / "codegen.toml"),
+    }
+    assert sources["sandbox.isolation"] == {"source": "default", "from": None}
+    assert sources["home"] == {"source": "environment", "from": "CODEGEN_HOME"}
+    assert set(sources) >= {"llm.default.model", "llm.max_rounds", "review.mode"}
 
 
 def test_info_says_the_endpoint_the_daemon_and_the_index(isolated_home: Path) -> None:

@@ -19,7 +19,7 @@ import traceback
 import click
 
 from codegen.orchestration.cli.exits import REFUSED_EXIT
-from codegen.settings import BadSettings
+from codegen.settings import BadSettings, get_settings
 from codegen.untrusted import BadInput
 
 # command name -> (module path, attribute holding its click command or group)
@@ -53,16 +53,28 @@ class LazyGroup(click.Group):
             raise RuntimeError(f"{module}.{attr} is not the {cmd_name!r} command")
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        # Whether a command's --help was asked for (the callback runs before it is parsed).
+        ctx.meta["help"] = any(a in ctx.help_option_names for a in args)
+        return super().resolve_command(ctx, args)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="multiagent-codegen", prog_name="codegen")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Turn a natural-language programming request into tested, documented Python code.
 
     Configuration: CODEGEN_* environment variables override the TOML file named by
     CODEGEN_CONFIG (default $CODEGEN_HOME/codegen.toml). The LLM endpoint comes from
     OPENAI_BASE_URL and OPENAI_API_KEY.
     """
+    # A bad setting stops every command before it does anything, one that reads no setting
+    # (`codegen replay serve`) too; a command's --help still answers.
+    if not ctx.meta.get("help"):
+        get_settings()
 
 
 def _one_line(text: str) -> str:

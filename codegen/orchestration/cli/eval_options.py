@@ -9,6 +9,7 @@ from typing import TypedDict, TypeVar
 import click
 
 from codegen.orchestration.cli.files import OUTPUT_FILE
+from codegen.settings import DRAFTS, SAMPLES, WORKERS, bounds_of
 
 _Command = TypeVar("_Command", bound=Callable[..., None])
 
@@ -47,7 +48,7 @@ _OPTIONS = [
     ),
     click.option(
         "--samples",
-        type=click.IntRange(min=1, max=200),
+        type=click.IntRange(**bounds_of(SAMPLES)),
         help="Candidates per task (default: [eval] samples); pass@10 needs 10.",
     ),
     click.option(
@@ -67,10 +68,12 @@ _OPTIONS = [
         type=OUTPUT_FILE,
         help="Write the crew's LLM traffic to this recording (codegen replay serve replays it).",
     ),
-    click.option("--workers", type=click.IntRange(min=1, max=64), help="Tasks run concurrently."),
+    click.option(
+        "--workers", type=click.IntRange(**bounds_of(WORKERS)), help="Tasks run concurrently."
+    ),
     click.option(
         "--candidates",
-        type=click.IntRange(min=1, max=20),
+        type=click.IntRange(**bounds_of(DRAFTS)),
         help="Programmer drafts per task, one picked by execution (default: [llm] candidates; "
         "with a list there, its first N entries, repeated when N is longer).",
     ),

@@ -20,17 +20,20 @@ from codegen.retrieval.index import open_store
 from codegen.sandbox.errors import SandboxError
 from codegen.sandbox.image import backend_label
 from codegen.settings import (
+    Origin,
     SandboxSettings,
     Settings,
     config_file,
     default_dagster_home,
     get_settings,
+    setting_origins,
 )
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
 
     from codegen.agents.endpoint import LLMRoute
+    from codegen.json_types import JSONObject
     from codegen.retrieval.grounding import Grounding
 
 
@@ -245,6 +248,24 @@ def sandbox_line(sandbox: SandboxSettings) -> str:
     return f"{label} ({image}; packages {packages.describe()})"
 
 
+def settings_lines(values: JSONObject, origins: dict[str, Origin]) -> list[str]:
+    """The settings not at their defaults, one line each: the key, its value and where it came
+    from (the variable, or the file's path); the others summed up in one line."""
+    lines = []
+    for key, origin in origins.items():
+        if origin.source == "default":
+            continue
+        value: object = values
+        for part in key.split("."):
+            value = value[part] if isinstance(value, dict) else value
+        lines.append(f"{key} = {json.dumps(value)}  ({origin.name})")
+    width = max((line.index(" = ") for line in lines), default=0)
+    lines = [f"{line[: line.index(' = ')]:<{width}}{line[line.index(' = ') :]}" for line in lines]
+    defaults = sum(o.source == "default" for o in origins.values())
+    lines.append(f"{defaults} others at their defaults (`codegen info --json`: all, with sources)")
+    return lines
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def info(as_json: bool) -> None:
@@ -257,6 +278,7 @@ def info(as_json: bool) -> None:
     grounding = index_grounding(settings)
     daemon, building = instance_state(settings, route)
     build = index_build_record(settings)
+    origins = setting_origins(settings)
     data = {
         "config_file": str(config_file()),
         "config_file_exists": config_file().exists(),
@@ -276,6 +298,9 @@ def info(as_json: bool) -> None:
             "build": build,
         },
         "settings": settings.public_dict(),
+        # Where each effective setting came from: {"llm.max_rounds": {"source": "environment",
+        # "from": "CODEGEN_LLM__MAX_ROUNDS"}}; "file" with the path; "default" with none.
+        "setting_sources": {key: o.to_dict() for key, o in origins.items()},
         # How each endpoint and model was last found to take JSON requests.
         "structured_outputs": StructuredModes(structured_modes_file(settings.cache_dir)).all(),
         # The large index's faiss sidecar: rows, lists, calibrated probe count and its figures.
@@ -308,6 +333,8 @@ def info(as_json: bool) -> None:
     click.echo(f"{'built on':<14}{build_line(build, settings.retrieval.device)}")
     click.echo(f"sandbox       {sandbox_line(settings.sandbox)}")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
+    for i, line in enumerate(settings_lines(settings.public_dict(), origins)):
+        click.echo(f"{'settings' if i == 0 else '':<14}{line}")
     if ann:
         at = ann["calibration"]["at_nprobe"]
         figures = ", ".join(

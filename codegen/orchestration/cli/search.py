@@ -12,14 +12,16 @@ from codegen.composition import embedder_config, store_config
 from codegen.corpus.store import chunks_path
 from codegen.orchestration.cli.exits import Refused
 from codegen.retrieval.grounding import corpus_chunk_ids, grounding_of
-from codegen.settings import get_settings
+from codegen.settings import TOP_K, bounds_of, get_settings
 
 MAX_QUERY_CHARS = 2000  # a query is a sentence or a snippet, not a document
 
 
 @click.command()
 @click.argument("query")
-@click.option("-k", "k", type=click.IntRange(1, 100), default=None, help="Hits to show.")
+@click.option(
+    "-k", "k", type=click.IntRange(**bounds_of(TOP_K)), default=None, help="Hits to show."
+)
 @click.option("--source", default=None, help="Only chunks from this corpus source.")
 @click.option("--language", default=None, help="Only chunks in this language.")
 @click.option(

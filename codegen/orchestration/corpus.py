@@ -88,8 +88,9 @@ FIRST_BUILD = "first-build"
     job=corpus_raw_job,
     minimum_interval_seconds=30,
     default_status=DefaultSensorStatus.RUNNING,
-    description="On an instance with no corpus and no index, starts the first build once "
-    "(raw documents per source; the automation sensors then chunk and index them). "
+    description="On an instance with no corpus and no index, starts the first build once: "
+    "a run per source [corpus] sources enables (the automation sensors then chunk and index "
+    "them); each other source's raw partition is recorded 'disabled' at once, without a run. "
     "[corpus] build_on_first_run = false turns it off.",
 )
 def first_build_sensor(
@@ -102,7 +103,8 @@ def first_build_sensor(
         return SkipReason("the first build was started already")
     if chunks_path(cfg.corpus_dir).exists() or not vector_index.local_index_missing():
         return SensorResult(skip_reason="a corpus or an index exists", cursor=FIRST_BUILD)
-    context.log.info("no corpus and no index yet: starting the first build")
+    enabled = [s for s in corpus_assets.CORPUS_SOURCES if s in cfg.corpus.sources]
+    context.log.info(f"no corpus and no index yet: starting the first build of {enabled}")
     return SensorResult(
         run_requests=[
             RunRequest(
@@ -110,7 +112,16 @@ def first_build_sensor(
                 partition_key=source,
                 tags={"codegen/command": FIRST_BUILD},
             )
+            for source in enabled
+        ],
+        # A disabled source has nothing to fetch, yet a run of its own costs a process start
+        # (tens of seconds of CPU each). The downstream stages wait for every raw partition
+        # (AutomationCondition.eager: no missing dependency), so the disabled ones are
+        # recorded here, at once, and the chunks follow as soon as the enabled ones are in.
+        asset_events=[
+            corpus_assets.disabled_source_materialization(cfg, source)
             for source in corpus_assets.CORPUS_SOURCES
+            if source not in enabled
         ],
         cursor=FIRST_BUILD,
     )

@@ -56,6 +56,7 @@ from codegen.assets.codegen_metadata import (
     spec_metadata,
     tests_metadata,
 )
+from codegen.assets.corpus_builds import build_in_progress
 from codegen.assets.resources import (
     LLMResource,
     RetrieverResource,
@@ -65,6 +66,7 @@ from codegen.json_types import JSONObject
 from codegen.requests.review import ReviewError, ReviewStore
 from codegen.requests.route import foreign_endpoint
 from codegen.requests.store import RequestStore, artifact_dir
+from codegen.retrieval.grounding import FULL, Grounding
 from codegen.settings import Settings
 
 requests_partitions = DynamicPartitionsDefinition(name="requests")
@@ -293,12 +295,27 @@ def _crew(context: AssetExecutionContext, settings: Settings, services: tuple[st
         llm=llm.client(route).for_task(context.partition_key),
         sandbox=sandbox.open if sandbox is not None else _no_sandbox,
         retriever=retriever.get_retriever() if retriever is not None else None,
-        grounding=retriever.grounding if retriever is not None else None,
+        grounding=_grounding(context, retriever) if retriever is not None else None,
         limits=sandbox.limits() if sandbox is not None else None,
         on_event=context.log.info,
         artifacts=artifacts_folder(settings, context.partition_key),
         packages=composition.crew_packages(settings.sandbox),
     )
+
+
+def _grounding(
+    context: AssetExecutionContext, retriever: RetrieverResource
+) -> Callable[[], Grounding]:
+    """How grounded the search is, taken when the crew searches: while a corpus build runs on
+    this instance (the first build of a fresh home, say), "building" and how far it got."""
+
+    def now() -> Grounding:
+        grounding = retriever.grounding()
+        if grounding.status != FULL and build_in_progress(context.instance) is not None:
+            return grounding.while_building()
+        return grounding
+
+    return now
 
 
 def _fail_on_outage(folder: Path, state: CrewState, name: str) -> None:

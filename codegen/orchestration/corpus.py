@@ -31,6 +31,7 @@ from dagster import (
 )
 
 from codegen.assets import corpus as corpus_assets
+from codegen.assets.corpus_builds import COMMAND_TAG, CORPUS_BUILD, FIRST_BUILD
 from codegen.assets.resources import SettingsResource, VectorIndexResource
 from codegen.corpus.store import chunks_path
 from codegen.json_types import JSONObject, JSONValue
@@ -80,8 +81,6 @@ corpus_automation_sensor = AutomationConditionSensorDefinition(
     description="Runs clean -> dedupe -> chunks after raw partitions update.",
 )
 
-FIRST_BUILD = "first-build"
-
 
 @sensor(
     name="first_build_sensor",
@@ -110,7 +109,7 @@ def first_build_sensor(
             RunRequest(
                 run_key=f"{FIRST_BUILD}-{source}",
                 partition_key=source,
-                tags={"codegen/command": FIRST_BUILD},
+                tags={COMMAND_TAG: FIRST_BUILD},
             )
             for source in enabled
         ],
@@ -181,7 +180,7 @@ def build_corpus(
             resources=resources,
             run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
             raise_on_error=False,
-            tags={"codegen/command": "corpus build"},
+            tags={COMMAND_TAG: CORPUS_BUILD},
         )
 
     results: list[StageResult] = []
@@ -236,7 +235,7 @@ def build_index(
         # INFO: the index asset logs "embedded N/M" as it goes, the progress of a long build.
         run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         raise_on_error=False,
-        tags={"codegen/command": "corpus build"},
+        tags={COMMAND_TAG: CORPUS_BUILD},
     )
     failed = {e.step_key for e in res.get_step_failure_events()}
     meta = _metadata(res, "index")

@@ -17,6 +17,7 @@ alone) always says how the request ended.
 """
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -251,8 +252,9 @@ def asset_name(step_name: str) -> str:
 
 def _checked_route(stored: JSONObject | None, llm: LLMResource) -> LLMRoute | None:
     """The LLM route a request was stored with, once this process's own settings name every
-    endpoint and key variable in it; else the step fails in one line before any call (a row
-    edited to another endpoint must not get this process's key: requests/route.py)."""
+    endpoint and key variable in it (or this process has no key to send); else the step fails
+    in one line before any call (a row edited to another endpoint must not get this process's
+    key: requests/route.py)."""
     if not stored:
         return None
     try:
@@ -263,7 +265,7 @@ def _checked_route(stored: JSONObject | None, llm: LLMResource) -> LLMRoute | No
             allow_retries=False,
         ) from None
     own = tuple(composition.candidate_route(c) for c in llm.candidates)
-    problem = foreign_endpoint(route, llm.base_url, own, llm.allowed_base_urls)
+    problem = foreign_endpoint(route, llm.base_url, own, llm.allowed_base_urls, environ=os.environ)
     if problem is not None:
         raise Failure(description=problem, allow_retries=False)
     return route

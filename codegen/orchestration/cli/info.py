@@ -28,7 +28,6 @@ from codegen.settings import (
 )
 
 if TYPE_CHECKING:
-
     from codegen.agents.endpoint import LLMRoute
     from codegen.assets.corpus_builds import BuildState
     from codegen.retrieval.grounding import Grounding

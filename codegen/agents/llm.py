@@ -51,6 +51,8 @@ from codegen.untrusted import loads_json
 Recorder = Callable[[str, JSONObject, str], None]
 
 
+# The SDK client's key when there is none: calls made with it carry no Authorization header.
+NO_KEY = "not-needed"
 # Keyed by (pid, base URL, key, timeout, retries).
 _sdk_clients: dict[tuple[int, str | None, str | None, float, int], openai.OpenAI] = {}
 
@@ -77,8 +79,9 @@ def _sdk_client(
             try:
                 client = openai.OpenAI(
                     base_url=base_url,
-                    # Local servers (vLLM, Ollama) need no key; the SDK insists on one.
-                    api_key=api_key or "not-needed",
+                    # Local servers (vLLM, Ollama) need no key; the SDK insists on one
+                    # (``_create`` then drops the header it would make of it).
+                    api_key=api_key or NO_KEY,
                     timeout=timeout_s,
                     max_retries=max_retries,
                 )
@@ -228,9 +231,14 @@ class LLMClient:
         import openai  # deferred (see ``client``); already loaded by the time we get here
 
         try:
-            completions = self._client_for(role, draft).chat.completions
+            client = self._client_for(role, draft)
+            call: dict[str, object] = dict(kwargs)
+            if client.api_key == NO_KEY:
+                # No key: no Authorization header at all, rather than the SDK's placeholder.
+                no_auth = {"Authorization": openai.Omit()}
+                call["extra_headers"] = {**self.headers(role, draft), **no_auth}
             first_call_started.set()
-            return completions.create(**kwargs)
+            return client.chat.completions.create(**call)  # type: ignore[call-overload]
         except openai.APITimeoutError as exc:
             raise LLMError(
                 f"{role}: request timed out after {self.timeout_s:g}s "

@@ -302,6 +302,7 @@ def grounding_from_json(data: JSONObject) -> Grounding:
         chunks=_int(data.get("chunks")),
         embedded_fraction=float(fraction) if isinstance(fraction, int | float) else 0.0,
         corpus_chunks=corpus if isinstance(corpus, int) else None,
+        building=data.get("building") is True,
     )
 
 

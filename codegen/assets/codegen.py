@@ -17,6 +17,7 @@ alone) always says how the request ended.
 """
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -57,6 +58,7 @@ from codegen.assets.codegen_metadata import (
     spec_metadata,
     tests_metadata,
 )
+from codegen.assets.corpus_builds import build_in_progress
 from codegen.assets.resources import (
     RECORD_TAG,
     LLMResource,
@@ -67,6 +69,7 @@ from codegen.json_types import JSONObject
 from codegen.requests.review import ReviewError, ReviewStore
 from codegen.requests.route import foreign_endpoint
 from codegen.requests.store import RequestStore, artifact_dir
+from codegen.retrieval.grounding import FULL, Grounding
 from codegen.settings import Settings
 
 requests_partitions = DynamicPartitionsDefinition(name="requests")
@@ -251,8 +254,9 @@ def asset_name(step_name: str) -> str:
 
 def _checked_route(stored: JSONObject | None, llm: LLMResource) -> LLMRoute | None:
     """The LLM route a request was stored with, once this process's own settings name every
-    endpoint and key variable in it; else the step fails in one line before any call (a row
-    edited to another endpoint must not get this process's key: requests/route.py)."""
+    endpoint and key variable in it (or this process has no key to send); else the step fails
+    in one line before any call (a row edited to another endpoint must not get this process's
+    key: requests/route.py)."""
     if not stored:
         return None
     try:
@@ -263,7 +267,7 @@ def _checked_route(stored: JSONObject | None, llm: LLMResource) -> LLMRoute | No
             allow_retries=False,
         ) from None
     own = tuple(composition.candidate_route(c) for c in llm.candidates)
-    problem = foreign_endpoint(route, llm.base_url, own, llm.allowed_base_urls)
+    problem = foreign_endpoint(route, llm.base_url, own, llm.allowed_base_urls, environ=os.environ)
     if problem is not None:
         raise Failure(description=problem, allow_retries=False)
     return route
@@ -299,12 +303,27 @@ def _crew(context: AssetExecutionContext, settings: Settings, services: tuple[st
         ),
         sandbox=sandbox.open if sandbox is not None else _no_sandbox,
         retriever=retriever.get_retriever() if retriever is not None else None,
-        grounding=retriever.grounding if retriever is not None else None,
+        grounding=_grounding(context, retriever) if retriever is not None else None,
         limits=sandbox.limits() if sandbox is not None else None,
         on_event=context.log.info,
         artifacts=artifacts_folder(settings, context.partition_key),
         packages=composition.crew_packages(settings.sandbox),
     )
+
+
+def _grounding(
+    context: AssetExecutionContext, retriever: RetrieverResource
+) -> Callable[[], Grounding]:
+    """How grounded the search is, taken when the crew searches: while a corpus build runs on
+    this instance (the first build of a fresh home, say), "building" and how far it got."""
+
+    def now() -> Grounding:
+        grounding = retriever.grounding()
+        if grounding.status != FULL and build_in_progress(context.instance) is not None:
+            return grounding.while_building()
+        return grounding
+
+    return now
 
 
 def _fail_on_outage(folder: Path, state: CrewState, name: str) -> None:

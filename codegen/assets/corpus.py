@@ -8,6 +8,7 @@ from dagster import (
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
+    AssetMaterialization,
     AutomationCondition,
     MaterializeResult,
     MetadataValue,
@@ -19,8 +20,10 @@ from dagster import (
 from codegen.assets.resources import SettingsResource
 from codegen.composition import chunk_budget, dedupe_params, source_config
 from codegen.corpus import pipeline
+from codegen.corpus.connectors.base import SourceReport
 from codegen.corpus.sources import SOURCES, load_reports, refresh_source
 from codegen.corpus.store import chunks_path, clean_path, deduped_path, raw_path
+from codegen.settings import Settings
 
 CORPUS_SOURCES = list(SOURCES)
 source_partitions = StaticPartitionsDefinition(CORPUS_SOURCES)
@@ -47,13 +50,29 @@ def raw_documents(context: AssetExecutionContext, settings: SettingsResource) ->
     report = refresh_source(source, config, cfg.corpus_dir, enabled, context.log.info)
     if report.status in ("failed", "partial"):
         context.log.warning(f"{source}: {report.status}: {report.message}")
-    return MaterializeResult(
-        metadata={
-            **{k: v for k, v in report.as_metadata().items() if k != "skipped"},
-            "skipped": MetadataValue.json(dict(report.skipped)),
-            "characters": report.bytes,
-            "path": MetadataValue.path(str(raw_path(cfg.corpus_dir, source))),
-        }
+    return MaterializeResult(metadata=_raw_metadata(cfg, source, report))
+
+
+def _raw_metadata(
+    cfg: Settings, source: str, report: SourceReport
+) -> dict[str, MetadataValue | str | int | float]:
+    """The metadata of one source's raw partition (status, counts, where the file is)."""
+    return {
+        **{k: v for k, v in report.as_metadata().items() if k != "skipped"},
+        "skipped": MetadataValue.json(dict(report.skipped)),
+        "characters": report.bytes,
+        "path": MetadataValue.path(str(raw_path(cfg.corpus_dir, source))),
+    }
+
+
+def disabled_source_materialization(cfg: Settings, source: str) -> AssetMaterialization:
+    """What ``raw_documents`` records for a source ``[corpus] sources`` does not list (an empty
+    raw stage, status "disabled"), done where it is called instead of in a run of its own."""
+    if source in cfg.corpus.sources:
+        raise ValueError(f"{source} is enabled: its raw documents come from a run")
+    report = refresh_source(source, None, cfg.corpus_dir, enabled=False)
+    return AssetMaterialization(
+        asset_key=raw_documents.key, partition=source, metadata=_raw_metadata(cfg, source, report)
     )
 
 

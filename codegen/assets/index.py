@@ -12,6 +12,7 @@ from dagster import (
     asset_check,
 )
 
+from codegen.assets.corpus_builds import PROGRESS_TAG
 from codegen.assets.resources import SettingsResource, VectorIndexResource
 from codegen.corpus.store import chunks_path, read_chunks
 from codegen.retrieval.embedders import EmbedderError
@@ -46,8 +47,18 @@ def index(
         f"embedder {embedder.identity} on {provenance['device']} ({provenance['precision']})"
     )
 
+    shown = -1
+
     def progress(done: int, total: int) -> None:
+        nonlocal shown
         context.log.info(f"embedded {done}/{total} new chunks")
+        percent = done * 100 // total if total else 100
+        if percent != shown:  # a run tag, so the UI's runs list shows how far it got
+            shown = percent
+            context.instance.add_run_tags(
+                context.run_id,
+                {PROGRESS_TAG: f"{percent}% embedded ({done} of {total} new chunks)"},
+            )
 
     stats = sync_index(read_chunks(path), store, embedder, progress=progress)
     summary = (

@@ -31,6 +31,7 @@ from dagster import (
 )
 
 from codegen.assets import corpus as corpus_assets
+from codegen.assets.corpus_builds import COMMAND_TAG, CORPUS_BUILD, FIRST_BUILD
 from codegen.assets.resources import SettingsResource, VectorIndexResource
 from codegen.corpus.store import chunks_path
 from codegen.json_types import JSONObject, JSONValue
@@ -80,16 +81,15 @@ corpus_automation_sensor = AutomationConditionSensorDefinition(
     description="Runs clean -> dedupe -> chunks after raw partitions update.",
 )
 
-FIRST_BUILD = "first-build"
-
 
 @sensor(
     name="first_build_sensor",
     job=corpus_raw_job,
     minimum_interval_seconds=30,
     default_status=DefaultSensorStatus.RUNNING,
-    description="On an instance with no corpus and no index, starts the first build once "
-    "(raw documents per source; the automation sensors then chunk and index them). "
+    description="On an instance with no corpus and no index, starts the first build once: "
+    "a run per source [corpus] sources enables (the automation sensors then chunk and index "
+    "them); each other source's raw partition is recorded 'disabled' at once, without a run. "
     "[corpus] build_on_first_run = false turns it off.",
 )
 def first_build_sensor(
@@ -102,15 +102,25 @@ def first_build_sensor(
         return SkipReason("the first build was started already")
     if chunks_path(cfg.corpus_dir).exists() or not vector_index.local_index_missing():
         return SensorResult(skip_reason="a corpus or an index exists", cursor=FIRST_BUILD)
-    context.log.info("no corpus and no index yet: starting the first build")
+    enabled = [s for s in corpus_assets.CORPUS_SOURCES if s in cfg.corpus.sources]
+    context.log.info(f"no corpus and no index yet: starting the first build of {enabled}")
     return SensorResult(
         run_requests=[
             RunRequest(
                 run_key=f"{FIRST_BUILD}-{source}",
                 partition_key=source,
-                tags={"codegen/command": FIRST_BUILD},
+                tags={COMMAND_TAG: FIRST_BUILD},
             )
+            for source in enabled
+        ],
+        # A disabled source has nothing to fetch, yet a run of its own costs a process start
+        # (tens of seconds of CPU each). The downstream stages wait for every raw partition
+        # (AutomationCondition.eager: no missing dependency), so the disabled ones are
+        # recorded here, at once, and the chunks follow as soon as the enabled ones are in.
+        asset_events=[
+            corpus_assets.disabled_source_materialization(cfg, source)
             for source in corpus_assets.CORPUS_SOURCES
+            if source not in enabled
         ],
         cursor=FIRST_BUILD,
     )
@@ -170,7 +180,7 @@ def build_corpus(
             resources=resources,
             run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
             raise_on_error=False,
-            tags={"codegen/command": "corpus build"},
+            tags={COMMAND_TAG: CORPUS_BUILD},
         )
 
     results: list[StageResult] = []
@@ -225,7 +235,7 @@ def build_index(
         # INFO: the index asset logs "embedded N/M" as it goes, the progress of a long build.
         run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         raise_on_error=False,
-        tags={"codegen/command": "corpus build"},
+        tags={COMMAND_TAG: CORPUS_BUILD},
     )
     failed = {e.step_key for e in res.get_step_failure_events()}
     meta = _metadata(res, "index")

@@ -21,6 +21,12 @@ route is followed only to endpoints the daemon's own settings name, its ``OPENAI
 only to its ``[llm] base_url`` or an ``[llm] allowed_base_urls`` entry, and a candidate's key
 variable only to the endpoint the daemon's own ``[llm] candidates`` pair it with. A request row
 edited to name another endpoint or variable is refused in one line, and nothing is sent.
+
+The one exception: a process with no key to send (no ``OPENAI_API_KEY`` and none of the
+candidates' ``api_key_env`` variables set in it) follows any route, since nothing secret can go
+with it; its calls then carry no Authorization header at all. That is the offline setup (a
+scripted or replay server on loopback, no key anywhere), and the report's ``endpoints`` say
+where the calls went. The caller's check applies the same rule to what the daemon published.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -148,8 +154,19 @@ def refusal(home: Path, route: LLMRoute, daemon: DaemonEnvironment | None) -> st
             f"a daemon serves this instance but has not said which endpoint and key it uses; "
             f"this request is for {route.base_url}: run it with --launch here"
         )
-    if daemon.endpoints is not None and not any(
-        same_endpoint(route.base_url, e) for e in daemon.endpoints
+    own = key_fingerprint(home)
+    # No key on either side (the daemon's own candidates' variables included): nothing secret
+    # can travel, so the daemon may call an endpoint its settings do not list.
+    keyless = (
+        daemon.key is None
+        and own is None
+        and not route.key_envs()
+        and not any(daemon.key_envs.values())
+    )
+    if (
+        not keyless
+        and daemon.endpoints is not None
+        and not any(same_endpoint(route.base_url, e) for e in daemon.endpoints)
     ):
         return (
             f"the daemon serving this instance (endpoint {shown_url(daemon.base_url)}) sends its "
@@ -157,7 +174,6 @@ def refusal(home: Path, route: LLMRoute, daemon: DaemonEnvironment | None) -> st
             f"{shown_url(route.base_url)}: add it to the daemon's [llm] allowed_base_urls and "
             "restart `make run`, or run the request here with --launch here"
         )
-    own = key_fingerprint(home)
     if daemon.key != own:
         if daemon.key is None:
             keys = f"has no {KEY_ENV} and this shell has one"
@@ -206,15 +222,27 @@ def _endpoint_key(url: str) -> tuple[str, str, int | None, str]:
     return scheme, (parts.hostname or "").lower(), port, parts.path.rstrip("/")
 
 
+def keys_set(
+    environ: Mapping[str, str], route: LLMRoute, candidates: Iterable[CandidateRoute] = ()
+) -> list[str]:
+    """The key variables set in ``environ`` that calls on ``route`` could send: ``OPENAI_API_KEY``
+    and each ``api_key_env`` that the route's or the process's own ``candidates`` name."""
+    named = [c.api_key_env for c in (*route.candidates, *candidates) if c.api_key_env]
+    return sorted({name for name in (KEY_ENV, *named) if environ.get(name)})
+
+
 def foreign_endpoint(
     route: LLMRoute,
     base_url: str | None,
     candidates: Iterable[CandidateRoute],
     allowed_base_urls: Iterable[str] = (),
+    *,
+    environ: Mapping[str, str],
 ) -> str | None:
     """Why the process whose own settings are ``base_url`` (None: the SDK's environment),
-    ``candidates`` and ``allowed_base_urls`` must not call a stored ``route``, in one line;
-    None when every endpoint and key variable of the route is one those settings name.
+    ``candidates`` and ``allowed_base_urls``, and whose environment is ``environ``, must not call
+    a stored ``route``, in one line; None when every endpoint and key variable of the route is
+    one those settings name, or when ``environ`` holds no key the calls could send.
 
     Where the keys would go: ``OPENAI_API_KEY`` to the route's base URL (and to each candidate
     without its own); a candidate's ``api_key_env`` variable to its base URL (or the route's);
@@ -223,18 +251,21 @@ def foreign_endpoint(
     own = resolved_base_url(base_url)
     main = [own, *allowed_base_urls]  # where OPENAI_API_KEY may go
     own_candidates = list(candidates)
+    keys = keys_set(environ, route, own_candidates)
+    if not keys:
+        return None  # nothing secret to send: any endpoint (a replay server, say) may be called
     pairs = [(c.base_url or own, c.api_key_env) for c in own_candidates if c.api_key_env]
     hosts = main + [c.base_url for c in own_candidates if c.base_url]
 
     def listed(url: str, among: Iterable[str]) -> bool:
         return any(same_endpoint(url, u) for u in among)
 
-    settings = "[llm] base_url, candidates or allowed_base_urls"
+    settings = f"its endpoint {shown_url(own)}; [llm] base_url, candidates or allowed_base_urls"
     if not listed(route.base_url, main):
         return (
             f"refused: the request names endpoint {shown_url(route.base_url)}, which this "
-            f"daemon's settings ({settings}) do not; its {KEY_ENV} goes nowhere else and no "
-            "call was made"
+            f"daemon's settings ({settings}) do not, and it has {', '.join(keys)} set; its "
+            "keys go nowhere else and no call was made"
         )
     for index, entry in enumerate(route.candidates):
         url = entry.base_url or route.base_url

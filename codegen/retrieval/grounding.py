@@ -3,13 +3,15 @@
 ``none``: nothing to search (no index, or an empty one); ``partial``: the index holds some of
 the corpus's chunks (a first build under way, or one cut short), with the fraction embedded;
 ``full``: every chunk of the corpus is in the index. With no chunks file to compare with (an
-index built elsewhere), the index is taken as the whole corpus.
+index built elsewhere), the index is taken as the whole corpus. ``building``: a corpus build
+was under way when the note was taken (the caller knows; none and partial then say how far it
+got, rather than suggest starting one).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ class Grounding:
     chunks: int  # chunks of the corpus the index holds (what a search can find)
     embedded_fraction: float  # chunks / the corpus's chunks (0 with none to compare)
     corpus_chunks: int | None = None  # the corpus's chunks; None: no chunks file
+    building: bool = False  # a corpus build was under way (only ever set short of full)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -29,9 +32,21 @@ class Grounding:
             "chunks": self.chunks,
             "embedded_fraction": self.embedded_fraction,
             "corpus_chunks": self.corpus_chunks,
+            "building": self.building,
         }
 
+    def while_building(self) -> Grounding:
+        """This note, taken while a corpus build runs: a full index stays full."""
+        return self if self.status == FULL else replace(self, building=True)
+
     def describe(self) -> str:
+        if self.building:
+            held = (
+                "no chunks written yet"
+                if self.corpus_chunks is None
+                else f"{self.chunks} of {self.corpus_chunks} chunks"
+            )
+            return f"{self.status}: building ({self.embedded_fraction:.0%} embedded: {held})"
         if self.status == NONE:
             return "none: no index to search (build it with `codegen corpus build`)"
         if self.status == PARTIAL:

@@ -67,6 +67,7 @@ def test_generate_materializes_every_asset_and_prints_the_outcome(isolated_home:
         "chunks": 0,
         "embedded_fraction": 0.0,
         "corpus_chunks": None,
+        "building": False,
     }
     assert {e["base_url"] for e in out["endpoints"]["programmer"]} == {server.base_url}
     assert SECRET not in proc.stdout + proc.stderr

@@ -19,11 +19,11 @@ from dagster._daemon.types import DaemonHeartbeat
 
 from codegen.assets import corpus as corpus_assets
 from codegen.assets import index as index_assets
+from codegen.assets.corpus_builds import BUILD_ASSETS
 from codegen.composition import store_config
 from codegen.corpus.model import Chunk
 from codegen.corpus.store import chunks_path, write_jsonl_atomic
 from codegen.orchestration.cli import main
-from codegen.orchestration.cli.info import BUILD_ASSETS
 from codegen.orchestration.instance import configured_instance
 from codegen.requests.route import KEY_ENV, publish_daemon_environment
 from codegen.retrieval.index import open_store
@@ -95,7 +95,7 @@ def test_an_index_under_construction_is_building_with_the_fraction_embedded(
     finally:
         instance.dispose()
     index = info_lines(capsys)["index"]
-    assert index.startswith("building: no chunks written yet"), index
+    assert index.startswith("none: building (0% embedded: no chunks written yet); 1 run"), index
     # Four chunks written, one embedded so far.
     chunks = [chunk(i) for i in range(4)]
     path = chunks_path(settings.corpus_dir)
@@ -105,7 +105,7 @@ def test_an_index_under_construction_is_building_with_the_fraction_embedded(
     store.reset("test-embedder", 4)
     store.upsert(chunks[:1], np.ones((1, 4), dtype=np.float32))
     index = info_lines(capsys)["index"]
-    assert index.startswith("building: 1 of 4 chunks embedded (25%)"), index
+    assert index.startswith("partial: building (25% embedded: 1 of 4 chunks); 1 run"), index
     assert main(["info", "--json"]) == 0
     assert '"building": {' in capsys.readouterr().out
     assert info_lines(capsys)["built on"].startswith("no build recorded")

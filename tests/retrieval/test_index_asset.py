@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from dagster import AssetKey, instance_for_test, materialize
 
+from codegen.assets.corpus_builds import PROGRESS_TAG
 from codegen.assets.index import index, index_retrieval_quality
 from codegen.assets.resources import SettingsResource, VectorIndexResource
 from codegen.corpus.model import Chunk
@@ -92,6 +93,9 @@ def test_incremental_materializations_and_passing_check(
         assert _meta(first, "embedded") == 60
         assert _meta(first, "rows") == 60
         assert _meta(first, "embedder").startswith("minilm-onnx:all-MiniLM-L6-v2@53aa5117")
+        # The run says how far its embedding got, where the UI shows it (the run's tags).
+        tags = instance.get_run_by_id(first.run_id).tags  # type: ignore[union-attr]
+        assert tags[PROGRESS_TAG] == "100% embedded (60 of 60 new chunks)"
         check = _check(first)
         assert check.passed, check.metadata
         assert check.metadata["vector_mrr_at_10"].value >= 0.4

@@ -235,6 +235,7 @@ def run_request(
     if unset:
         raise Refused(unset)
     instance = configured_instance(settings)
+    say_if_building(settings, instance)
     if launch == "auto":
         launch = "queue" if daemon_running(instance) else "here"
     store = RequestStore(settings.requests_dir)
@@ -270,6 +271,24 @@ def run_request(
             f"(run {'succeeded' if success else 'failed'}; see the Dagster UI)"
         )
     return run_id, report
+
+
+def say_if_building(settings: Settings, instance: DagsterInstance) -> None:
+    """A progress line when a corpus build runs (the first build of a fresh home, say): the
+    crew then searches only what is embedded so far."""
+    from codegen.assets.corpus_builds import build_in_progress
+    from codegen.assets.resources import VectorIndexResource
+    from codegen.retrieval.grounding import FULL
+
+    if build_in_progress(instance) is None:
+        return
+    grounding = VectorIndexResource.for_crew(settings).grounding()  # what the run's search sees
+    if grounding.status != FULL:
+        click.echo(
+            f"  index: {grounding.while_building().describe()}; the crew searches what is "
+            "embedded when it gets there",
+            err=True,
+        )
 
 
 def summarize(report: RequestReport, run_id: str | None, folder: Path) -> JSONObject:

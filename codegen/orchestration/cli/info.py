@@ -30,9 +30,8 @@ from codegen.settings import (
 )
 
 if TYPE_CHECKING:
-    from dagster import DagsterInstance
-
     from codegen.agents.endpoint import LLMRoute
+    from codegen.assets.corpus_builds import BuildState
     from codegen.json_types import JSONObject
     from codegen.retrieval.grounding import Grounding
 
@@ -109,54 +108,10 @@ class DaemonState(TypedDict):
     refusal: NotRequired[str | None]  # why a request queued from this shell would be refused
 
 
-# The assets a corpus build materializes, raw documents to the vector index.
-BUILD_ASSETS = ("raw_documents", "clean_documents", "deduped_documents", "chunks", "index")
-# How runs that build them are tagged: the corpus and index jobs, `codegen corpus build`'s
-# in-process runs (which record no asset selection) and the first build.
-BUILD_KIND = ("codegen/kind", "corpus")
-BUILD_COMMANDS = ("corpus build", "first-build")
-
-
-class BuildState(TypedDict):
-    """Corpus-build runs in progress on this instance (queued, starting or started)."""
-
-    runs: list[str]  # their run ids
-    assets: list[str]  # the build's assets they materialize, where a run names them
-    since: float  # when the oldest of them was created (Unix time)
-
-
-def build_in_progress(instance: DagsterInstance) -> BuildState | None:
-    """The instance's corpus-build runs that have not ended (None: there are none)."""
-    from dagster import DagsterRunStatus, RunsFilter
-
-    unended = [
-        DagsterRunStatus.QUEUED,
-        DagsterRunStatus.NOT_STARTED,
-        DagsterRunStatus.STARTING,
-        DagsterRunStatus.STARTED,
-    ]
-    records = instance.get_run_records(RunsFilter(statuses=unended), limit=100)
-    runs, assets, since = [], set(), None
-    for record in records:
-        run = record.dagster_run
-        named = {key.to_user_string() for key in run.asset_selection or ()}
-        if (
-            named & set(BUILD_ASSETS)
-            or run.tags.get(BUILD_KIND[0]) == BUILD_KIND[1]
-            or run.tags.get("codegen/command") in BUILD_COMMANDS
-        ):
-            runs.append(run.run_id)
-            assets |= named & set(BUILD_ASSETS)
-            created = record.create_timestamp.timestamp()
-            since = created if since is None else min(since, created)
-    if since is None:
-        return None
-    return {"runs": runs, "assets": [a for a in BUILD_ASSETS if a in assets], "since": since}
-
-
 def instance_state(settings: Settings, route: LLMRoute) -> tuple[DaemonState, BuildState | None]:
     """Whether a dagster-daemon serves this instance (and the endpoint and key its runs would
     use), and the corpus build under way, if any: one open of the instance for both."""
+    from codegen.assets.corpus_builds import build_in_progress
     from codegen.orchestration.cli.generate import daemon_running
     from codegen.orchestration.instance import configured_instance
 
@@ -222,17 +177,10 @@ def index_lines(grounding: Grounding | str, building: BuildState | None) -> list
     else:
         stages = ", ".join(building["assets"]) or "corpus"
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(building["since"]))
-        if grounding.corpus_chunks is None:
-            done = "no chunks written yet (the corpus stages come first)"
-        else:
-            done = (
-                f"{grounding.chunks} of {grounding.corpus_chunks} chunks embedded "
-                f"({grounding.embedded_fraction:.0%})"
-            )
         runs = len(building["runs"])
         lines = [
-            f"building: {done}; {runs} run{'s' if runs > 1 else ''} of {stages} "
-            f"in progress since {started}"
+            f"{grounding.while_building().describe()}; {runs} run{'s' if runs > 1 else ''} "
+            f"of {stages} in progress since {started}"
         ]
     return lines
 

@@ -50,13 +50,10 @@ from codegen.untrusted import loads_json
 # reply text): ``codegen.replay.recording.FileRecorder`` writes recordings with it.
 Recorder = Callable[[str, JSONObject, str], None]
 
-
 # The SDK client's key when there is none: calls made with it carry no Authorization header.
 NO_KEY = "not-needed"
 # Keyed by (pid, base URL, key, timeout, retries).
 _sdk_clients: dict[tuple[int, str | None, str | None, float, int], openai.OpenAI] = {}
-
-
 _sdk_clients_lock = threading.Lock()
 
 # Set once this process sends (or answers from the cache) its first model request: background
@@ -79,8 +76,7 @@ def _sdk_client(
             try:
                 client = openai.OpenAI(
                     base_url=base_url,
-                    # Local servers (vLLM, Ollama) need no key; the SDK insists on one
-                    # (``_create`` then drops the header it would make of it).
+                    # Local servers need no key; the SDK insists on one (``_create`` drops it).
                     api_key=api_key or NO_KEY,
                     timeout=timeout_s,
                     max_retries=max_retries,

@@ -10,7 +10,7 @@ import click
 import pytest
 
 from codegen.agents.types import MODEL_ENDED, SETTINGS_ENDED, Status
-from codegen.orchestration.cli.generate import show_outcome
+from codegen.orchestration.cli.outcome import show_outcome
 
 
 def summary(status: str) -> dict[str, Any]:

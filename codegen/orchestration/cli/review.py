@@ -13,7 +13,8 @@ from codegen.agents.report import RequestReport
 from codegen.agents.types import Status
 from codegen.json_types import JSONObject
 from codegen.orchestration.cli.exits import Refused
-from codegen.orchestration.cli.generate import run_in_this_process, show_outcome, summarize
+from codegen.orchestration.cli.generate import run_in_this_process
+from codegen.orchestration.cli.outcome import show_outcome, summarize
 from codegen.orchestration.instance import configured_instance
 from codegen.requests.review import ReviewError, ReviewStore
 from codegen.requests.store import RequestStore, artifact_dir

@@ -211,7 +211,8 @@ class LLMClient:
             return None
         return Completion(
             role=role,
-            model=model,
+            # Who wrote the reply when it was stored (a replay's label); older entries: asked.
+            model=str(hit.get("model") or model),
             content=str(hit["content"]),
             prompt_tokens=int(hit.get("prompt_tokens", 0)),
             completion_tokens=int(hit.get("completion_tokens", 0)),
@@ -310,15 +311,18 @@ class LLMClient:
         usage = reply.usage
         prompt_tokens = usage.prompt_tokens if usage else 0
         completion_tokens = usage.completion_tokens if usage else 0
+        # A replay called no model: label it with the model its recording names, never price it.
+        replayed = reply.system_fingerprint == wire.REPLAY_FINGERPRINT
         done = Completion(
             role=role,
-            model=cfg.model,
+            model=wire.replayed_label(reply.model) if replayed else cfg.model,
             content=content,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            cost_usd=self.cost(cfg.model, prompt_tokens, completion_tokens),
+            cost_usd=None if replayed else self.cost(cfg.model, prompt_tokens, completion_tokens),
             latency_s=latency,
             cached=False,
+            replayed=replayed,
         )
         if cacheable and self.cache is not None:
             with contextlib.suppress(OSError):  # a full disk must not fail the request
@@ -326,6 +330,7 @@ class LLMClient:
                     key,
                     {
                         "content": content,
+                        "model": done.model,
                         "prompt_tokens": prompt_tokens,
                         "completion_tokens": completion_tokens,
                     },
@@ -380,6 +385,7 @@ class LLMClient:
             cost_usd=done.cost_usd,
             latency_s=done.latency_s,
             cached=done.cached,
+            replayed=done.replayed,
             base_url=shown_url(base_url),
             model=done.model,
             candidate=draft.candidate if draft is not None else None,

@@ -18,6 +18,9 @@ class Completion:
     cost_usd: float | None
     latency_s: float
     cached: bool
+    # A replay server answered (``wire.REPLAY_FINGERPRINT``): ``model`` is its replay label and
+    # ``cost_usd`` None, since no model was called.
+    replayed: bool = False
 
 
 class LLMError(Exception):

@@ -69,8 +69,9 @@ class EndpointCalls:
 class Usage:
     """Tokens, cost, latency and cache counts. Cached replies cost nothing and send nothing.
 
-    ``cost_usd`` is None as soon as one real call used a model missing from the price table:
-    an unknown cost is reported as unknown, never as zero.
+    ``cost_usd`` is None as soon as one real call used a model missing from the price table
+    (``unpriced_calls``) or a replay server answered (``replayed_calls``: no model was called,
+    so no price applies): an unknown cost is reported as unknown, never as zero.
     """
 
     prompt_tokens: int = 0
@@ -80,6 +81,7 @@ class Usage:
     cache_hits: int = 0
     cache_misses: int = 0
     unpriced_calls: int = 0
+    replayed_calls: int = 0
     per_agent: dict[str, AgentUsage] = field(default_factory=dict)
     # Where the calls went: one entry per (role, candidate, base URL, model) with its number
     # of calls and how many of them a cached reply answered (``codegen.agents.llm``).
@@ -101,6 +103,7 @@ class Usage:
         base_url: str | None = None,
         model: str | None = None,
         candidate: int | None = None,
+        replayed: bool = False,
     ) -> None:
         if base_url is not None and model is not None:
             spent = (0, 0, 0.0) if cached else (prompt_tokens, completion_tokens, cost_usd)
@@ -121,7 +124,10 @@ class Usage:
         agent.prompt_tokens += prompt_tokens
         agent.completion_tokens += completion_tokens
         if cost_usd is None:
-            self.unpriced_calls += 1
+            if replayed:
+                self.replayed_calls += 1
+            else:
+                self.unpriced_calls += 1
             self.cost_usd = None
             agent.cost_usd = None
         else:
@@ -148,6 +154,7 @@ class Usage:
         out.cache_hits += other.cache_hits
         out.cache_misses += other.cache_misses
         out.unpriced_calls += other.unpriced_calls
+        out.replayed_calls += other.replayed_calls
         out.cost_usd = _add_cost(out.cost_usd, other.cost_usd)
         for role, theirs in other.per_agent.items():
             mine = out.per_agent.setdefault(role, AgentUsage())
@@ -228,8 +235,10 @@ class Budget:
             return f"token budget exceeded: {usage.total_tokens} tokens used, limit {self.tokens}"
         if self.usd is not None:
             if usage.cost_usd is None:
-                return "dollar budget cannot be enforced: a model's price is unknown"
-            if usage.cost_usd > self.usd:
+                # Replayed calls spent nothing: only a real call without a price is unknown.
+                if usage.unpriced_calls:
+                    return "dollar budget cannot be enforced: a model's price is unknown"
+            elif usage.cost_usd > self.usd:
                 return f"dollar budget exceeded: ${usage.cost_usd:.6f} spent, limit ${self.usd}"
         return None
 
@@ -265,6 +274,7 @@ class Meter:
         base_url: str | None = None,
         model: str | None = None,
         candidate: int | None = None,
+        replayed: bool = False,
     ) -> None:
         """``Usage.record`` under the lock."""
         with self._lock:
@@ -278,6 +288,7 @@ class Meter:
                 base_url=base_url,
                 model=model,
                 candidate=candidate,
+                replayed=replayed,
             )
 
     def add(self, usage: Usage) -> None:

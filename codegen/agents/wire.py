@@ -21,6 +21,18 @@ ROUND_HEADER = "X-Codegen-Round"  # programmer drafts only: 1-based round
 REQUEST_HEADER = "X-Codegen-Request"
 # The error code of a replay server's 404 for a turn its recording never held.
 UNRECORDED_CODE = "replay_unrecorded"
+# The ``system_fingerprint`` of a replay server's completions: no model was called. Its
+# ``model`` names the model the recording says wrote the reply ("unknown" when it does not say).
+REPLAY_FINGERPRINT = "codegen-replay"
+# The scripted server's: it plays the model asked for (its replies are labelled and priced as
+# that model, so budgets and costs can be tested offline).
+SCRIPTED_FINGERPRINT = "codegen-scripted"
+UNKNOWN_MODEL = "unknown"
+
+
+def replayed_label(model: str | None) -> str:
+    """What usage, reports and ``codegen eval list`` call a replayed reply's model."""
+    return f"replay:{model or UNKNOWN_MODEL}"
 
 
 def request_key(text: str) -> str:

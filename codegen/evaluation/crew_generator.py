@@ -107,6 +107,7 @@ def crew_generator(
             drafts=list(outcome.drafts) or None,
             selection=outcome.selection.to_dict() if outcome.selection else None,
             reviewer_grade=parse_grade(outcome.review),
+            models=sorted({entry.model for entry in usage.endpoints}) or None,
         )
 
     return generate

@@ -33,6 +33,7 @@ class CandidateDict(TypedDict, total=False):
     drafts: list[str]
     selection: JSONObject
     reviewer_grade: float
+    models: list[str]
 
 
 @dataclass
@@ -58,11 +59,14 @@ class Candidate:
     selection: JSONObject | None = None
     # The reviewer's grade of the code, 1-10 (the reviewer model's opinion); None: no grade.
     reviewer_grade: float | None = None
+    # The models whose replies wrote it, as its usage names them (``replay:<model>`` for a
+    # replayed reply); None: no call was made, or it was stored before this was kept.
+    models: list[str] | None = None
 
     def to_dict(self) -> CandidateDict:
         out = asdict(self)
-        # One draft, no grade: stored as before.
-        for key in ("drafts", "selection", "reviewer_grade"):
+        # One draft, no grade, no model: stored as before.
+        for key in ("drafts", "selection", "reviewer_grade", "models"):
             if out[key] is None:
                 del out[key]
         return cast(CandidateDict, out)
@@ -124,6 +128,8 @@ HistoryEntry = TypedDict(
         "wall_s": float | None,
         "first pass@1": float | None,
         "reliability": JSONObject | None,
+        # The models whose replies the run's candidates were written from (``Summary.models``).
+        "models": list[str],
     },
     total=False,
 )

@@ -122,6 +122,9 @@ class Summary:
     picks: JSONObject | None = None
     # The reviewer's grades of the samples (crew mode; the reviewer model's opinion, 1-10).
     reviewer_grade: GradeSummary | None = None
+    # The models whose replies wrote the samples (``Candidate.models``; ``replay:<model>`` for
+    # a replay); empty when no sample says (canonical, a samples file, older records).
+    models: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     rows: list[TaskRow] = field(default_factory=list)
 
@@ -303,6 +306,7 @@ def summarize(store: EvalStore, config_id: str, mode: str, keys: Sequence[str]) 
         else None,
         prompt_tokens=sum(c.prompt_tokens for t in tasks for c in t.candidates),
         completion_tokens=sum(c.completion_tokens for t in tasks for c in t.candidates),
+        models=sorted({m for t in tasks for c in t.candidates for m in c.models or ()}),
         cost_usd=cost,
         cost_per_solved_usd=None if cost is None or solved == 0 else cost / solved,
         generation_latency_s=round(gen_latency, 3),
@@ -406,6 +410,8 @@ def history_entry(summary: Summary, label: str, wall_s: float | None = None) -> 
         "cost_per_solved_usd": summary.cost_per_solved_usd,
         "wall_s": None if wall_s is None else round(wall_s, 2),
     }
+    if summary.models:
+        entry["models"] = summary.models
     first = (summary.picks or {}).get("first_pick")
     learned = (summary.picks or {}).get("learned")
     if isinstance(first, dict) and isinstance(learned, dict):

@@ -78,12 +78,17 @@ def run_rows(store: EvalStore) -> list[RunRow]:
             configs[config_id] = read_object(store.config_dir(config_id) / "config.json") or {}
         identity = _object(configs[config_id].get("identity"))
         default = _object(identity.get("default"))
+        answered = entry.get("models")
         rows.append(
             {
                 "date": entry.get("at"),
                 "task_set": entry.get("task_set") or "HumanEval",
                 "mode": entry.get("mode"),
-                "model": default.get("model") or entry.get("label"),
+                # The models that answered (a replay's ``replay:<model>``), else, for runs whose
+                # samples do not say, the configured one.
+                "model": ", ".join(answered)
+                if isinstance(answered, list) and answered
+                else default.get("model") or entry.get("label"),
                 "candidates": identity.get("candidates"),
                 "retriever": _retriever(identity) if identity.get("retriever") else None,
                 "tasks": entry.get("tasks"),

@@ -330,7 +330,9 @@ class EvalSession:
         self, summary: Summary, wall_s: float | None = None, label: str | None = None
     ) -> None:
         """Append ``summary`` to the history (complete runs only: an outage is no data)."""
-        entry = history_entry(summary, label=label or self.label, wall_s=wall_s)
+        # The models that answered, when the samples say (a replay is not the configured model).
+        answered = ", ".join(summary.models)
+        entry = history_entry(summary, label=label or answered or self.label, wall_s=wall_s)
         self.store.append_history({**entry, "task_set": self.tasks.name})
 
     def plot(self) -> Path:

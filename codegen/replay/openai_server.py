@@ -28,7 +28,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Protocol, TypedDict, Unpack
 
-from codegen.agents.wire import CANDIDATE_HEADER, ROLE_HEADER, ROUND_HEADER, TASK_HEADER
+from codegen.agents.wire import (
+    CANDIDATE_HEADER,
+    ROLE_HEADER,
+    ROUND_HEADER,
+    TASK_HEADER,
+    UNKNOWN_MODEL,
+)
 from codegen.json_types import JSONObject
 
 MAX_BODY_BYTES = 20_000_000
@@ -46,6 +52,7 @@ class ReplyOptions(TypedDict, total=False):
     usage: dict[str, int] | None
     finish_reason: str
     served: JSONObject | None
+    model: str | None
 
 
 @dataclass
@@ -64,6 +71,9 @@ class Reply:
     finish_reason: str = "stop"
     # What the book served, for the log line (a recording's key, seq and source).
     served: JSONObject | None = None
+    # The model the completion names: who wrote the reply. None: the model asked for (the
+    # scripted book plays whatever model it is asked for).
+    model: str | None = None
 
     @classmethod
     def text(cls, content: str, **kw: Unpack[ReplyOptions]) -> Reply:
@@ -239,12 +249,17 @@ def _usage(body: JSONObject, reply: Reply) -> dict[str, int]:
     return {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
 
 
-def completion(body: JSONObject, reply: Reply) -> JSONObject:
+def _model(body: JSONObject, reply: Reply) -> str:
+    return reply.model or str(body.get("model") or UNKNOWN_MODEL)
+
+
+def completion(body: JSONObject, reply: Reply, fingerprint: str) -> JSONObject:
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": body.get("model", "unknown"),
+        "model": _model(body, reply),
+        "system_fingerprint": fingerprint,
         "choices": [
             {
                 "index": 0,
@@ -257,14 +272,15 @@ def completion(body: JSONObject, reply: Reply) -> JSONObject:
     }
 
 
-def chunks(body: JSONObject, reply: Reply) -> list[JSONObject]:
+def chunks(body: JSONObject, reply: Reply, fingerprint: str) -> list[JSONObject]:
     """The reply as streaming chunks: role, content in pieces, stop, then usage if asked."""
     content = reply.content or ""
     base = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion.chunk",
         "created": int(time.time()),
-        "model": body.get("model", "unknown"),
+        "model": _model(body, reply),
+        "system_fingerprint": fingerprint,
     }
     pieces = [content[i : i + 512] for i in range(0, len(content), 512)] or [""]
     out = [
@@ -283,7 +299,9 @@ def chunks(body: JSONObject, reply: Reply) -> list[JSONObject]:
 
 
 class OpenAICompatibleServer:
-    """A threaded chat-completions server on ``host:port`` (port 0: a free one)."""
+    """A threaded chat-completions server on ``host:port`` (port 0: a free one); its
+    completions carry ``fingerprint`` as ``system_fingerprint``, so a client can tell which
+    fake answered (``codegen.agents.wire.REPLAY_FINGERPRINT``)."""
 
     def __init__(
         self,
@@ -295,6 +313,7 @@ class OpenAICompatibleServer:
         log: IO[str] | None = None,
         log_file: Path | None = None,
         name: str = "openai-compatible",
+        fingerprint: str = "codegen-openai-compatible",
     ) -> None:
         if structured_outputs not in STRUCTURED_PROFILES:
             raise ValueError(f"unknown structured_outputs profile {structured_outputs!r}")
@@ -305,6 +324,7 @@ class OpenAICompatibleServer:
         self._log = log
         self._log_file = log_file.open("a", encoding="utf-8") if log_file else None
         self._name = name
+        self.fingerprint = fingerprint
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, port), self._make_handler())
         self._httpd.daemon_threads = True
@@ -462,9 +482,9 @@ class _Handler(BaseHTTPRequestHandler):
             payload = error_body(reply.error_message or "error", reply.error_type, reply.error_code)
             self._send_json(reply.status, payload, reply.headers)
         elif body.get("stream"):
-            self._stream(chunks(body, reply), reply.headers)
+            self._stream(chunks(body, reply, self.owner.fingerprint), reply.headers)
         else:
-            self._send_json(200, completion(body, reply), reply.headers)
+            self._send_json(200, completion(body, reply, self.owner.fingerprint), reply.headers)
 
 
 def _int(value: str | None) -> int | None:

@@ -17,6 +17,11 @@ Outputs), or a :class:`Reply` for full control: an HTTP error with status and he
 
 Every request is recorded in ``server.requests`` (method, path, headers, JSON body, role).
 
+It plays the model it is asked for: a completion names the requested model, with
+``system_fingerprint`` ``codegen-scripted`` (``codegen.agents.wire.SCRIPTED_FINGERPRINT``), and
+the crew labels and prices its replies as that model, so budgets and costs can be tested
+offline. (A replay server says instead that no model was called: ``codegen.replay.server``.)
+
 ``structured_outputs`` picks how the server treats ``response_format`` (see ``REFUSALS``):
 ``"full"`` (default) accepts everything; ``"llama.cpp"``, ``"vllm-0.5"`` and ``"ollama-0.4"``
 refuse or ignore ``json_schema`` with those servers' real error bodies; ``"none"`` refuses any
@@ -46,6 +51,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 
+from codegen.agents.wire import SCRIPTED_FINGERPRINT
 from codegen.json_types import JSONObject
 from codegen.replay.openai_server import (
     REFUSALS,
@@ -137,6 +143,7 @@ class ScriptedOpenAIServer(OpenAICompatibleServer):
             port=port,
             structured_outputs=structured_outputs,
             name="scripted",
+            fingerprint=SCRIPTED_FINGERPRINT,
         )
 
     @property

@@ -21,6 +21,11 @@ is ``replay_unrecorded`` (``codegen.agents.wire.UNRECORDED_CODE``): the crew end
 request as ``unrecorded`` (the end of the recording, scored with the code so far), unlike any
 other 404 (a wrong path, an outage).
 
+No model is called, and the completions say so: ``system_fingerprint`` is ``codegen-replay``
+(``codegen.agents.wire.REPLAY_FINGERPRINT``) and ``model`` names the model the recording says
+wrote the reply (``unknown`` when it does not say: imported files do not), never the model the
+request asked for. The crew labels such a reply ``replay:<model>`` and gives it no price.
+
 Every request is logged, one JSON object a line (to stderr and, optionally, a log file):
 time, role, task, candidate, round, HTTP status, and for answered ones the key and ``seq`` of
 the entry served, its source and a digest of its content.
@@ -37,10 +42,12 @@ from typing import IO
 
 from codegen.agents.wire import (
     CANDIDATE_HEADER,
+    REPLAY_FINGERPRINT,
     REQUEST_HEADER,
     ROLE_HEADER,
     ROUND_HEADER,
     TASK_HEADER,
+    UNKNOWN_MODEL,
     UNRECORDED_CODE,
 )
 from codegen.json_types import JSONObject
@@ -81,6 +88,7 @@ class ReplayBook:
             )
         return Reply.text(
             entry.content,
+            model=entry.model or UNKNOWN_MODEL,
             served={
                 "task": entry.task,
                 "role": entry.role,
@@ -162,6 +170,7 @@ class ReplayServer(OpenAICompatibleServer):
             log=log if log is not None else sys.stderr,
             log_file=log_file,
             name="replay",
+            fingerprint=REPLAY_FINGERPRINT,
         )
 
     @property

@@ -72,6 +72,8 @@ class Usage:
     ``cost_usd`` is None as soon as one real call used a model missing from the price table
     (``unpriced_calls``) or a replay server answered (``replayed_calls``: no model was called,
     so no price applies): an unknown cost is reported as unknown, never as zero.
+    ``spent_usd`` is what the priced calls cost (replays and cache hits spend nothing): the
+    dollar budget holds on it, so replayed drafts beside real ones leave the real ones bounded.
     """
 
     prompt_tokens: int = 0
@@ -82,6 +84,7 @@ class Usage:
     cache_misses: int = 0
     unpriced_calls: int = 0
     replayed_calls: int = 0
+    spent_usd: float = 0.0
     per_agent: dict[str, AgentUsage] = field(default_factory=dict)
     # Where the calls went: one entry per (role, candidate, base URL, model) with its number
     # of calls and how many of them a cached reply answered (``codegen.agents.llm``).
@@ -131,6 +134,7 @@ class Usage:
             self.cost_usd = None
             agent.cost_usd = None
         else:
+            self.spent_usd += cost_usd
             if self.cost_usd is not None:
                 self.cost_usd += cost_usd
             if agent.cost_usd is not None:
@@ -155,6 +159,7 @@ class Usage:
         out.cache_misses += other.cache_misses
         out.unpriced_calls += other.unpriced_calls
         out.replayed_calls += other.replayed_calls
+        out.spent_usd += other.spent_usd
         out.cost_usd = _add_cost(out.cost_usd, other.cost_usd)
         for role, theirs in other.per_agent.items():
             mine = out.per_agent.setdefault(role, AgentUsage())
@@ -234,12 +239,11 @@ class Budget:
         if self.tokens is not None and usage.total_tokens > self.tokens:
             return f"token budget exceeded: {usage.total_tokens} tokens used, limit {self.tokens}"
         if self.usd is not None:
-            if usage.cost_usd is None:
-                # Replayed calls spent nothing: only a real call without a price is unknown.
-                if usage.unpriced_calls:
-                    return "dollar budget cannot be enforced: a model's price is unknown"
-            elif usage.cost_usd > self.usd:
-                return f"dollar budget exceeded: ${usage.cost_usd:.6f} spent, limit ${self.usd}"
+            # Replayed calls spent nothing: only a real call without a price is unknown.
+            if usage.unpriced_calls:
+                return "dollar budget cannot be enforced: a model's price is unknown"
+            if usage.spent_usd > self.usd:
+                return f"dollar budget exceeded: ${usage.spent_usd:.6f} spent, limit ${self.usd}"
         return None
 
 

@@ -161,6 +161,20 @@ def test_dollar_budget_with_unknown_price_cannot_be_enforced(
         analyze(llm, Meter(Budget(usd=1.0)), "primes")
 
 
+def test_replayed_calls_beside_priced_ones_leave_the_dollar_budget_enforced() -> None:
+    # A replay spends nothing and has no price; a real draft beside it still spends money, and
+    # the budget must stop it (the total cost is unknown, what was spent is not).
+    meter = Meter(Budget(usd=0.01))
+    common = {"prompt_tokens": 10, "completion_tokens": 10, "latency_s": 0.1, "cached": False}
+    meter.record("programmer", cost_usd=None, replayed=True, **common)
+    assert meter.usage.cost_usd is None and meter.usage.replayed_calls == 1
+    assert Budget(usd=0.01).violation(meter.usage) is None
+    meter.record("programmer", cost_usd=0.02, **common)
+    assert Budget(usd=0.01).violation(meter.usage) == (
+        "dollar budget exceeded: $0.020000 spent, limit $0.01"
+    )
+
+
 def test_key_comes_from_the_sdk_environment(
     server: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

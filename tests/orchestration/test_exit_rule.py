@@ -76,7 +76,7 @@ CASES = [
     Case("requests", ("requests", "--status", "bogus"), "Invalid value for '--status'"),
     Case("search", ("search", "split a string"), "empty or missing"),
     # Every command reads the settings file first.
-    Case("info", ("info",), "is not TOML", env={"CODEGEN_CONFIG": "{not_toml}"}),
+    Case("info", ("info",), "is not valid TOML", env={"CODEGEN_CONFIG": "{not_toml}"}),
     Case("corpus build", ("corpus", "build", "--local", "{missing}"), "not a directory"),
     Case("sandbox build", ("sandbox", "build", "--package-set", "nope"), "'nope' is not one of"),
     Case("sandbox exec", ("sandbox", "exec", "--dir", "{missing}", "--", "true"), "not exist"),

@@ -20,7 +20,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from codegen.agents.dependencies import SandboxPackages
-from codegen.agents.endpoint import CandidateRoute, LLMRoute, RoleModel, resolved_base_url
+from codegen.agents.llm import CandidateRoute, LLMRoute, RoleModel, resolved_base_url
 from codegen.corpus.chunk import Budget
 from codegen.corpus.dedupe import DedupeParams
 from codegen.corpus.sources import source_spec

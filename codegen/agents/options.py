@@ -10,7 +10,7 @@ from typing import TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from codegen.agents.usage import Budget
+from codegen.agents.llm import Budget
 from codegen.json_types import JSONObject
 from codegen.sandbox.types import Limits
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from codegen.agents import prompts
-from codegen.agents.llm import LLMClient
-from codegen.agents.llm_types import Draft, LLMError
+from codegen.agents.llm import BudgetExceeded, Draft, LLMClient, LLMError, Meter
 from codegen.agents.records import ContextChunk, Round
 from codegen.agents.roles import (
     AgentOutputError,
@@ -20,7 +19,6 @@ from codegen.agents.roles import (
 from codegen.agents.spec import Spec
 from codegen.agents.state import Ended, SolutionResult
 from codegen.agents.types import Status
-from codegen.agents.usage import BudgetExceeded, Meter
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits, TestReport
 

@@ -16,12 +16,11 @@ from codegen.agents import prompts
 from codegen.agents.agreement import run_on_shared_inputs
 from codegen.agents.context import queries_for, retrieve_context
 from codegen.agents.dependencies import SandboxPackages, missing, missing_reason
-from codegen.agents.llm import LLMClient
-from codegen.agents.llm_types import Draft
+from codegen.agents.llm import Draft, LLMClient, Meter, shown_url
 from codegen.agents.records import CandidateRun, Selection, SharedInput, UsedReliability
 from codegen.agents.refine import Event, classify, quiet, refine
-from codegen.agents.reliability import CONFIG, HISTORY, NONE
-from codegen.agents.reliability_history import usable
+from codegen.agents.reliability import CONFIG, HISTORY, NONE, source_key
+from codegen.agents.reliability_history import ReliabilityHistory, usable
 from codegen.agents.repick import decide, record
 from codegen.agents.roles import (
     analyze,
@@ -55,7 +54,6 @@ from codegen.agents.state import (
 )
 from codegen.agents.types import Status
 from codegen.agents.typicality import typicality
-from codegen.agents.usage import Meter
 from codegen.retrieval.grounding import Grounding
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox
@@ -78,6 +76,9 @@ class Crew:
     # The sandbox's package set the spec's dependencies are checked against; None: unknown,
     # not checked.
     packages: SandboxPackages | None = None
+    # What this home learned of each model's reliability, for the pick (requests have it; an
+    # evaluation's crew has none, so its first pick and its cache key do not move).
+    history: ReliabilityHistory | None = None
 
 
 def _spec_step(crew: Crew, state: CrewState, meter: Meter) -> SpecResult:
@@ -139,15 +140,19 @@ def _draft_step(crew: Crew, state: CrewState, meter: Meter) -> DraftResult:
     return DraftResult(code=drafts[0].code, problem=drafts[0].problem, drafts=drafts)
 
 
-def used_reliabilities(llm: LLMClient, count: int) -> list[UsedReliability]:
+def used_reliabilities(
+    llm: LLMClient, history: ReliabilityHistory | None, count: int
+) -> list[UsedReliability]:
     """Per draft of ``count``, the reliability its vote counts with: its ``[llm] candidates``
-    entry's (``config``), else the home's estimate of its model (``llm.history``) when it
+    entry's (``config``), else the home's estimate of its model (``history``) when it
     rests on at least ``MIN_TASKS`` tasks (``history``), else none."""
-    learned = usable(llm.history.snapshot()) if llm.history is not None else {}
+    learned = usable(history.snapshot()) if history is not None else {}
     out: list[UsedReliability] = []
     for index in range(count):
         draft = Draft(candidate=index)
-        source = llm.source_of(draft)
+        # The name the draft's model is known by: model @ endpoint.
+        model = llm.model_for("programmer", draft).model
+        source = source_key(model, shown_url(llm.endpoint_for("programmer", draft)))
         configured = llm.reliability_for(draft)
         if configured is not None:
             out.append(UsedReliability(index, source, configured, CONFIG))
@@ -190,7 +195,7 @@ def _select(
     trusted = [test_function(n).startswith(EXAMPLE_PREFIX) for n in names]
     # Each draft's reliability: its [llm] candidates entry's, else what this home learned of
     # its model (earlier evaluations and requests), else none (equal votes).
-    used = used_reliabilities(crew.llm, len(drafts))
+    used = used_reliabilities(crew.llm, crew.history, len(drafts))
     typical = typicality([d.code or "" for d in drafts])
     decision = decide(shared.table, names, rows, trusted, used, typical)
     base = Selection(

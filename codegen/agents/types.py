@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from codegen.agents.llm import Usage
 from codegen.agents.records import ContextChunk, Round, Selection
 from codegen.agents.spec import Spec
-from codegen.agents.usage import Usage
 from codegen.json_types import JSONObject
 from codegen.sandbox.types import TestReport
 

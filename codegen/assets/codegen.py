@@ -35,7 +35,7 @@ from dagster import (
 
 from codegen import composition
 from codegen.agents import prompts
-from codegen.agents.endpoint import LLMRoute
+from codegen.agents.llm import LLMRoute
 from codegen.agents.reliability import votes_of
 from codegen.agents.reliability_history import FILE_NAME as HISTORY_FILE
 from codegen.agents.reliability_history import ReliabilityHistory
@@ -298,6 +298,7 @@ def _crew(context: AssetExecutionContext, settings: Settings, services: tuple[st
         on_event=context.log.info,
         artifacts=artifacts_folder(settings, context.partition_key),
         packages=composition.crew_packages(settings.sandbox),
+        history=llm.reliability_history(),
     )
 
 

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import cast
 
 from codegen.agents.crew import run_crew
-from codegen.agents.endpoint import candidate_at
 from codegen.agents.grade import parse_grade
-from codegen.agents.llm import LLMClient
+from codegen.agents.llm import LLMClient, candidate_at
 from codegen.agents.options import CrewOptions
 from codegen.evaluation.harness import Generator, PublicTask
 from codegen.evaluation.records import Candidate
@@ -33,7 +32,7 @@ _CREW_SOURCES = (
     "replies.py",
     "selection.py",
     "context.py",
-    "llm.py",
+    "llm/client.py",
 )
 
 

@@ -65,7 +65,7 @@ class EvalSetup:
 class LLMSource(Protocol):
     """The crew's endpoint and options (``codegen.assets.resources.LLMResource``)."""
 
-    def client(self, *, history: bool = ...) -> LLMClient: ...
+    def client(self) -> LLMClient: ...
 
     def crew_options(self, overrides: JSONObject | None = ...) -> CrewOptions: ...
 
@@ -100,7 +100,7 @@ def crew_config(
     from codegen.evaluation.crew_generator import crew_identity
 
     identity = {
-        **crew_identity(llm.client(history=False), llm.crew_options(), dict(retriever.identity())),
+        **crew_identity(llm.client(), llm.crew_options(), dict(retriever.identity())),
         **(tasks.identity() if tasks else {}),
     }
     return EvalConfig(
@@ -208,7 +208,7 @@ class EvalSession:
         overrides: JSONObject = {"limits": sandbox_limits} if sandbox_limits else {}  # type: ignore[dict-item]
         options = self.llm.crew_options(overrides)
         found = self.retriever.get_retriever()
-        return crew_generator(self.llm.client(history=False), box, options, found)
+        return crew_generator(self.llm.client(), box, options, found)
 
     # One task at a time (the assets' partitions) -----------------------------------------
 

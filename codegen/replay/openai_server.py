@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Protocol, TypedDict, Unpack
 
-from codegen.agents.wire import CANDIDATE_HEADER, ROLE_HEADER, ROUND_HEADER, TASK_HEADER
+from codegen.agents.llm import CANDIDATE_HEADER, ROLE_HEADER, ROUND_HEADER, TASK_HEADER
 from codegen.json_types import JSONObject
 
 MAX_BODY_BYTES = 20_000_000

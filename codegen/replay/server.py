@@ -15,7 +15,7 @@ to any endpoint. Each request is answered by the recording's reply for its role
 Anything the recording cannot answer (no role or task header, a role or task it does not
 hold, a round it has no reply for) gets HTTP 404 with a message that says what is missing:
 never a made-up reply. 404 is not retried by the SDK, so the crew fails fast. Its error code
-is ``replay_unrecorded`` (``codegen.agents.wire.UNRECORDED_CODE``): the crew ends such a
+is ``replay_unrecorded`` (``codegen.agents.llm.wire.UNRECORDED_CODE``): the crew ends such a
 request as ``unrecorded`` (the end of the recording, scored with the code so far), unlike any
 other 404 (a wrong path, an outage).
 
@@ -33,7 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import IO
 
-from codegen.agents.wire import (
+from codegen.agents.llm import (
     CANDIDATE_HEADER,
     ROLE_HEADER,
     ROUND_HEADER,

@@ -20,8 +20,7 @@ import pytest
 from dagster import instance_for_test, materialize
 
 from codegen import composition
-from codegen.agents.endpoint import CandidateRoute, LLMRoute
-from codegen.agents.llm import CANDIDATE_HEADER, LLMClient
+from codegen.agents.llm import CANDIDATE_HEADER, CandidateRoute, LLMClient, LLMRoute
 from codegen.agents.options import CrewOptions
 from codegen.agents.runner import advance
 from codegen.agents.state import CrewState

@@ -22,7 +22,7 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from codegen.agents.code_repair import parse_python
+from codegen.agents.replies import parse_python
 from codegen.agents.spec import Spec
 from codegen.sandbox.types import TestReport
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from codegen.agents.code_repair import parse_python
+from codegen.agents.replies import parse_python
 from codegen.agents.seeds import _literal_args
 from codegen.json_types import JSONValue
 

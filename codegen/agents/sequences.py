@@ -36,8 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from codegen.agents.behaviour import BehaviourTable
-from codegen.agents.code_repair import parse_python
 from codegen.agents.inputs import CallInput, _Pool, mutate_value
+from codegen.agents.replies import parse_python
 from codegen.agents.seeds import signature_seeds
 from codegen.agents.sequence_seeds import (
     CallSequence,

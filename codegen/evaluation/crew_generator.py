@@ -29,7 +29,7 @@ _CREW_SOURCES = (
     "crew.py",
     "prompts.py",
     "roles.py",
-    "replies.py",
+    "replies/extract.py",
     "selection.py",
     "context.py",
     "llm/client.py",

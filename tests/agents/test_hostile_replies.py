@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from codegen.agents.code_repair import parse_python
-from codegen.agents.replies import AgentOutputError, extract_json, extract_module, extract_tests
+from codegen.agents.replies import (
+    AgentOutputError,
+    extract_json,
+    extract_module,
+    extract_tests,
+    parse_python,
+)
 from codegen.agents.selection import spec_example_tests, without_tests
 from codegen.agents.spec import Example, Spec
 

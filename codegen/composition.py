@@ -173,7 +173,7 @@ def unset_key_envs(route: LLMRoute) -> str | None:
 
 def eval_setup(settings: Settings) -> EvalSetup:
     """What an evaluation session reads of the settings (``[eval]``, the sandbox's limits)."""
-    from codegen.agents.reliability_history import FILE_NAME
+    from codegen.agents.pick import FILE_NAME
     from codegen.evaluation.session import EvalSetup
 
     limits = sandbox_limits(

@@ -114,7 +114,7 @@ class RequestOptions(BaseModel):
 @dataclass(frozen=True)
 class CrewOptions:
     max_rounds: int = 3
-    candidates: int = 1  # programmer drafts, one picked by execution (agents.selection)
+    candidates: int = 1  # programmer drafts, one picked by execution (agents.pick.matrix)
     budget_tokens: int | None = None
     budget_usd: float | None = None
     # Retrieved context is cut to this many (estimated) tokens.

@@ -12,7 +12,7 @@ from codegen.agents.grade import GRADE_NOTE, parse_grade
 from codegen.agents.llm import Usage
 from codegen.agents.names import name_warnings
 from codegen.agents.outline import MethodResult, method_results, module_outline
-from codegen.agents.records import Round, Selection
+from codegen.agents.pick import Round, Selection
 from codegen.agents.state import CrewState, HumanVerdict
 from codegen.agents.types import Status
 from codegen.json_types import JSONObject, JSONValue

@@ -13,15 +13,26 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codegen.agents import prompts
-from codegen.agents.agreement import run_on_shared_inputs
 from codegen.agents.context import queries_for, retrieve_context
 from codegen.agents.dependencies import SandboxPackages, missing, missing_reason
 from codegen.agents.llm import Draft, LLMClient, Meter, shown_url
-from codegen.agents.records import CandidateRun, Selection, SharedInput, UsedReliability
+from codegen.agents.pick import (
+    CONFIG,
+    HISTORY,
+    NONE,
+    CandidateRun,
+    ReliabilityHistory,
+    Selection,
+    SharedInput,
+    UsedReliability,
+    decide,
+    record,
+    run_on_shared_inputs,
+    source_key,
+    typicality,
+    usable,
+)
 from codegen.agents.refine import Event, classify, quiet, refine
-from codegen.agents.reliability import CONFIG, HISTORY, NONE, source_key
-from codegen.agents.reliability_history import ReliabilityHistory, usable
-from codegen.agents.repick import decide, record
 from codegen.agents.roles import (
     analyze,
     design_tests,
@@ -29,14 +40,6 @@ from codegen.agents.roles import (
     execute_tests,
     validate_request,
     write_code,
-)
-from codegen.agents.selection import (
-    EXAMPLE_PREFIX,
-    rows_of,
-    spec_example_tests,
-    test_function,
-    with_examples,
-    without_tests,
 )
 from codegen.agents.spec import Spec
 from codegen.agents.state import (
@@ -52,8 +55,15 @@ from codegen.agents.state import (
     StepResult,
     TestsResult,
 )
+from codegen.agents.suite import (
+    EXAMPLE_PREFIX,
+    rows_of,
+    spec_example_tests,
+    test_function,
+    with_examples,
+    without_tests,
+)
 from codegen.agents.types import Status
-from codegen.agents.typicality import typicality
 from codegen.retrieval.grounding import Grounding
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox
@@ -168,7 +178,7 @@ def _select(
     crew: Crew, box: Sandbox, state: CrewState, limits: Limits | None
 ) -> tuple[int, Selection, str]:
     """Every draft against the suite plus the spec's examples (one pytest run each) and, in
-    one more sandbox execution, on the shared inputs (``agents.agreement``); the pick, why,
+    one more sandbox execution, on the shared inputs (``agents.pick.agreement``); the pick, why,
     and the suite without suspect tests."""
     assert state.tests is not None and state.draft is not None
     drafts = state.draft.drafts

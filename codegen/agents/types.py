@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from codegen.agents.llm import Usage
-from codegen.agents.records import ContextChunk, Round, Selection
+from codegen.agents.pick import ContextChunk, Round, Selection
 from codegen.agents.spec import Spec
 from codegen.json_types import JSONObject
 from codegen.sandbox.types import TestReport

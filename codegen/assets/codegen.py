@@ -36,9 +36,8 @@ from dagster import (
 from codegen import composition
 from codegen.agents import prompts
 from codegen.agents.llm import LLMRoute
-from codegen.agents.reliability import votes_of
-from codegen.agents.reliability_history import FILE_NAME as HISTORY_FILE
-from codegen.agents.reliability_history import ReliabilityHistory
+from codegen.agents.pick import FILE_NAME as HISTORY_FILE
+from codegen.agents.pick import ReliabilityHistory, votes_of
 from codegen.agents.report import write_report
 from codegen.agents.runner import advance
 from codegen.agents.spec import SPEC_JSON_SCHEMA
@@ -89,7 +88,7 @@ def _no_sandbox() -> NoReturn:
 
 def _learn_from(settings: Settings, request_id: str, state: CrewState) -> None:
     """A pick among drafts of two models or more adds its observations to what the home
-    knows of their reliability (``agents.reliability_history``)."""
+    knows of their reliability (``agents.pick.reliability_history``)."""
     selection = state.solution.selection if state.solution else None
     if selection is None or len({u.model for u in selection.reliabilities}) < 2:
         return

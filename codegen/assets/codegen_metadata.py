@@ -10,7 +10,7 @@ from pathlib import Path
 from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
 
 from codegen.agents.llm import Usage
-from codegen.agents.records import Selection
+from codegen.agents.pick import Selection
 from codegen.agents.report import RequestReport
 from codegen.agents.shown import grade_line, module_lines, packages_line
 from codegen.agents.state import CrewState, StepResult

@@ -22,8 +22,8 @@ from codegen.agents.llm import (
     structured_modes_file,
 )
 from codegen.agents.options import CrewOptions
-from codegen.agents.reliability_history import FILE_NAME as HISTORY_FILE
-from codegen.agents.reliability_history import ReliabilityHistory
+from codegen.agents.pick import FILE_NAME as HISTORY_FILE
+from codegen.agents.pick import ReliabilityHistory
 from codegen.corpus.store import chunks_path
 from codegen.json_types import JSONObject
 from codegen.replay.recording import recorder_from_environment
@@ -105,7 +105,7 @@ class LLMResource(LLMSettings, ConfigurableResource):
     # Where each endpoint's working Structured Outputs mode is remembered (None: in memory);
     # derived from CODEGEN_HOME like cache_dir.
     modes_file: str | None = None
-    # What this home learned of each model's reliability (agents.reliability_history; None:
+    # What this home learned of each model's reliability (agents.pick.reliability_history; None:
     # nothing); derived from CODEGEN_HOME like cache_dir.
     reliability_file: str | None = None
 

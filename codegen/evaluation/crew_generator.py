@@ -30,7 +30,8 @@ _CREW_SOURCES = (
     "prompts.py",
     "roles.py",
     "replies/extract.py",
-    "selection.py",
+    "pick/matrix.py",
+    "suite.py",
     "context.py",
     "llm/client.py",
 )

@@ -293,7 +293,7 @@ class EvalSession:
         drafts = self.config.identity.get("candidates")
         if self.mode != CREW or errors or not isinstance(drafts, int) or drafts < 2:
             return {}
-        from codegen.agents.reliability_history import ReliabilityHistory
+        from codegen.agents.pick import ReliabilityHistory
         from codegen.evaluation.learned import learn_picks
 
         history = ReliabilityHistory(self.setup.reliability_file)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from codegen.agents.records import Round, Selection
+from codegen.agents.pick import Round, Selection
 from codegen.agents.state import VERDICT_KINDS, HumanVerdict, ReviewResult
 from codegen.requests.store import database_path, requests_db
 

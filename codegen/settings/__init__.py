@@ -94,7 +94,7 @@ class CandidateModel(BaseModel):
     api_key_env: str | None = None
     # The model's history: the share of its drafts verified correct before (e.g. its pass@1 on
     # a past evaluation). Drafts of a model with a history weigh its log-odds in the pick
-    # (agents.reliability); with no entry giving one, every draft counts the same.
+    # (agents.pick.reliability); with no entry giving one, every draft counts the same.
     reliability: float | None = Field(default=None, gt=0, lt=1)
 
     @field_validator("base_url")
@@ -193,7 +193,7 @@ class LLMSettings(BaseModel):
     )
     cache: bool = True
     max_rounds: int = 3
-    # Programmer drafts per request, picked by execution (agents.selection); 1 until the
+    # Programmer drafts per request, picked by execution (agents.pick.matrix); 1 until the
     # measurements in CHANGELOG.md justify more. A list gives each draft its own model,
     # temperature or endpoint (CandidateModel); its length is the number of drafts.
     candidates: int | list[CandidateModel] = 1

@@ -1,4 +1,4 @@
-"""Candidates from several models (agents.reliability): each source's reliability estimated
+"""Candidates from several models (agents.pick.reliability): each source's reliability estimated
 across the tasks of an evaluation without hidden tests, and the pick weighing it; fixtures
 written for these tests."""
 
@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from codegen.agents.agreement import agreement_pick
-from codegen.agents.behaviour import BehaviourTable
-from codegen.agents.reliability import UNKNOWN, Reliability, TaskVotes, estimate
+from codegen.agents.pick import BehaviourTable, TaskVotes, agreement_pick, estimate
+from codegen.agents.pick.reliability import UNKNOWN, Reliability
 from codegen.sandbox.calls import CallOutcome
 
 
@@ -83,7 +82,7 @@ def test_equal_priors_are_todays_rule() -> None:
 def test_a_models_history_from_its_candidates_entry_weighs_its_drafts() -> None:
     from codegen import composition
     from codegen.agents.llm import LLMRoute
-    from codegen.agents.reliability import priors_from_history
+    from codegen.agents.pick.reliability import priors_from_history
     from codegen.settings import CandidateModel
 
     entry = CandidateModel(model="strong", reliability=0.95)

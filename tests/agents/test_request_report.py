@@ -9,16 +9,8 @@ from pathlib import Path
 import pytest
 
 from codegen.agents.options import CrewOptions
-from codegen.agents.records import (
-    CandidateRun,
-    ContextChunk,
-    Round,
-    Selection,
-    SelectionGroup,
-    SharedInput,
-    SplitOutput,
-    SplittingInput,
-)
+from codegen.agents.pick import CandidateRun, ContextChunk, Round, Selection, SharedInput
+from codegen.agents.pick.records import SelectionGroup, SplitOutput, SplittingInput
 from codegen.agents.report import BadReport, RequestReport, Verification, write_report
 from codegen.agents.spec import Spec
 from codegen.agents.state import (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen.agents.records import Round, Selection
+from codegen.agents.pick import Round, Selection
 from codegen.agents.state import HumanVerdict, ReviewResult, SolutionResult
 from codegen.requests.review import ReviewError, ReviewStore
 from codegen.requests.store import RequestStore

@@ -213,10 +213,10 @@ class CandidateRun:
     crashes: int | None = None
     weight: float | None = None
     # Its behaviour table row: per shared input (Selection.inputs), the class of its outcome
-    # (``agents.behaviour``: >= 0 a value, -1 an exception, -2 a timeout, -4 never run), so a
-    # pick can be decided again from the record alone (``agents.repick``).
+    # (``agents.pick.behaviour``: >= 0 a value, -1 an exception, -2 a timeout, -4 never run), so a
+    # pick can be decided again from the record alone (``agents.pick.decision``).
     classes: list[int] | None = None
-    # How like the other drafts its code is (``agents.typicality``): the tie-break inside
+    # How like the other drafts its code is (``agents.pick.typical``): the tie-break inside
     # its behaviour group.
     typicality: float | None = None
 
@@ -268,7 +268,7 @@ class CandidateRun:
 @dataclass(frozen=True)
 class UsedReliability:
     """The reliability one draft's vote counted with in a pick: its model's source key
-    (``agents.reliability.source_key``: model @ endpoint), the value (None: none, the draft
+    (``agents.pick.reliability.source_key``: model @ endpoint), the value (None: none, the draft
     counts as today), where it came from (``config``, ``evaluation``: estimated over this
     evaluation's tasks, ``history``: over earlier evaluations and requests in this home, or
     ``none``) and how many tasks an estimate rests on."""
@@ -303,7 +303,7 @@ class UsedReliability:
 
 @dataclass(frozen=True)
 class Selection:
-    """How one draft was picked out of several (``agents.selection``): each draft's results,
+    """How one draft was picked out of several (``agents.pick.matrix``): each draft's results,
     the groups, the suspect and trusted tests, and why the pick won."""
 
     chosen: int

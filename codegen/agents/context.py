@@ -6,7 +6,7 @@ retriever at all) yields no context, never an error.
 
 from __future__ import annotations
 
-from codegen.agents.pick import ContextChunk
+from codegen.agents.records import ContextChunk
 from codegen.agents.spec import Spec
 from codegen.retrieval.types import Retriever, SearchHit
 

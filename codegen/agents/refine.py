@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from codegen.agents import prompts
 from codegen.agents.llm import BudgetExceeded, Draft, LLMClient, LLMError, Meter
-from codegen.agents.pick import ContextChunk, Round
+from codegen.agents.records import ContextChunk, Round
 from codegen.agents.roles import (
     AgentOutputError,
     BadRequest,

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from codegen.agents import prompts
 from codegen.agents.llm import Draft, LLMClient, Meter
-from codegen.agents.pick import ContextChunk
+from codegen.agents.records import ContextChunk
 from codegen.agents.replies import (
     AgentOutputError,
     ParsedCode,

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, fields
 
 from codegen.agents.llm import Usage
 from codegen.agents.options import CrewOptions
-from codegen.agents.pick import ContextChunk, Round, Selection
+from codegen.agents.pick import Selection
+from codegen.agents.records import ContextChunk, Round
 from codegen.agents.spec import Spec
 from codegen.agents.types import CrewOutcome, Status
 from codegen.json_types import JSONObject

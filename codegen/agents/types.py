@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from codegen.agents.llm import Usage
-from codegen.agents.pick import ContextChunk, Round, Selection
+from codegen.agents.pick import Selection
+from codegen.agents.records import ContextChunk, Round
 from codegen.agents.spec import Spec
 from codegen.json_types import JSONObject
 from codegen.sandbox.types import TestReport

@@ -11,8 +11,7 @@ from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
 
 from codegen.agents.llm import Usage
 from codegen.agents.pick import Selection
-from codegen.agents.report import RequestReport
-from codegen.agents.shown import grade_line, module_lines, packages_line
+from codegen.agents.report import RequestReport, grade_line, module_lines, packages_line
 from codegen.agents.state import CrewState, StepResult
 from codegen.requests.store import TITLE_TAG, request_title
 

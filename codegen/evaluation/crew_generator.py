@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import cast
 
 from codegen.agents.crew import run_crew
-from codegen.agents.grade import parse_grade
 from codegen.agents.llm import LLMClient, candidate_at
 from codegen.agents.options import CrewOptions
+from codegen.agents.report import parse_grade
 from codegen.evaluation.harness import Generator, PublicTask
 from codegen.evaluation.records import Candidate
 from codegen.json_types import JSONObject

@@ -14,14 +14,7 @@ from codegen.agents.pick.behaviour import BehaviourTable
 from codegen.agents.pick.decision import decide, record, repick
 from codegen.agents.pick.matrix import Row, dual_agreement, pick
 from codegen.agents.pick.posterior import CHECK_ERRORS, posterior_pick
-from codegen.agents.pick.records import (
-    CandidateRun,
-    ContextChunk,
-    Round,
-    Selection,
-    SharedInput,
-    UsedReliability,
-)
+from codegen.agents.pick.records import CandidateRun, Selection, SharedInput, UsedReliability
 from codegen.agents.pick.reliability import (
     CONFIG,
     EVALUATION,
@@ -53,10 +46,8 @@ __all__ = [
     "NONE",
     "BehaviourTable",
     "CandidateRun",
-    "ContextChunk",
     "Learned",
     "ReliabilityHistory",
-    "Round",
     "Row",
     "Selection",
     "SharedInput",

@@ -1,6 +1,7 @@
-"""Typed records of a request's results: retrieved chunks, refinement rounds, the selection of
-a draft. Each has ``to_dict`` (and ``from_dict`` where report.json is read back) for the JSON
-edge; inside the crew they stay records."""
+"""Typed records of a pick: the selection of a draft, its groups, the shared inputs and their
+outputs, each draft's run and the reliability its vote counted with. Each has ``to_dict`` (and
+``from_dict`` where report.json is read back) for the JSON edge; inside the crew they stay
+records."""
 
 from __future__ import annotations
 
@@ -31,68 +32,6 @@ def _list(value: JSONValue) -> list[JSONValue]:
 
 def _objects(value: JSONValue) -> list[JSONObject]:
     return [v for v in _list(value) if isinstance(v, dict)]
-
-
-@dataclass(frozen=True)
-class ContextChunk:
-    """One retrieved chunk as the programmer is shown it, with its citation."""
-
-    citation: str
-    uri: str
-    source: str
-    score: float
-    tokens: int
-    text: str
-
-    def to_dict(self) -> JSONObject:
-        return {
-            "citation": self.citation,
-            "uri": self.uri,
-            "source": self.source,
-            "score": self.score,
-            "tokens": self.tokens,
-            "text": self.text,
-        }
-
-
-@dataclass
-class Round:
-    """One refinement round: a format problem, or the test results and (once they pass) the
-    reviewer's verdict; ``feedback`` is what the programmer was told next. Unset: absent."""
-
-    round: int
-    problem: str | None = None
-    passed: int | None = None
-    total: int | None = None
-    verdict: str | None = None  # APPROVED | REJECTED
-    feedback: str | None = None
-
-    def to_dict(self) -> JSONObject:
-        out: JSONObject = {"round": self.round}
-        for key in ("problem", "passed", "total", "feedback", "verdict"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
-
-    @classmethod
-    def from_dict(cls, data: JSONObject) -> Round:
-        def opt_str(key: str) -> str | None:
-            value = data.get(key)
-            return value if isinstance(value, str) else None
-
-        def opt_int(key: str) -> int | None:
-            value = data.get(key)
-            return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-        return cls(
-            round=_int(data.get("round")),
-            problem=opt_str("problem"),
-            passed=opt_int("passed"),
-            total=opt_int("total"),
-            verdict=opt_str("verdict"),
-            feedback=opt_str("feedback"),
-        )
 
 
 @dataclass(frozen=True)

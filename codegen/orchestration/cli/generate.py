@@ -13,9 +13,14 @@ import click
 
 from codegen import composition
 from codegen.agents.options import REVIEW_MODES, BadOptions, RequestOptions, StoredOptions
-from codegen.agents.report import RequestReport, grounding_from_json
+from codegen.agents.report import (
+    RequestReport,
+    grade_line,
+    grounding_from_json,
+    module_lines,
+    packages_line,
+)
 from codegen.agents.roles import BadRequest, read_request_file, validate_request
-from codegen.agents.shown import grade_line, module_lines, packages_line
 from codegen.agents.types import Status
 from codegen.json_types import JSONObject, JSONValue
 from codegen.orchestration.cli.exits import (

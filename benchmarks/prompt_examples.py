@@ -1,5 +1,5 @@
 """What the replay importer reads as worked examples from HumanEval's 164 prompts, and
-which prompts state ranges that keep the generated inputs in (``agents.seeds.stated_bounds``).
+which prompts state ranges that keep the generated inputs in (``agents.pick.inputs.stated_bounds``).
 
     .venv/bin/python benchmarks/prompt_examples.py
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 
-from codegen.agents.seeds import params_of, stated_bounds
+from codegen.agents.pick.inputs import params_of, stated_bounds
 from codegen.evaluation.humaneval import load_problems
 from codegen.replay.derived import doctest_examples, prompt_examples, written_docstring
 from codegen.replay.examples import written_examples

@@ -18,7 +18,7 @@ HumanEval; MBPP's visible ``sample_io``, from ``--mbpp-set`` for every run alike
    (``output_agreement``): ``agreement``.
 2. Each run's reliability estimated from pass 1's selection records only (each draft's
    eligibility on the worked examples and its behaviour group; one-coin Dawid-Skene EM,
-   ``codegen.agents.reliability.estimate``; no hidden test), given to the crew as
+   ``codegen.agents.pick.reliability.estimate``; no hidden test), given to the crew as
    ``[llm] candidates = [{reliability = p_j}, ...]``, and the same evaluation again: the crew's
    pick with a history (``similarity_agreement``, the checks the drafts' posterior shows
    more likely wrong than right left out first): ``ours``. With ``--equal-votes-only`` this
@@ -99,7 +99,7 @@ def stored(results_dir: Path, kind: str) -> dict[str, dict[str, Any]]:
 def codet_share(selection: dict[str, Any], correct: list[bool]) -> float | None:
     """CodeT's dual agreement over the suite verdicts in the selection record: the share of
     correct members of the group it picks."""
-    from codegen.agents.selection import dual_agreement
+    from codegen.agents.pick import dual_agreement
 
     cands = sorted(selection.get("candidates", []), key=lambda c: c["candidate"])
     if len(cands) != len(correct):
@@ -168,7 +168,7 @@ def main() -> None:
 
             # The estimate an evaluation with several models now makes itself at its end
             # (codegen.evaluation.learned; benchmarks/learned_pick.py runs that one command).
-            from codegen.agents.reliability import estimate, votes_of
+            from codegen.agents.pick import estimate, votes_of
 
             task_votes = [
                 v

@@ -13,17 +13,17 @@ against the worked examples of the HumanEval prompt's docstring (the crew's spec
 them; CodeT's prompts had them removed), and against the hidden tests for ground truth: one
 sandbox execution per task. Then, in one more execution per task
 (``codegen.sandbox.calls.call_functions``), every distinct program is called on the shared
-inputs of ``codegen.agents.inputs``: the generated tests' call sites and their type-aware
+inputs of ``codegen.agents.pick.inputs``: the generated tests' call sites and their type-aware
 mutations (CodeT's setting), plus the examples' calls, the other calls the prompt writes out
 and their mutations (with examples).
 The results are cached (``--cache``), and every strategy reads the same matrices.
 
 For N = 5, 10, 25, 100 (``--draws`` random subsets of the 100 samples for N < 100) it prints
-pass@1 of: ``random`` (the baseline), ``codet`` (dual agreement, ``codegen.agents.selection``,
+pass@1 of: ``random`` (the baseline), ``codet`` (dual agreement, ``codegen.agents.pick.matrix``,
 over the generated tests; over the examples on a task with no generated test) and
 ``codet_without_examples`` (never the examples: one group on such a task),
-``ours`` (``codegen.agents.selection.pick``: examples first, then agreement without suspect
-tests), ``agreement`` (``codegen.agents.agreement.agreement_pick``: examples first, then
+``ours`` (``codegen.agents.pick.matrix.pick``: examples first, then agreement without suspect
+tests), ``agreement`` (``codegen.agents.pick.agreement.agreement_pick``: examples first, then
 agreement on outputs with the suite's verdicts), each also ``_without_examples`` (given no
 examples, and for ``agreement`` no inputs derived from them: CodeT's setting), and ``oracle``
 (any candidate correct). A pick's pass@1 is the share of correct members in the group it
@@ -36,21 +36,21 @@ execution (tests) and the shared-inputs execution, per task.
 extracted code); no generated tests, so the rows are the worked examples, CodeT's rule runs
 over them, and the inputs are the prompt's calls (examples and any other literal call of the
 entry point it writes out; else seeds from the signature's types) and their mutations. Each
-run is a source: ``codegen.agents.reliability.estimate`` gives each an accuracy from example
+run is a source: ``codegen.agents.pick.reliability.estimate`` gives each an accuracy from example
 verdicts and agreement over the tasks (no hidden test), and five more rules use it:
 ``weighted`` (MBR-exec's expected agreement over the shared inputs, each draft counting its
 source's accuracy; the pick is the winning group's most reliable member, scored as that one
 sample), ``weighted_groups`` (exact groups by summed log-odds), ``similarity`` (expected
 agreement, equal votes), ``weighted_checks`` (the crew's pick with a history: ``weighted``
-after leaving out the checks ``codegen.agents.posterior.suspect_checks`` shows more likely
+after leaving out the checks ``codegen.agents.pick.posterior.suspect_checks`` shows more likely
 wrong than right) and ``posterior`` (``posterior_pick``: that posterior's own pick, exact
 groups, no hard filter; an ablation). Prints tasks solved per rule beside each run's own count
 (``best_single``), the oracle and the estimate (``reliability``). ``group_member_solved``:
 for ``agreement`` and each of those five rules but ``posterior``, tasks solved when the
 winning group's member is taken at random (its share of correct members), the crew's way
 before typicality (the most reliable, then the earliest) and the crew's now
-(``codegen.agents.typicality.most_typical`` over the runs' extracted code, the rule's
-priors first, as ``codegen.agents.repick.decide``).
+(``codegen.agents.pick.typical.most_typical`` over the runs' extracted code, the rule's
+priors first, as ``codegen.agents.pick.decision.decide``).
 
 ``--mapcoder DIR --mbpp-set FILE``: MapCoder's three MBPP runs the same way, the set's
 visible ``sample_io`` as the examples and the rows' own tests as ground truth.
@@ -225,7 +225,7 @@ def shared_inputs(
     signature of ``bare_prompt``, CodeT's prompt with the examples removed, as the crew seeds
     from its spec's signature) and with them (the examples' calls and the other calls written
     in the HumanEval prompt too, and mutations of all)."""
-    from codegen.agents.inputs import InputBudget, inputs_for
+    from codegen.agents.pick.inputs import InputBudget, inputs_for
 
     budget = InputBudget(seed=seed)
     without = inputs_for(entry, [], generated, budget, signature=bare_prompt)
@@ -294,7 +294,7 @@ def load_mapcoder(folder: Path, limit: int | None, seed: int) -> list[dict[str, 
     order. There are no generated tests: the rows are the docstring's worked examples, and
     the shared inputs are the prompt's calls (examples and the other literal calls it writes
     out) and their mutations."""
-    from codegen.agents.inputs import InputBudget, inputs_for
+    from codegen.agents.pick.inputs import InputBudget, inputs_for
     from codegen.evaluation.humaneval import load_problems
 
     problems = load_problems()
@@ -345,7 +345,7 @@ def load_mapcoder_mbpp(
     ``sample_io`` (``tasks_file``, the 397-task set: one public example per task, the same for
     every run); the hidden test is the rows' own ``test``, the one the authors ran (their
     counts reproduce only against it)."""
-    from codegen.agents.inputs import InputBudget, inputs_for
+    from codegen.agents.pick.inputs import InputBudget, inputs_for
 
     files = sorted(folder.glob("*.jsonl"))
     runs = [{r["task_id"]: r for r in map(json.loads, f.open())} for f in files]
@@ -390,13 +390,13 @@ def load_mapcoder_mbpp(
     return tasks
 
 
-# The shared-input run's limits: the crew's own (codegen.agents.agreement), unless
+# The shared-input run's limits: the crew's own (codegen.agents.pick.agreement), unless
 # --call-limit / --max-timeouts override them for a measurement.
 CALLS: dict[str, float] = {}
 
 
 def call_settings() -> tuple[float, float, int]:
-    from codegen.agents.agreement import CALL_LIMIT_S, DRAFT_DEADLINE_S, MAX_TIMEOUTS
+    from codegen.agents.pick import CALL_LIMIT_S, DRAFT_DEADLINE_S, MAX_TIMEOUTS
 
     return (
         CALLS.get("call_limit_s", CALL_LIMIT_S),
@@ -438,7 +438,7 @@ def execute_tests(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
 
 def execute_inputs(sandbox: Any, task: dict[str, Any]) -> dict[str, Any]:
     """Every program on the shared inputs, in one execution (``call_functions``)."""
-    from codegen.agents.behaviour import BehaviourTable
+    from codegen.agents.pick import BehaviourTable
     from codegen.sandbox.calls import call_functions
     from codegen.sandbox.types import Limits
 
@@ -481,7 +481,7 @@ class Draw:
     trusted: list[bool]
     correct: list[bool]
     members: list[int]  # the samples' programs (rows of ``table``)
-    table: Any  # codegen.agents.behaviour.BehaviourTable
+    table: Any  # codegen.agents.pick.behaviour.BehaviourTable
     without_examples: tuple[int, ...]  # input columns of each setting
     with_examples: tuple[int, ...]
     sources: tuple[str, ...] = ()  # each sample's model (MapCoder: its run), when known
@@ -502,7 +502,7 @@ Strategy = Callable[[Draw], Picked]
 
 # How a rule takes one member of its winning group (MapCoder): at random (the group's share
 # of correct samples), the crew's choice before typicality (the most reliable, then the
-# earliest) and the crew's now (``codegen.agents.typicality.most_typical``).
+# earliest) and the crew's now (``codegen.agents.pick.typical.most_typical``).
 MEMBERS = ("random", "earliest", "typical")
 
 
@@ -515,7 +515,7 @@ def _share(members: Sequence[int], positions: dict[int, list[int]], correct: lis
 def _member(how: str, samples: list[int], draw: Draw, priors: Sequence[float] | None) -> float:
     """Whether the member of ``samples`` taken ``how`` (``MEMBERS``) is correct; for
     ``random``, the share of correct ones."""
-    from codegen.agents.typicality import most_typical
+    from codegen.agents.pick import most_typical
 
     if how == "random":
         return sum(draw.correct[i] for i in samples) / len(samples)
@@ -524,12 +524,16 @@ def _member(how: str, samples: list[int], draw: Draw, priors: Sequence[float] | 
 
 
 def strategies(reliability: Any = None) -> dict[str, Strategy]:
-    """The rules; with ``reliability`` (``codegen.agents.reliability.Reliability``, estimated
+    """The rules; with ``reliability`` (``codegen.agents.pick.reliability.Reliability``, estimated
     over the run's tasks) also ``weighted``: agreement with each sample weighing its source's
     log-odds."""
-    from codegen.agents.agreement import agreement_pick
-    from codegen.agents.posterior import CHECK_ERRORS, posterior_pick
-    from codegen.agents.selection import dual_agreement, pick
+    from codegen.agents.pick import (
+        CHECK_ERRORS,
+        agreement_pick,
+        dual_agreement,
+        pick,
+        posterior_pick,
+    )
 
     def generated_only(trusted: list[bool]) -> list[int]:
         return [t for t, tr in enumerate(trusted) if not tr]
@@ -648,10 +652,9 @@ def strategies(reliability: Any = None) -> dict[str, Strategy]:
 
 
 def votes_of(draw: Draw) -> Any:
-    """What ``codegen.agents.reliability.estimate`` sees of one task: each sample's source,
+    """What ``codegen.agents.pick.reliability.estimate`` sees of one task: each sample's source,
     eligibility and behaviour group under today's (unweighted) agreement pick."""
-    from codegen.agents.agreement import agreement_pick
-    from codegen.agents.reliability import TaskVotes
+    from codegen.agents.pick import TaskVotes, agreement_pick
 
     chosen = agreement_pick(
         draw.table, draw.rows, draw.trusted, members=draw.members, inputs=draw.with_examples
@@ -667,8 +670,7 @@ def draw_all(
     task: dict[str, Any], ran: dict[str, Any], chosen: Sequence[int] | None = None
 ) -> Draw:
     """The samples ``chosen`` (default all) of ``task`` as every rule sees them."""
-    from codegen.agents.behaviour import BehaviourTable
-    from codegen.agents.typicality import typicality
+    from codegen.agents.pick import BehaviourTable, typicality
 
     picked = list(range(len(task["sample_program"]))) if chosen is None else list(chosen)
     codes = task.get("codes")
@@ -797,7 +799,7 @@ def main() -> None:
     if args.mapcoder is not None:
         # Each run is one source; its reliability is estimated over this run's tasks from
         # example verdicts and agreement only (no hidden test), then every pick uses it.
-        from codegen.agents.reliability import estimate
+        from codegen.agents.pick import estimate
 
         reliability = estimate([votes_of(draw_all(task, cache[task["task_id"]])) for task in tasks])
     rules = strategies(reliability)

@@ -20,7 +20,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from codegen.agents.dependencies import SandboxPackages
-from codegen.agents.endpoint import CandidateRoute, LLMRoute, RoleModel, resolved_base_url
+from codegen.agents.llm import CandidateRoute, LLMRoute, RoleModel, resolved_base_url
 from codegen.corpus.chunk import Budget
 from codegen.corpus.dedupe import DedupeParams
 from codegen.corpus.sources import source_spec
@@ -173,7 +173,7 @@ def unset_key_envs(route: LLMRoute) -> str | None:
 
 def eval_setup(settings: Settings) -> EvalSetup:
     """What an evaluation session reads of the settings (``[eval]``, the sandbox's limits)."""
-    from codegen.agents.reliability_history import FILE_NAME
+    from codegen.agents.pick import FILE_NAME
     from codegen.evaluation.session import EvalSetup
 
     limits = sandbox_limits(

@@ -3,8 +3,12 @@
 No file imports another in a circle; nothing imports upward against the layer order; only
 ``orchestration/`` and ``assets/`` import Dagster; nothing in the product imports the test
 doubles (``codegen/testing/``); ``replay/`` is imported only by the recorder behind
-``--record`` and the ``codegen replay`` commands. Every import counts: at module level, under
-``TYPE_CHECKING``, inside a function, and ``importlib.import_module`` of a literal name.
+``--record`` and the ``codegen replay`` commands. Inside ``agents/`` each room (a subpackage:
+``llm/``, ``replies/``, ``pick/``, ``pick/inputs/``, ``spec/``, ``report/``) is entered through
+its face (its ``__init__`` and the names in its ``__all__``); the model client imports nothing
+of the pick; no folder of ``agents/`` holds more than ``ROOM_MAX_MODULES`` modules. Every import
+counts: at module level, under ``TYPE_CHECKING``, inside a function, and
+``importlib.import_module`` of a literal name.
 """
 
 from __future__ import annotations
@@ -221,6 +225,149 @@ def test_replay_is_imported_only_by_the_recorder_and_the_replay_commands() -> No
         if unit(a) not in ("replay", TESTING) and any(unit(b) == "replay" for b in targets)
     }
     assert importers <= set(REPLAY_IMPORTERS), sorted(importers - set(REPLAY_IMPORTERS))
+
+
+# -- the rooms of agents/ ------------------------------------------------------------------
+AGENTS = "codegen.agents"
+ROOM_MAX_MODULES = 15  # a folder a reader takes in at a glance (issue 47)
+# The model client's room and the one it must not reach, directly or through anything else.
+CLIENT, PICK = f"{AGENTS}.llm", f"{AGENTS}.pick"
+
+
+def rooms(root: Path = PACKAGE) -> dict[str, Path]:
+    """Every subpackage of ``agents/`` (at any depth), by its dotted name: the rooms."""
+    return {
+        name: path
+        for name, path in modules(root).items()
+        if name.startswith(AGENTS + ".") and path.name == "__init__.py"
+    }
+
+
+def past_faces(graph: Graph, room_names: set[str]) -> list[str]:
+    """Imports of a room's plain module from outside that room (its face is its package)."""
+    found = []
+    for a, targets in graph.items():
+        for b, line in targets.items():
+            room = b.rpartition(".")[0]
+            if b in room_names or room not in room_names:
+                continue  # a face, or a module outside every room
+            if a != room and not a.startswith(room + "."):
+                found.append(f"{a} (line {line}) imports {b}: use its face, {room}")
+    return found
+
+
+def benchmark_graph(root: Path = PACKAGE) -> Graph:
+    """What the scripts in ``benchmarks/`` import of codegen, resolved as ``import_graph`` does."""
+    folder = root.parent / "benchmarks"
+    known = modules(root)
+    graph: Graph = {}
+    for path in sorted(folder.glob("*.py")):
+        name = f"benchmarks.{path.stem}"
+        text = path.read_text()
+        targets: dict[str, int] = {}
+        for node in ast.walk(ast.parse(text, str(path))):
+            for target in _named(node, name, False, "import_module" in text):
+                if target.partition(".")[0] != "codegen":
+                    continue
+                while target and target not in known:
+                    target = target.rpartition(".")[0]
+                if target:
+                    targets.setdefault(target, node.lineno)
+        graph[name] = targets
+    return graph
+
+
+def face_names(init: Path) -> list[str] | None:
+    """A face's ``__all__`` (None: it has none)."""
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == [
+            "__all__"
+        ]:
+            return [ast.literal_eval(e) for e in node.value.elts]  # type: ignore[attr-defined]
+    return None
+
+
+def reached(graph: Graph, start: set[str]) -> set[str]:
+    """Every module the ``start`` modules import, at any distance."""
+    seen, todo = set(start), list(start)
+    while todo:
+        for b in graph.get(todo.pop(), {}):
+            if b not in seen:
+                seen.add(b)
+                todo.append(b)
+    return seen
+
+
+ROOMS = rooms()
+
+
+def test_agents_has_its_rooms() -> None:
+    assert {f"{AGENTS}.{r}" for r in ("llm", "replies", "pick", "pick.inputs")} <= set(ROOMS)
+
+
+def test_nothing_outside_a_room_imports_past_its_face() -> None:
+    # The product and the benchmarks; a test may reach inside a room to test what it hides.
+    found = past_faces({**GRAPH, **benchmark_graph()}, set(ROOMS))
+    assert not found, "\n".join(found)
+
+
+def test_each_face_exports_with_all_and_names_no_module_of_its_room() -> None:
+    # A face name that is also a module of the room would make ``from room import name`` an
+    # import of that module to the checks above (and to a reader).
+    for room, init in ROOMS.items():
+        exported = face_names(init)
+        assert exported, f"{init}: a room's face lists what it exports in __all__"
+        siblings = {p.stem for p in init.parent.glob("*.py")} | {
+            p.name for p in init.parent.iterdir() if (p / "__init__.py").exists()
+        }
+        assert not set(exported) & siblings, f"{room}: exports a name its modules have"
+        module = __import__(room, fromlist=["_"])
+        assert all(hasattr(module, name) for name in exported), room
+
+
+def test_the_model_client_imports_nothing_of_the_pick() -> None:
+    # The step that picks hands the client's drafts their reliabilities, never the reverse.
+    client = {m for m in GRAPH if m == CLIENT or m.startswith(CLIENT + ".")}
+    assert client
+    found = sorted(m for m in reached(GRAPH, client) if m == PICK or m.startswith(PICK + "."))
+    assert not found, found
+
+
+def test_no_folder_of_agents_holds_more_than_a_room_of_modules() -> None:
+    folders = [PACKAGE / "agents", *(p.parent for p in ROOMS.values())]
+    counts = {
+        str(f.relative_to(PACKAGE)): len([p for p in f.glob("*.py") if p.name != "__init__.py"])
+        for f in folders
+    }
+    crowded = {f: n for f, n in counts.items() if n > ROOM_MAX_MODULES}
+    assert not crowded, f"make rooms of these (over {ROOM_MAX_MODULES} modules): {crowded}"
+
+
+def test_the_room_checks_see_a_violation(tmp_path: Path) -> None:
+    # A module reaching past a face, also lazily; a face importing its own modules, a sibling
+    # importing a sibling and a sub-room's module importing its parent room's are all fine.
+    files = {
+        "__init__.py": "",
+        "agents/__init__.py": "",
+        "agents/steps.py": "def f():\n    from codegen.agents.pick.vote import x\n",
+        "agents/pick/__init__.py": "from codegen.agents.pick.vote import x\n",
+        "agents/pick/vote.py": "from codegen.agents.pick.inputs import y\n",
+        "agents/pick/other.py": "from codegen.agents.pick.vote import x\n",
+        "agents/pick/inputs/__init__.py": "from codegen.agents.pick.inputs.seeds import y\n",
+        "agents/pick/inputs/seeds.py": "from codegen.agents.pick import vote\n",
+        "agents/llm/__init__.py": "from codegen.agents.llm.client import c\n",
+        "agents/llm/client.py": "from codegen.agents.steps import f\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    graph, _ = import_graph(tmp_path)
+    assert past_faces(graph, set(rooms(tmp_path))) == [
+        "codegen.agents.steps (line 2) imports codegen.agents.pick.vote: use its face, "
+        "codegen.agents.pick"
+    ]
+    client = {m for m in graph if m.startswith(CLIENT)}
+    assert "codegen.agents.pick.vote" in reached(graph, client)  # through steps
 
 
 def test_the_checks_see_lazy_and_type_only_imports(tmp_path: Path) -> None:

@@ -12,14 +12,13 @@ from pathlib import Path
 
 from codegen.agents.artifacts import new_request_id
 from codegen.agents.dependencies import SandboxPackages
-from codegen.agents.llm import LLMClient
+from codegen.agents.llm import LLMClient, request_key
 from codegen.agents.options import CrewOptions
 from codegen.agents.refine import Event, quiet
 from codegen.agents.runner import run_steps
 from codegen.agents.state import CrewState
 from codegen.agents.steps import Crew
 from codegen.agents.types import CrewOutcome
-from codegen.agents.wire import request_key
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox
 

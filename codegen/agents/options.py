@@ -11,7 +11,7 @@ from typing import Annotated, TypedDict, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
-from codegen.agents.usage import Budget
+from codegen.agents.llm import Budget
 from codegen.json_types import JSONObject
 from codegen.sandbox.types import Limits
 from codegen.settings import DRAFTS, ROUNDS, TOKEN_BUDGET, USD_BUDGET, bounds_of
@@ -108,7 +108,7 @@ class RequestOptions(BaseModel):
 @dataclass(frozen=True)
 class CrewOptions:
     max_rounds: int = 3
-    candidates: int = 1  # programmer drafts, one picked by execution (agents.selection)
+    candidates: int = 1  # programmer drafts, one picked by execution (agents.pick.matrix)
     budget_tokens: int | None = None
     budget_usd: float | None = None
     # Retrieved context is cut to this many (estimated) tokens.

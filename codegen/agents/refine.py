@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from codegen.agents import prompts
-from codegen.agents.llm import LLMClient
-from codegen.agents.llm_types import Draft, LLMError
+from codegen.agents.llm import BudgetExceeded, Draft, LLMClient, LLMError, Meter
 from codegen.agents.records import ContextChunk, Round
+from codegen.agents.report import all_pass, counted
 from codegen.agents.roles import (
     AgentOutputError,
     BadRequest,
@@ -17,11 +17,9 @@ from codegen.agents.roles import (
     review,
     write_code,
 )
-from codegen.agents.shown import all_pass, counted
 from codegen.agents.spec import Spec
 from codegen.agents.state import Ended, SolutionResult
 from codegen.agents.types import Status
-from codegen.agents.usage import BudgetExceeded, Meter
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits, TestReport
 

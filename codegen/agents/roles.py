@@ -12,8 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from codegen.agents import prompts
-from codegen.agents.llm import LLMClient
-from codegen.agents.llm_types import Draft
+from codegen.agents.llm import Draft, LLMClient, Meter
 from codegen.agents.records import ContextChunk
 from codegen.agents.replies import (
     AgentOutputError,
@@ -25,7 +24,6 @@ from codegen.agents.replies import (
 )
 from codegen.agents.spec import SPEC_JSON_SCHEMA, Analysis, Spec
 from codegen.agents.types import Verdict
-from codegen.agents.usage import Meter
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.types import Limits, TestReport
 from codegen.untrusted import TooLarge, read_capped

@@ -6,11 +6,11 @@ from __future__ import annotations
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 
+from codegen.agents.llm import Meter
 from codegen.agents.refine import classify
 from codegen.agents.report import store_artifacts
 from codegen.agents.state import CrewState, Ended, StepResult
 from codegen.agents.steps import STEP_BY_NAME, STEPS, Crew, Step, upstream
-from codegen.agents.usage import Meter
 
 
 def run_step(name: str, crew: Crew, state: CrewState) -> StepResult:

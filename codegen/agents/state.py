@@ -9,11 +9,12 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field, fields
 
+from codegen.agents.llm import Usage
 from codegen.agents.options import CrewOptions
-from codegen.agents.records import ContextChunk, Round, Selection
+from codegen.agents.pick import Selection
+from codegen.agents.records import ContextChunk, Round
 from codegen.agents.spec import Spec
 from codegen.agents.types import CrewOutcome, Status
-from codegen.agents.usage import Usage
 from codegen.json_types import JSONObject
 from codegen.retrieval.grounding import Grounding
 from codegen.sandbox.packages import PackageSet

@@ -13,17 +13,26 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codegen.agents import prompts
-from codegen.agents.agreement import run_on_shared_inputs
 from codegen.agents.context import queries_for, retrieve_context
 from codegen.agents.dependencies import SandboxPackages, missing, missing_reason
-from codegen.agents.llm import LLMClient
-from codegen.agents.llm_types import Draft
-from codegen.agents.names import off_target
-from codegen.agents.records import CandidateRun, Selection, SharedInput, UsedReliability
+from codegen.agents.llm import Draft, LLMClient, Meter, shown_url
+from codegen.agents.pick import (
+    CONFIG,
+    HISTORY,
+    NONE,
+    CandidateRun,
+    ReliabilityHistory,
+    Selection,
+    SharedInput,
+    UsedReliability,
+    decide,
+    record,
+    run_on_shared_inputs,
+    source_key,
+    typicality,
+    usable,
+)
 from codegen.agents.refine import Event, classify, quiet, refine
-from codegen.agents.reliability import CONFIG, HISTORY, NONE
-from codegen.agents.reliability_history import usable
-from codegen.agents.repick import decide, record
 from codegen.agents.roles import (
     analyze,
     design_tests,
@@ -32,15 +41,7 @@ from codegen.agents.roles import (
     validate_request,
     write_code,
 )
-from codegen.agents.selection import (
-    EXAMPLE_PREFIX,
-    rows_of,
-    spec_example_tests,
-    test_function,
-    with_examples,
-    without_tests,
-)
-from codegen.agents.spec import Spec
+from codegen.agents.spec import Spec, off_target
 from codegen.agents.state import (
     ContextResult,
     CrewState,
@@ -54,9 +55,15 @@ from codegen.agents.state import (
     StepResult,
     TestsResult,
 )
+from codegen.agents.suite import (
+    EXAMPLE_PREFIX,
+    rows_of,
+    spec_example_tests,
+    test_function,
+    with_examples,
+    without_tests,
+)
 from codegen.agents.types import Status
-from codegen.agents.typicality import typicality
-from codegen.agents.usage import Meter
 from codegen.retrieval.grounding import Grounding
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox
@@ -79,6 +86,9 @@ class Crew:
     # The sandbox's package set the spec's dependencies are checked against; None: unknown,
     # not checked.
     packages: SandboxPackages | None = None
+    # What this home learned of each model's reliability, for the pick (requests have it; an
+    # evaluation's crew has none, so its first pick and its cache key do not move).
+    history: ReliabilityHistory | None = None
 
 
 def _spec_step(crew: Crew, state: CrewState, meter: Meter) -> SpecResult:
@@ -147,15 +157,19 @@ def _draft_step(crew: Crew, state: CrewState, meter: Meter) -> DraftResult:
     return DraftResult(code=drafts[0].code, problem=drafts[0].problem, drafts=drafts)
 
 
-def used_reliabilities(llm: LLMClient, count: int) -> list[UsedReliability]:
+def used_reliabilities(
+    llm: LLMClient, history: ReliabilityHistory | None, count: int
+) -> list[UsedReliability]:
     """Per draft of ``count``, the reliability its vote counts with: its ``[llm] candidates``
-    entry's (``config``), else the home's estimate of its model (``llm.history``) when it
+    entry's (``config``), else the home's estimate of its model (``history``) when it
     rests on at least ``MIN_TASKS`` tasks (``history``), else none."""
-    learned = usable(llm.history.snapshot()) if llm.history is not None else {}
+    learned = usable(history.snapshot()) if history is not None else {}
     out: list[UsedReliability] = []
     for index in range(count):
         draft = Draft(candidate=index)
-        source = llm.source_of(draft)
+        # The name the draft's model is known by: model @ endpoint.
+        model = llm.model_for("programmer", draft).model
+        source = source_key(model, shown_url(llm.endpoint_for("programmer", draft)))
         configured = llm.reliability_for(draft)
         if configured is not None:
             out.append(UsedReliability(index, source, configured, CONFIG))
@@ -171,7 +185,7 @@ def _select(
     crew: Crew, box: Sandbox, state: CrewState, limits: Limits | None
 ) -> tuple[int, Selection, str]:
     """Every draft against the suite plus the spec's examples (one pytest run each) and, in
-    one more sandbox execution, on the shared inputs (``agents.agreement``); the pick, why,
+    one more sandbox execution, on the shared inputs (``agents.pick.agreement``); the pick, why,
     and the suite without suspect tests."""
     assert state.tests is not None and state.draft is not None
     drafts = state.draft.drafts
@@ -198,7 +212,7 @@ def _select(
     trusted = [test_function(n).startswith(EXAMPLE_PREFIX) for n in names]
     # Each draft's reliability: its [llm] candidates entry's, else what this home learned of
     # its model (earlier evaluations and requests), else none (equal votes).
-    used = used_reliabilities(crew.llm, len(drafts))
+    used = used_reliabilities(crew.llm, crew.history, len(drafts))
     typical = typicality([d.code or "" for d in drafts])
     decision = decide(shared.table, names, rows, trusted, used, typical)
     base = Selection(

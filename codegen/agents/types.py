@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from codegen.agents.records import ContextChunk, Round, Selection
+from codegen.agents.llm import Usage
+from codegen.agents.pick import Selection
+from codegen.agents.records import ContextChunk, Round
 from codegen.agents.spec import Spec
-from codegen.agents.usage import Usage
 from codegen.json_types import JSONObject
 from codegen.sandbox.types import TestReport
 

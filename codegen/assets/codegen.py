@@ -36,17 +36,15 @@ from dagster import (
 
 from codegen import composition
 from codegen.agents import prompts
-from codegen.agents.endpoint import LLMRoute
-from codegen.agents.reliability import votes_of
-from codegen.agents.reliability_history import FILE_NAME as HISTORY_FILE
-from codegen.agents.reliability_history import ReliabilityHistory
+from codegen.agents.llm import LLMRoute, request_key
+from codegen.agents.pick import FILE_NAME as HISTORY_FILE
+from codegen.agents.pick import ReliabilityHistory, votes_of
 from codegen.agents.report import write_report
 from codegen.agents.runner import advance
 from codegen.agents.spec import SPEC_JSON_SCHEMA
 from codegen.agents.state import CrewState, StepResult
 from codegen.agents.steps import STEP_BY_NAME, STEPS, Crew, Step, upstream
 from codegen.agents.types import Status, is_outage
-from codegen.agents.wire import request_key
 from codegen.assets.codegen_metadata import (
     StepMetadata,
     context_metadata,
@@ -94,7 +92,7 @@ def _no_sandbox() -> NoReturn:
 
 def _learn_from(settings: Settings, request_id: str, state: CrewState) -> None:
     """A pick among drafts of two models or more adds its observations to what the home
-    knows of their reliability (``agents.reliability_history``)."""
+    knows of their reliability (``agents.pick.reliability_history``)."""
     selection = state.solution.selection if state.solution else None
     if selection is None or len({u.model for u in selection.reliabilities}) < 2:
         return
@@ -308,6 +306,7 @@ def _crew(context: AssetExecutionContext, settings: Settings, services: tuple[st
         on_event=context.log.info,
         artifacts=artifacts_folder(settings, context.partition_key),
         packages=composition.crew_packages(settings.sandbox),
+        history=llm.reliability_history(),
     )
 
 

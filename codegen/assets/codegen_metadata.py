@@ -9,11 +9,10 @@ from pathlib import Path
 
 from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
 
-from codegen.agents.records import Selection
-from codegen.agents.report import RequestReport
-from codegen.agents.shown import grade_line, module_lines, packages_line
+from codegen.agents.llm import Usage
+from codegen.agents.pick import Selection
+from codegen.agents.report import RequestReport, grade_line, module_lines, packages_line
 from codegen.agents.state import CrewState, StepResult
-from codegen.agents.usage import Usage
 from codegen.requests.store import TITLE_TAG, request_title
 
 OK = "ok"  # metadata of an intermediate step that succeeded; final ones are agents.types.Status

@@ -14,12 +14,16 @@ from dagster import Config, ConfigurableResource, InitResourceContext
 from pydantic import Field, field_validator
 
 from codegen import composition
-from codegen.agents.endpoint import LLMRoute, RoleModel
-from codegen.agents.llm import LLMClient, first_call_started
+from codegen.agents.llm import (
+    LLMClient,
+    LLMRoute,
+    RoleModel,
+    first_call_started,
+    structured_modes_file,
+)
 from codegen.agents.options import CrewOptions
-from codegen.agents.reliability_history import FILE_NAME as HISTORY_FILE
-from codegen.agents.reliability_history import ReliabilityHistory
-from codegen.agents.structured import structured_modes_file
+from codegen.agents.pick import FILE_NAME as HISTORY_FILE
+from codegen.agents.pick import ReliabilityHistory
 from codegen.corpus.store import chunks_path
 from codegen.json_types import JSONObject
 from codegen.replay.recording import FileRecorder
@@ -106,7 +110,7 @@ class LLMResource(LLMSettings, ConfigurableResource):
     # Where each endpoint's working Structured Outputs mode is remembered (None: in memory);
     # derived from CODEGEN_HOME like cache_dir.
     modes_file: str | None = None
-    # What this home learned of each model's reliability (agents.reliability_history; None:
+    # What this home learned of each model's reliability (agents.pick.reliability_history; None:
     # nothing); derived from CODEGEN_HOME like cache_dir.
     reliability_file: str | None = None
 
@@ -123,18 +127,10 @@ class LLMResource(LLMSettings, ConfigurableResource):
             reliability_file=str(settings.home / HISTORY_FILE),
         )
 
-    def client(
-        self,
-        route: LLMRoute | None = None,
-        *,
-        history: bool = True,
-        record_to: Path | None = None,
-    ) -> LLMClient:
+    def client(self, route: LLMRoute | None = None, *, record_to: Path | None = None) -> LLMClient:
         """The client of this configuration; ``route`` (a queued request's caller's base URL
         and models) replaces this process's own. The keys stay this process's: its
-        ``OPENAI_API_KEY`` and the variables the candidates name. ``history``: its picks use
-        what the home learned of each model's reliability (an evaluation's do not: it learns
-        its own, and its cache key must not move with the home). ``record_to`` (``--record``):
+        ``OPENAI_API_KEY`` and the variables the candidates name. ``record_to`` (``--record``):
         every reply is appended to that recording, and the response cache is neither read nor
         written, so every call reaches the endpoint and the recording."""
         own = tuple(composition.candidate_route(c) for c in self.candidates)
@@ -157,12 +153,13 @@ class LLMResource(LLMSettings, ConfigurableResource):
             modes_file=Path(self.modes_file) if self.modes_file else None,
             recorder=FileRecorder(record_to) if record_to is not None else None,
             candidates=route.candidates if route else own,
-            history=(
-                ReliabilityHistory(Path(self.reliability_file))
-                if history and self.reliability_file
-                else None
-            ),
         )
+
+    def reliability_history(self) -> ReliabilityHistory | None:
+        """What the home learned of each model's reliability, for a request's pick (an
+        evaluation's picks do not use it: it learns its own, and its cache key must not move
+        with the home)."""
+        return ReliabilityHistory(Path(self.reliability_file)) if self.reliability_file else None
 
     def crew_options(
         self, overrides: JSONObject | None = None, route: LLMRoute | None = None

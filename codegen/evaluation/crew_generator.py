@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import cast
 
 from codegen.agents.crew import run_crew
-from codegen.agents.endpoint import candidate_at
-from codegen.agents.grade import parse_grade
-from codegen.agents.llm import LLMClient
+from codegen.agents.llm import LLMClient, candidate_at
 from codegen.agents.options import CrewOptions
+from codegen.agents.report import parse_grade
 from codegen.evaluation.harness import Generator, PublicTask
 from codegen.evaluation.records import Candidate
 from codegen.json_types import JSONObject
@@ -30,10 +29,11 @@ _CREW_SOURCES = (
     "crew.py",
     "prompts.py",
     "roles.py",
-    "replies.py",
-    "selection.py",
+    "replies/extract.py",
+    "pick/matrix.py",
+    "suite.py",
     "context.py",
-    "llm.py",
+    "llm/client.py",
 )
 
 

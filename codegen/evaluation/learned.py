@@ -1,9 +1,9 @@
 """An evaluation with drafts from several models re-decides its picks at its end.
 
 After the last task, the run estimates each model's reliability from the selection records
-of all its tasks (``agents.reliability.estimate``: each draft's eligibility on the worked
+of all its tasks (``agents.pick.reliability.estimate``: each draft's eligibility on the worked
 examples and its behaviour group; no hidden test) and picks every task again from the
-behaviour table its record holds (``agents.repick``): no model call and no sandbox run for
+behaviour table its record holds (``agents.pick.decision``): no model call and no sandbox run for
 the pick. A model's figure in the config wins over the estimate. Where the pick moves, the
 new draft as written is the task's answer (the refinement rounds it would have had need
 model calls); where it stays, the refined code stays. Only a moved pick's draft is scored on
@@ -17,7 +17,7 @@ Stored next to the run's samples and scores (``EvalStore``):
 
 ``report.summarize`` reports the learned pick as the run's figures, and the first pick (as
 the crew made it during the run) beside it. The estimates go to the home's history too
-(``agents.reliability_history``), for later requests.
+(``agents.pick.reliability_history``), for later requests.
 """
 
 from __future__ import annotations
@@ -29,17 +29,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from codegen.agents.records import Selection, UsedReliability
-from codegen.agents.reliability import (
+from codegen.agents.pick import (
     CONFIG,
     EVALUATION,
     NONE,
+    Learned,
+    ReliabilityHistory,
+    Selection,
+    UsedReliability,
     estimate,
+    repick,
     tasks_per_source,
     votes_of,
 )
-from codegen.agents.reliability_history import Learned, ReliabilityHistory
-from codegen.agents.repick import repick
 from codegen.evaluation.harness import EvalConfig, score_samples, verdict_key
 from codegen.evaluation.records import Candidate
 from codegen.evaluation.store import EvalStore, read_object, write_json_atomic

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import cast
 
-from codegen.agents.grade import GradeSummary
+from codegen.agents.report import GradeSummary
 from codegen.agents.types import MODEL_ENDED, Status
 from codegen.evaluation.harness import CREW
 from codegen.evaluation.learned import load_learned, load_learned_task

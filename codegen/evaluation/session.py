@@ -65,7 +65,7 @@ class EvalSetup:
 class LLMSource(Protocol):
     """The crew's endpoint and options (``codegen.assets.resources.LLMResource``)."""
 
-    def client(self, *, history: bool = ..., record_to: Path | None = ...) -> LLMClient: ...
+    def client(self, *, record_to: Path | None = ...) -> LLMClient: ...
 
     def crew_options(self, overrides: JSONObject | None = ...) -> CrewOptions: ...
 
@@ -100,7 +100,7 @@ def crew_config(
     from codegen.evaluation.crew_generator import crew_identity
 
     identity = {
-        **crew_identity(llm.client(history=False), llm.crew_options(), dict(retriever.identity())),
+        **crew_identity(llm.client(), llm.crew_options(), dict(retriever.identity())),
         **(tasks.identity() if tasks else {}),
     }
     return EvalConfig(
@@ -212,8 +212,7 @@ class EvalSession:
         overrides: JSONObject = {"limits": sandbox_limits} if sandbox_limits else {}  # type: ignore[dict-item]
         options = self.llm.crew_options(overrides)
         found = self.retriever.get_retriever()
-        llm = self.llm.client(history=False, record_to=self.record_to)
-        return crew_generator(llm, box, options, found)
+        return crew_generator(self.llm.client(record_to=self.record_to), box, options, found)
 
     # One task at a time (the assets' partitions) -----------------------------------------
 
@@ -306,7 +305,7 @@ class EvalSession:
         drafts = self.config.identity.get("candidates")
         if self.mode != CREW or errors or not isinstance(drafts, int) or drafts < 2:
             return {}
-        from codegen.agents.reliability_history import ReliabilityHistory
+        from codegen.agents.pick import ReliabilityHistory
         from codegen.evaluation.learned import learn_picks
 
         history = ReliabilityHistory(self.setup.reliability_file)

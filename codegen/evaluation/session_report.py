@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen.agents.shown import counted
+from codegen.agents.report import counted
 from codegen.evaluation.harness import CANONICAL, TaskOutcome
 from codegen.evaluation.report import Summary
 from codegen.evaluation.tasks import TaskSet

@@ -13,7 +13,7 @@ them: there a bare ``=`` line counts only under the last "Example(s)" heading af
 formula. Prompts also give a call as parameter values: one line ``For N = 150, the
 output should be "110".`` (or ``the result should be``), or an ``Input: arr = [1, 2], k =
 1`` block (one parameter: ``Input: [4, 2, 3]``) followed by ``Output: [2]``; these count
-when every parameter of the signature gets a literal value (``agents.seeds.assigned_values``
+when every parameter of the signature gets a literal value (``agents.pick.inputs.assigned_values``
 reads them, as it does for the shared inputs) and the expected value is a literal. The
 importer derives the analyzer's examples and the test designer's assertions
 from these when the docstring has no ``>>>`` ones.
@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from itertools import pairwise
 
-from codegen.agents.seeds import assigned_values, bracket_end
+from codegen.agents.pick.inputs import assigned_values, bracket_end
 
 _LEAD = re.compile(r"^(?:>>>|\*|-|for\b|e\.g\.|examples?\s*:)\s*", re.IGNORECASE)
 _SEPARATOR = re.compile(

@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Protocol, TypedDict, Unpack
 
-from codegen.agents.wire import (
+from codegen.agents.llm import (
     CANDIDATE_HEADER,
     ROLE_HEADER,
     ROUND_HEADER,
@@ -36,6 +36,12 @@ from codegen.agents.wire import (
     UNKNOWN_MODEL,
 )
 from codegen.json_types import JSONObject
+from codegen.replay.server_profiles import (
+    STRUCTURED_PROFILES,
+    error_body,
+    ignores_schema,
+    refusal,
+)
 
 MAX_BODY_BYTES = 20_000_000
 
@@ -184,62 +190,6 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
 
-# How servers without Structured Outputs answer ``response_format: json_schema``, from their
-# sources and bug reports:
-# - llama.cpp server before Sep 2024 (ggml-org/llama.cpp#9522, #9527): HTTP 500;
-# - vLLM before 0.5.5 (vllm-project/vllm#7654 added it): pydantic rejects the Literal type and
-#   the server answers 400 with its own ErrorResponse shape (no "error" wrapper);
-# - Ollama before 0.5 (ollama/ollama openai.go only mapped json_object): ignored, HTTP 200.
-REFUSALS: dict[str, tuple[int, JSONObject]] = {
-    "llama.cpp": (
-        500,
-        {
-            "error": {
-                "code": 500,
-                "message": 'response_format type must be one of "text" or "json_object", '
-                "but got: json_schema",
-                "type": "server_error",
-            }
-        },
-    ),
-    "vllm-0.5": (
-        400,
-        {
-            "object": "error",
-            "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
-            "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
-            "'ctx': {'expected': \"'text' or 'json_object'\"}}]",
-            "type": "BadRequestError",
-            "param": None,
-            "code": 400,
-        },
-    ),
-}
-STRUCTURED_PROFILES = ("full", "llama.cpp", "vllm-0.5", "ollama-0.4", "none")
-
-
-def _format_type(body: JSONObject) -> str | None:
-    fmt = body.get("response_format")
-    return str(fmt.get("type")) if isinstance(fmt, dict) else None
-
-
-def _refusal(profile: str, body: JSONObject) -> tuple[int, JSONObject] | None:
-    kind = _format_type(body)
-    if profile == "none" and kind not in (None, "text"):
-        return 400, error_body(f"response_format {kind!r} is not supported", "invalid_request")
-    if kind == "json_schema" and profile in REFUSALS:
-        return REFUSALS[profile]
-    return None
-
-
-def _ignores_schema(profile: str, body: JSONObject) -> bool:
-    return profile == "ollama-0.4" and _format_type(body) == "json_schema"
-
-
-def error_body(message: str, kind: str, code: str | None = None) -> JSONObject:
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
-
-
 def _usage(body: JSONObject, reply: Reply) -> dict[str, int]:
     prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
     usage = reply.usage or {
@@ -301,7 +251,7 @@ def chunks(body: JSONObject, reply: Reply, fingerprint: str) -> list[JSONObject]
 class OpenAICompatibleServer:
     """A threaded chat-completions server on ``host:port`` (port 0: a free one); its
     completions carry ``fingerprint`` as ``system_fingerprint``, so a client can tell which
-    fake answered (``codegen.agents.wire.REPLAY_FINGERPRINT``)."""
+    fake answered (``codegen.agents.llm.wire.REPLAY_FINGERPRINT``)."""
 
     def __init__(
         self,
@@ -466,14 +416,14 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_json(404, error_body(f"no such path {self.path}", "not_found"), {})
             return
-        refusal = _refusal(self.owner.structured_outputs, body)
-        if refusal is not None:
-            self._send_json(*refusal, {})
+        refused = refusal(self.owner.structured_outputs, body)
+        if refused is not None:
+            self._send_json(*refused, {})
             return
         reply = self.owner.book.answer(request)
         if self.owner.logging:
             self.owner.log(_log_record(request, reply))
-        if _ignores_schema(self.owner.structured_outputs, body):
+        if ignores_schema(self.owner.structured_outputs, body):
             # The server drops the schema, so the model chats around its JSON.
             reply.content = f"Here is the JSON:\n```json\n{reply.content}\n```\nDone."
         if reply.delay_s:

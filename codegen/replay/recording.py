@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, NotRequired, TypedDict
 
-from codegen.agents.wire import CANDIDATE_HEADER, REQUEST_HEADER, ROUND_HEADER, TASK_HEADER
+from codegen.agents.llm import CANDIDATE_HEADER, REQUEST_HEADER, ROUND_HEADER, TASK_HEADER
 from codegen.durable import atomic_text_writer
 from codegen.json_types import JSONValue
 from codegen.untrusted import BadInput, TooLarge, loads_json, read_capped

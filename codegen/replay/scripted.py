@@ -18,7 +18,7 @@ Outputs), or a :class:`Reply` for full control: an HTTP error with status and he
 Every request is recorded in ``server.requests`` (method, path, headers, JSON body, role).
 
 It plays the model it is asked for: a completion names the requested model, with
-``system_fingerprint`` ``codegen-scripted`` (``codegen.agents.wire.SCRIPTED_FINGERPRINT``), and
+``system_fingerprint`` ``codegen-scripted`` (``codegen.agents.llm.wire.SCRIPTED_FINGERPRINT``), and
 the crew labels and prices its replies as that model, so budgets and costs can be tested
 offline. (A replay server says instead that no model was called: ``codegen.replay.server``.)
 
@@ -51,11 +51,9 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
 
-from codegen.agents.wire import SCRIPTED_FINGERPRINT
+from codegen.agents.llm import SCRIPTED_FINGERPRINT
 from codegen.json_types import JSONObject
 from codegen.replay.openai_server import (
-    REFUSALS,
-    STRUCTURED_PROFILES,
     Headers,
     OpenAICompatibleServer,
     RecordedRequest,
@@ -63,6 +61,7 @@ from codegen.replay.openai_server import (
     as_reply,
     estimate_tokens,
 )
+from codegen.replay.server_profiles import REFUSALS, STRUCTURED_PROFILES
 from codegen.replay.spec_json import SpecJSON
 
 __all__ = [

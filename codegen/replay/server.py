@@ -6,7 +6,7 @@ to any endpoint. Each request is answered by the recording's reply for its role
 (``X-Codegen-Agent``), task (``X-Codegen-Task``), candidate (``X-Codegen-Candidate``) and round
 (``X-Codegen-Round``). A request of ``codegen generate`` has a new request id (its task) in
 every run; when the recording has no such task, the task recorded for the same request text
-(its ``X-Codegen-Request`` key, ``codegen.agents.wire.request_key``) answers it. Then:
+(its ``X-Codegen-Request`` key, ``codegen.agents.llm.wire.request_key``) answers it. Then:
 
 1. a reply recorded for exactly this request (same model, messages and response format)
    when the recording has one (``--record`` recordings);
@@ -17,12 +17,12 @@ every run; when the recording has no such task, the task recorded for the same r
 Anything the recording cannot answer (no role or task header, a role or task it does not
 hold, a round it has no reply for) gets HTTP 404 with a message that says what is missing:
 never a made-up reply. 404 is not retried by the SDK, so the crew fails fast. Its error code
-is ``replay_unrecorded`` (``codegen.agents.wire.UNRECORDED_CODE``): the crew ends such a
+is ``replay_unrecorded`` (``codegen.agents.llm.wire.UNRECORDED_CODE``): the crew ends such a
 request as ``unrecorded`` (the end of the recording, scored with the code so far), unlike any
 other 404 (a wrong path, an outage).
 
 No model is called, and the completions say so: ``system_fingerprint`` is ``codegen-replay``
-(``codegen.agents.wire.REPLAY_FINGERPRINT``) and ``model`` names the model the recording says
+(``codegen.agents.llm.wire.REPLAY_FINGERPRINT``) and ``model`` names the model the recording says
 wrote the reply (``unknown`` when it does not say: imported files do not), never the model the
 request asked for. The crew labels such a reply ``replay:<model>`` and gives it no price.
 
@@ -40,7 +40,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import IO
 
-from codegen.agents.wire import (
+from codegen.agents.llm import (
     CANDIDATE_HEADER,
     REPLAY_FINGERPRINT,
     REQUEST_HEADER,

@@ -10,6 +10,7 @@ gives them.
 
 from __future__ import annotations
 
+import io
 import pickle  # nosec B403 - only our own ReviewResult, written by this module, is read back
 import secrets
 import sqlite3
@@ -18,7 +19,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from codegen.agents.records import Round, Selection
+from codegen.agents.pick import Selection
+from codegen.agents.records import Round
 from codegen.agents.state import VERDICT_KINDS, HumanVerdict, ReviewResult
 from codegen.requests.store import database_path, requests_db
 
@@ -183,7 +185,7 @@ class ReviewStore:
             ).fetchone()
         if row is None:
             raise ReviewError(f"no verdict of request {request_id} is waiting under that claim")
-        review = pickle.loads(row[5])  # nosec B301 - written by open_round above
+        review = _StoredReview(io.BytesIO(row[5])).load()  # nosec B301 - written by open_round
         return HumanVerdict(row[0], row[1], row[2], row[3], row[4]), _typed(review)
 
     def verdicts(self, request_id: str) -> list[HumanVerdict]:
@@ -194,6 +196,36 @@ class ReviewStore:
                 (request_id,),
             ).fetchall()
         return [HumanVerdict(*r) for r in rows]
+
+
+# Where the classes a stored review names moved when agents/ was cut into rooms (issue 47):
+# module -> (its names that moved, their module now). A request awaiting review across that
+# upgrade resumes.
+_MOVED: dict[str, tuple[frozenset[str] | None, str]] = {
+    "codegen.agents.usage": (None, "codegen.agents.llm.usage"),
+    "codegen.agents.records": (
+        frozenset(
+            {
+                "Selection",
+                "SelectionGroup",
+                "SharedInput",
+                "SplitOutput",
+                "SplittingInput",
+                "CandidateRun",
+                "UsedReliability",
+            }
+        ),
+        "codegen.agents.pick.records",
+    ),
+}
+
+
+class _StoredReview(pickle.Unpickler):  # nosec B301 - our own ReviewResult, see above
+    def find_class(self, module: str, name: str) -> object:
+        names, now = _MOVED.get(module, (frozenset(), module))
+        if names is None or name in names:
+            module = now
+        return super().find_class(module, name)
 
 
 def _typed(review: ReviewResult) -> ReviewResult:

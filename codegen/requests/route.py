@@ -2,7 +2,7 @@
 
 ``codegen generate`` hands a request to the daemon when one serves the instance. The daemon's
 processes have the environment ``make run`` started with, not the caller's, so the request
-carries the caller's non-secret route (base URL and models, ``codegen.agents.endpoint.LLMRoute``)
+carries the caller's non-secret route (base URL and models, ``codegen.agents.llm.LLMRoute``)
 and the daemon calls that. The key is not part of a route and never travels: the daemon uses
 its own ``OPENAI_API_KEY``, which is only right when it is the caller's key too. To tell
 without showing either key, the daemon publishes a salted hash of its key (and its own base
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from codegen.agents.endpoint import CandidateRoute, LLMRoute, resolved_base_url, shown_url
+from codegen.agents.llm import CandidateRoute, LLMRoute, resolved_base_url, shown_url
 from codegen.durable import atomic_write_text
 
 KEY_ENV = "OPENAI_API_KEY"  # the openai SDK's own variable; no other key is ever read

@@ -50,7 +50,7 @@ class StoredRequest:
     source: str
     state: str
     created_at: str
-    # The caller's LLM route (``codegen.agents.endpoint.LLMRoute.to_dict``), set by
+    # The caller's LLM route (``codegen.agents.llm.endpoint.LLMRoute.to_dict``), set by
     # `codegen generate` only; None: the environment of whichever process runs the request.
     route: JSONObject | None = None
 

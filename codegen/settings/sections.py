@@ -77,7 +77,7 @@ class CandidateModel(Section):
     api_key_env: str | None = None
     # The model's history: the share of its drafts verified correct before (e.g. its pass@1 on
     # a past evaluation). Drafts of a model with a history weigh its log-odds in the pick
-    # (agents.reliability); with no entry giving one, every draft counts the same.
+    # (agents.pick.reliability); with no entry giving one, every draft counts the same.
     reliability: float | None = Field(default=None, gt=0, lt=1)
 
     @field_validator("base_url")
@@ -169,7 +169,7 @@ class LLMSettings(Section):
     )
     cache: bool = True
     max_rounds: Annotated[int, ROUNDS] = 3
-    # Programmer drafts per request, picked by execution (agents.selection); 1 until the
+    # Programmer drafts per request, picked by execution (agents.pick.matrix); 1 until the
     # measurements in CHANGELOG.md justify more. A list gives each draft its own model,
     # temperature or endpoint (CandidateModel); its length is the number of drafts.
     candidates: int | list[CandidateModel] = 1

@@ -1,4 +1,4 @@
-"""Output agreement (agents.agreement): every draft called on the same generated inputs in ONE
+"""Output agreement (agents.pick.agreement): every draft called on the same generated inputs in ONE
 sandbox execution, grouped by what it returns; fixtures written for these tests."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from codegen.agents.agreement import agreement_pick, run_on_shared_inputs
-from codegen.agents.behaviour import ERROR, TIMEOUT, UNKNOWN, BehaviourTable
-from codegen.agents.selection import pick
+from codegen.agents.pick import BehaviourTable, agreement_pick, pick, run_on_shared_inputs
+from codegen.agents.pick.behaviour import ERROR, TIMEOUT, UNKNOWN
 from codegen.agents.spec import Spec
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.calls import LOAD_FAILED, CallOutcome

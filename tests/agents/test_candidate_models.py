@@ -20,14 +20,12 @@ import pytest
 from dagster import instance_for_test, materialize
 
 from codegen import composition
-from codegen.agents.endpoint import CandidateRoute, LLMRoute
-from codegen.agents.llm import LLMClient
+from codegen.agents.llm import CANDIDATE_HEADER, CandidateRoute, LLMClient, LLMRoute
 from codegen.agents.options import CrewOptions
 from codegen.agents.runner import advance
 from codegen.agents.state import CrewState
 from codegen.agents.steps import Crew
 from codegen.agents.types import Status
-from codegen.agents.wire import CANDIDATE_HEADER
 from codegen.assets import codegen
 from codegen.assets.resources import (
     LLMResource,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from codegen.agents.class_merge import merge_definitions
 from codegen.agents.replies import AgentOutputError, extract_module
+from codegen.agents.replies.class_merge import merge_definitions
 from codegen.agents.roles import read_solution
 from codegen.agents.spec import Spec
 

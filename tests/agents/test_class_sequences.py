@@ -1,4 +1,4 @@
-"""Shared inputs for classes (agents.sequences, agents.sequence_seeds): call sequences on a
+"""Shared inputs for classes (agents.pick.inputs: sequences, sequence_seeds): call sequences on a
 fresh instance from the spec's examples, the tests' call sites and their mutations, bounded
 and deterministic; every draft run on them in one sandbox execution and compared per step.
 Fixtures written for these tests."""
@@ -9,15 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from codegen.agents.agreement import agreement_pick, run_on_shared_inputs
-from codegen.agents.selection import pick
-from codegen.agents.sequence_seeds import CallSequence, Step, example_sequences, suite_sequences
-from codegen.agents.sequences import (
-    SequenceBudget,
-    class_sequences,
-    run_sequences,
-    step_outcomes,
-)
+from codegen.agents.pick import agreement_pick, pick, run_on_shared_inputs
+from codegen.agents.pick.inputs import CallSequence, Step, class_sequences, run_sequences
+from codegen.agents.pick.inputs.sequence_seeds import example_sequences, suite_sequences
+from codegen.agents.pick.inputs.sequences import SequenceBudget, step_outcomes
 from codegen.agents.spec import Spec
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.calls import CallOutcome

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, instance_for_test, materialize
 
-from codegen.agents.llm import LLMClient
+from codegen.agents.llm import LLMClient, Meter
 from codegen.agents.roles import write_code
 from codegen.agents.spec import Spec
-from codegen.agents.usage import Meter
 from codegen.assets import codegen
 from codegen.assets.resources import LLMResource, RetrieverResource, SettingsResource
 from codegen.corpus.model import Chunk

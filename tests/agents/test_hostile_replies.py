@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from codegen.agents.code_repair import parse_python
-from codegen.agents.replies import AgentOutputError, extract_json, extract_module, extract_tests
-from codegen.agents.selection import spec_example_tests, without_tests
+from codegen.agents.replies import (
+    AgentOutputError,
+    extract_json,
+    extract_module,
+    extract_tests,
+    parse_python,
+)
 from codegen.agents.spec import Example, Spec
+from codegen.agents.suite import spec_example_tests, without_tests
 
 # Each raises MemoryError or RecursionError from a bare ast.parse on CPython 3.11.
 DEEP_CODE = {"parser-overflow": "-" * 20_000 + "1", "deep-ast": "a" + ".b" * 20_000}

@@ -1,18 +1,20 @@
-"""Shared inputs for output agreement (agents.inputs): examples, call sites, bounded mutation."""
+"""Shared inputs for output agreement (agents.pick.inputs): examples, call sites, bounded
+mutation."""
 
 from __future__ import annotations
 
 import json
 
-from codegen.agents.inputs import (
+from codegen.agents.pick.inputs import (
     InputBudget,
-    assigned_calls,
+    bracket_end,
     call_sites,
     inputs_for,
     params_of,
-    text_calls,
+    stated_bounds,
 )
-from codegen.agents.seeds import Bound, bracket_end, stated_bounds
+from codegen.agents.pick.inputs.functions import assigned_calls, text_calls
+from codegen.agents.pick.inputs.seeds import Bound
 
 TESTS = """
 from solution import second_largest
@@ -115,7 +117,7 @@ def test_calls_and_parameter_values_written_in_prose_are_inputs() -> None:
 
 
 def test_a_task_with_no_call_anywhere_gets_seeds_from_its_signature() -> None:
-    from codegen.agents.inputs import signature_seeds
+    from codegen.agents.pick.inputs.functions import signature_seeds
 
     seeds = signature_seeds("def f(n: int, words: List[str], grid):", "f")
     assert len(seeds) == 5 and seeds[2] == (2, ["ab", "c"], [[0]])

@@ -1,6 +1,6 @@
 """Selection that learns whom to trust (issue 41).
 
-* A pick decided again from its stored record (``agents.repick``) is the pick the crew makes
+* A pick decided again from its stored record (``agents.pick.decision``) is the pick the crew makes
   from the same observations: with the same reliabilities the same pick, groups and why; with
   a model's reliability, the weighted rule, with no sandbox run.
 * A request in a home where an evaluation stored its estimates uses them (source
@@ -17,13 +17,25 @@ from pathlib import Path
 import pytest
 from dagster import instance_for_test, materialize
 
-from codegen.agents.agreement import agreement_pick
-from codegen.agents.behaviour import BehaviourTable
-from codegen.agents.posterior import CHECK_ERRORS
-from codegen.agents.records import CandidateRun, Selection, SharedInput, UsedReliability
-from codegen.agents.reliability import HISTORY, NONE, source_key, votes_of
-from codegen.agents.reliability_history import MIN_TASKS, Learned, ReliabilityHistory
-from codegen.agents.repick import decide, record, repick
+from codegen.agents.pick import (
+    CHECK_ERRORS,
+    HISTORY,
+    NONE,
+    BehaviourTable,
+    CandidateRun,
+    Learned,
+    ReliabilityHistory,
+    Selection,
+    SharedInput,
+    UsedReliability,
+    agreement_pick,
+    decide,
+    record,
+    repick,
+    source_key,
+    votes_of,
+)
+from codegen.agents.pick.reliability_history import MIN_TASKS
 from codegen.assets import codegen
 from codegen.assets.resources import (
     LLMResource,

@@ -9,14 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from codegen.agents import llm
-from codegen.agents.endpoint import RoleModel
-from codegen.agents.llm import LLMClient
-from codegen.agents.llm_types import Draft, LLMError
+from codegen.agents.llm import (
+    CANDIDATE_HEADER,
+    ROLE_HEADER,
+    TASK_HEADER,
+    Budget,
+    BudgetExceeded,
+    Draft,
+    LLMClient,
+    LLMError,
+    Meter,
+    RoleModel,
+)
+from codegen.agents.llm import client as llm
 from codegen.agents.roles import AgentOutputError, analyze, design_tests
 from codegen.agents.spec import Spec
-from codegen.agents.usage import Budget, BudgetExceeded, Meter
-from codegen.agents.wire import CANDIDATE_HEADER, ROLE_HEADER, TASK_HEADER
 from codegen.replay.scripted import PRIMES_SPEC, Reply, ScriptedOpenAIServer
 
 PRICES = {"gpt-4o-mini": {"input": 0.15, "output": 0.60}}

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from codegen.agents.names import name_warnings, used_names
-from codegen.agents.outline import MethodResult, method_results, module_outline
-from codegen.agents.spec import Spec
+from codegen.agents.spec import MethodResult, Spec, method_results, module_outline, name_warnings
+from codegen.agents.spec.names import used_names
 from codegen.replay.scripted import PRIMES_SPEC
 from codegen.sandbox.types import TestCaseResult as Case
 from codegen.sandbox.types import TestReport as Report

@@ -12,9 +12,8 @@ import pytest
 
 from codegen.agents.crew import run_crew
 from codegen.agents.llm import LLMClient
-from codegen.agents.names import name_warnings, off_target
-from codegen.agents.shown import all_pass, counted
-from codegen.agents.spec import Spec
+from codegen.agents.report import all_pass, counted
+from codegen.agents.spec import Spec, name_warnings, off_target
 from codegen.agents.state import Ended, SpecResult
 from codegen.agents.types import Status
 from codegen.assets.codegen_checks import spec_check_result

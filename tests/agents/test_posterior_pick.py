@@ -1,5 +1,5 @@
 """Worked examples and generated tests as strong but fallible evidence when the candidates'
-sources have a reliability history (agents.posterior: ``suspect_checks``, ``agreement_pick(...,
+sources have a reliability history (agents.pick.posterior: ``suspect_checks``, ``agreement_pick(...,
 errors=)``, and the posterior's own pick ``posterior_pick``). Fixtures written for these tests."""
 
 from __future__ import annotations
@@ -8,10 +8,14 @@ import math
 
 import pytest
 
-from codegen.agents.agreement import agreement_pick
-from codegen.agents.behaviour import BehaviourTable
-from codegen.agents.posterior import CHECK_ERRORS, CheckErrors, posterior_pick, suspect_checks
-from codegen.agents.records import Selection
+from codegen.agents.pick import (
+    CHECK_ERRORS,
+    BehaviourTable,
+    Selection,
+    agreement_pick,
+    posterior_pick,
+)
+from codegen.agents.pick.posterior import CheckErrors, suspect_checks
 from codegen.sandbox.calls import CallOutcome
 
 

@@ -9,13 +9,8 @@ import ast
 
 import pytest
 
-from codegen.agents.replies import (
-    RESPONSE_MARKERS,
-    AgentOutputError,
-    after_prompt_echo,
-    extract_module,
-    extract_tests,
-)
+from codegen.agents.replies import RESPONSE_MARKERS, AgentOutputError, extract_module, extract_tests
+from codegen.agents.replies.extract import after_prompt_echo
 from codegen.evaluation.classeval import extract_code
 
 SKELETON = '''import math

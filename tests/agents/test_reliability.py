@@ -1,4 +1,4 @@
-"""Candidates from several models (agents.reliability): each source's reliability estimated
+"""Candidates from several models (agents.pick.reliability): each source's reliability estimated
 across the tasks of an evaluation without hidden tests, and the pick weighing it; fixtures
 written for these tests."""
 
@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from codegen.agents.agreement import agreement_pick
-from codegen.agents.behaviour import BehaviourTable
-from codegen.agents.reliability import UNKNOWN, Reliability, TaskVotes, estimate
+from codegen.agents.pick import BehaviourTable, TaskVotes, agreement_pick, estimate
+from codegen.agents.pick.reliability import UNKNOWN, Reliability
 from codegen.sandbox.calls import CallOutcome
 
 
@@ -82,8 +81,8 @@ def test_equal_priors_are_todays_rule() -> None:
 
 def test_a_models_history_from_its_candidates_entry_weighs_its_drafts() -> None:
     from codegen import composition
-    from codegen.agents.endpoint import LLMRoute
-    from codegen.agents.reliability import priors_from_history
+    from codegen.agents.llm import LLMRoute
+    from codegen.agents.pick.reliability import priors_from_history
     from codegen.settings import CandidateModel
 
     entry = CandidateModel(model="strong", reliability=0.95)
@@ -123,9 +122,7 @@ def test_similarity_support_lets_near_identical_drafts_support_each_other() -> N
 
 
 def test_each_drafts_history_comes_from_its_candidates_entry() -> None:
-    from codegen.agents.endpoint import CandidateRoute
-    from codegen.agents.llm import LLMClient
-    from codegen.agents.llm_types import Draft
+    from codegen.agents.llm import CandidateRoute, Draft, LLMClient
 
     entries = (CandidateRoute(model="strong", reliability=0.9), CandidateRoute(model="weak"))
     llm = LLMClient(base_url="http://127.0.0.1:9/v1", api_key="sk-unused", candidates=entries)

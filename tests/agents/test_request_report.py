@@ -9,17 +9,11 @@ from pathlib import Path
 import pytest
 
 from codegen.agents.options import CrewOptions
-from codegen.agents.records import (
-    CandidateRun,
-    ContextChunk,
-    Round,
-    Selection,
-    SelectionGroup,
-    SharedInput,
-    SplitOutput,
-    SplittingInput,
-)
-from codegen.agents.report import BadReport, RequestReport, Verification, write_report
+from codegen.agents.pick import CandidateRun, Selection, SharedInput
+from codegen.agents.pick.records import SelectionGroup, SplitOutput, SplittingInput
+from codegen.agents.records import ContextChunk, Round
+from codegen.agents.report import RequestReport, Verification, write_report
+from codegen.agents.report.request_report import BadReport
 from codegen.agents.spec import Spec
 from codegen.agents.state import (
     ContextResult,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from codegen.agents import prompts
-from codegen.agents.grade import describe_grade, mean_grade, parse_grade
+from codegen.agents.report import parse_grade
+from codegen.agents.report.grade import describe_grade, mean_grade
 from codegen.agents.roles import parse_verdict
 
 

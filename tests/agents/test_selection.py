@@ -1,10 +1,11 @@
-"""Picking a draft by execution agreement (agents.selection) on small pass/fail matrices."""
+"""Picking a draft by execution agreement (agents.pick.matrix) on small pass/fail matrices."""
 
 from __future__ import annotations
 
 import pytest
 
-from codegen.agents.selection import dual_agreement, groups_of, pick, suspect_tests
+from codegen.agents.pick import dual_agreement, pick
+from codegen.agents.pick.matrix import groups_of, suspect_tests
 
 T, F = True, False
 

@@ -14,12 +14,11 @@ import pytest
 
 from codegen.agents.crew import run_crew
 from codegen.agents.dependencies import SandboxPackages
-from codegen.agents.llm import LLMClient
+from codegen.agents.llm import LLMClient, Meter
 from codegen.agents.roles import analyze, spec_json
-from codegen.agents.selection import spec_example_tests
 from codegen.agents.spec import SPEC_JSON_SCHEMA, Spec
+from codegen.agents.suite import spec_example_tests
 from codegen.agents.types import Status
-from codegen.agents.usage import Meter
 from codegen.json_types import JSONObject, JSONValue
 from codegen.replay.scripted import PRIMES_SPEC, ScriptedOpenAIServer, primes_handler
 from codegen.sandbox.api import Sandbox

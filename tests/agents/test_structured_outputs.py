@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from codegen.agents.llm import LLMClient
+from codegen.agents.llm import LLMClient, Meter, StructuredMode, StructuredModes
 from codegen.agents.roles import analyze
-from codegen.agents.structured import StructuredMode, StructuredModes
-from codegen.agents.usage import Meter
 from codegen.replay.scripted import PRIMES_SPEC, ScriptedOpenAIServer
 
 
@@ -71,7 +69,7 @@ def test_every_server_gets_the_spec_and_the_working_mode_is_remembered(
 
 
 def test_an_unrelated_server_error_is_not_mistaken_for_a_refusal(tmp_path: Path) -> None:
-    from codegen.agents.llm_types import LLMError
+    from codegen.agents.llm import LLMError
     from codegen.replay.scripted import Reply
 
     script = {"analyzer": [Reply.error(503, "overloaded", {"Retry-After": "0"})] * 2}

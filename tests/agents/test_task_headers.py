@@ -10,10 +10,9 @@ import pytest
 
 from codegen.agents.artifacts import is_request_id
 from codegen.agents.crew import run_crew
-from codegen.agents.llm import LLMClient
+from codegen.agents.llm import CANDIDATE_HEADER, ROUND_HEADER, TASK_HEADER, LLMClient
 from codegen.agents.options import CrewOptions
 from codegen.agents.types import Status
-from codegen.agents.wire import CANDIDATE_HEADER, ROUND_HEADER, TASK_HEADER
 from codegen.evaluation.crew_generator import crew_generator
 from codegen.evaluation.harness import PublicTask
 from codegen.replay.scripted import (

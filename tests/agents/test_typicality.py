@@ -1,4 +1,4 @@
-"""The tie-break inside a behaviour group (``agents.typicality``): drafts that every check and
+"""The tie-break inside a behaviour group (``agents.pick.typical``): drafts that every check and
 shared input leaves equal are told apart by how like the other drafts their code is; a more
 reliable model still comes first; a stored record decides the same again."""
 
@@ -6,11 +6,20 @@ from __future__ import annotations
 
 import json
 
-from codegen.agents.behaviour import BehaviourTable
-from codegen.agents.records import CandidateRun, Selection, SharedInput, UsedReliability
-from codegen.agents.reliability import CONFIG, NONE
-from codegen.agents.repick import decide, record, repick
-from codegen.agents.typicality import most_typical, typicality
+from codegen.agents.pick import (
+    CONFIG,
+    NONE,
+    BehaviourTable,
+    CandidateRun,
+    Selection,
+    SharedInput,
+    UsedReliability,
+    decide,
+    most_typical,
+    record,
+    repick,
+    typicality,
+)
 
 STACK = """class Stack:
     def __init__(self):

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from codegen.agents.artifacts import is_request_id, write_artifact
+from codegen.agents.llm import Usage
 from codegen.agents.roles import parse_verdict
-from codegen.agents.usage import Usage
 from codegen.requests.store import RequestStore, artifact_dir
 
 

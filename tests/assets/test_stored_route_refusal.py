@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from dagster import instance_for_test, materialize
 
-from codegen.agents.endpoint import CandidateRoute, LLMRoute
+from codegen.agents.llm import CandidateRoute, LLMRoute
 from codegen.assets import codegen
 from codegen.assets.resources import (
     LLMResource,

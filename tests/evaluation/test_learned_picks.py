@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from dagster import instance_for_test, materialize
 
-from codegen.agents import reliability_history
-from codegen.agents.reliability import source_key
+from codegen.agents.pick import reliability_history, source_key
 from codegen.assets import codegen
 from codegen.assets.resources import (
     LLMResource,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from codegen import composition
-from codegen.agents.endpoint import CandidateRoute, LLMRoute
+from codegen.agents.llm import CandidateRoute, LLMRoute
 from codegen.orchestration.cli import main
 from codegen.requests.route import publish_daemon_environment, refusal
 from codegen.requests.store import RequestStore

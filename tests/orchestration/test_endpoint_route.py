@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen.agents.endpoint import LLMRoute
+from codegen.agents.llm import LLMRoute
 from codegen.orchestration.cli.generate import daemon_running
 from codegen.orchestration.instance import configured_instance
 from codegen.replay.scripted import ScriptedOpenAIServer, primes_handler
@@ -136,7 +136,7 @@ def test_queueing_with_no_daemon_is_refused_in_one_line(
 
 
 def test_credentials_in_a_base_url_are_never_shown() -> None:
-    from codegen.agents.endpoint import shown_url
+    from codegen.agents.llm import shown_url
 
     assert shown_url("http://user:s3cret@host:8000/v1") == "http://host:8000/v1"
     assert shown_url("http://host/v1") == "http://host/v1"

@@ -22,7 +22,7 @@ from typing import Any
 import openai
 import pytest
 
-from codegen.agents.wire import REQUEST_HEADER, request_key
+from codegen.agents.llm import REQUEST_HEADER, request_key
 from codegen.orchestration.cli import main
 from codegen.replay.recording import Entry, read_recording, write_recording
 from codegen.replay.scripted import ScriptedOpenAIServer, primes_handler

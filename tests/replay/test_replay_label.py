@@ -21,13 +21,14 @@ from typing import Any
 import openai
 import pytest
 
-from codegen.agents.llm import LLMClient
-from codegen.agents.usage import Budget, Meter
-from codegen.agents.wire import (
+from codegen.agents.llm import (
     REPLAY_FINGERPRINT,
     ROLE_HEADER,
     SCRIPTED_FINGERPRINT,
     TASK_HEADER,
+    Budget,
+    LLMClient,
+    Meter,
     request_key,
 )
 from codegen.evaluation.humaneval import get_problem

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codegen.agents.records import Round, Selection
+from codegen.agents.pick import Selection
+from codegen.agents.records import Round
 from codegen.agents.state import HumanVerdict, ReviewResult, SolutionResult
 from codegen.requests.review import ReviewError, ReviewStore
 from codegen.requests.store import RequestStore
@@ -54,3 +55,33 @@ def test_either_store_opened_first_makes_the_whole_file(tmp_path: Path) -> None:
     request_id = RequestStore(tmp_path).add("primes up to n").id
     assert RequestStore(tmp_path).path == reviews.path
     assert reviews.get(request_id) is None
+
+
+def test_a_review_stored_before_agents_had_rooms_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pickled as the version before issue 47 wrote it: Usage in codegen.agents.usage, the
+    # pick's records in codegen.agents.records.
+    import sys
+    import types
+
+    import codegen.agents.records
+    from codegen.agents.llm import Usage
+
+    request_id = RequestStore(tmp_path).add("primes up to n", {"review": "human"}).id
+    reviews = ReviewStore(tmp_path)
+    stored = ReviewResult(
+        mode="human",
+        usage=Usage(calls=2),
+        revised=SolutionResult(code="def f(): ...", selection=Selection(chosen=1, why="agreement")),
+    )
+    with monkeypatch.context() as old:
+        old.setitem(sys.modules, "codegen.agents.usage", types.ModuleType("codegen.agents.usage"))
+        old.setattr(sys.modules["codegen.agents.usage"], "Usage", Usage, raising=False)
+        old.setattr(Usage, "__module__", "codegen.agents.usage")
+        old.setattr(codegen.agents.records, "Selection", Selection, raising=False)
+        old.setattr(Selection, "__module__", "codegen.agents.records")
+        reviews.open_round(request_id, stored)
+    claim = reviews.claim(request_id, "approve", "", "bob")
+    _, review = reviews.claimed(request_id, claim.token)
+    assert review == stored

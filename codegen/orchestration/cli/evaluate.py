@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Unpack
 
 import click
 
-from codegen.agents.shown import counted
+from codegen.agents.report import counted
 from codegen.evaluation.harness import CANONICAL, CREW, SAMPLES, Progress, TaskOutcome
 from codegen.evaluation.session_report import EvalOutage, HarnessBroken, Report
 from codegen.evaluation.staged import StagedFileError, StagedFiles

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 import click
 
 from codegen import composition
+from codegen.agents.llm import request_key
 from codegen.agents.options import REVIEW_MODES, BadOptions, RequestOptions, StoredOptions
 from codegen.agents.report import RequestReport
 from codegen.agents.roles import BadRequest, read_request_file, validate_request
 from codegen.agents.types import SPEC_ENDED
-from codegen.agents.wire import request_key
 from codegen.json_types import JSONObject
 from codegen.orchestration.cli.exits import Refused
 from codegen.orchestration.cli.outcome import show_outcome, summarize

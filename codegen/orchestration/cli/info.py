@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from codegen.agents.structured import StructuredModes, structured_modes_file
+from codegen.agents.llm import StructuredModes, structured_modes_file
 from codegen.composition import llm_route, sandbox_image, sandbox_packages, store_config
 from codegen.corpus.store import chunks_path
 from codegen.orchestration.instance import postgres_url
@@ -30,7 +30,7 @@ from codegen.settings import (
 )
 
 if TYPE_CHECKING:
-    from codegen.agents.endpoint import LLMRoute
+    from codegen.agents.llm import LLMRoute
     from codegen.assets.corpus_builds import BuildState
     from codegen.json_types import JSONObject
     from codegen.retrieval.grounding import Grounding

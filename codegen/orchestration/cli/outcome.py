@@ -10,8 +10,14 @@ from pathlib import Path
 
 import click
 
-from codegen.agents.report import RequestReport, grounding_from_json
-from codegen.agents.shown import counted, grade_line, module_lines, packages_line
+from codegen.agents.report import (
+    RequestReport,
+    counted,
+    grade_line,
+    grounding_from_json,
+    module_lines,
+    packages_line,
+)
 from codegen.agents.types import Status
 from codegen.json_types import JSONObject, JSONValue
 from codegen.orchestration.cli.exits import (

@@ -29,7 +29,7 @@ import tokenize
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from codegen.agents.code_repair import _parse
+from codegen.agents.replies.repair import _parse
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _METHOD_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})

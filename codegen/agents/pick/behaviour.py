@@ -2,8 +2,8 @@
 classes per input (``BehaviourTable``: returned values equal under float tolerance share a
 class; every exception is one class, every timeout another; an input a draft never ran, its
 run stopped before it, is ``UNKNOWN``, no outcome at all), the groups, verdicts and the
-inputs that split the leading groups (``AgreementPick``). Used by ``agents.agreement`` (the
-pick) and ``agents.posterior`` (the checks as fallible evidence)."""
+inputs that split the leading groups (``AgreementPick``). Used by ``agents.pick.agreement`` (the
+pick) and ``agents.pick.posterior`` (the checks as fallible evidence)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from codegen.agents.selection import Row
+from codegen.agents.pick.matrix import Row
 from codegen.sandbox.calls import CallOutcome, Digest, Opaque
 
 ERROR = -1  # the class of every exception

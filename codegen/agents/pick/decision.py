@@ -14,19 +14,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from codegen.agents.agreement import agreement_pick
-from codegen.agents.behaviour import AgreementPick, BehaviourTable
-from codegen.agents.posterior import CHECK_ERRORS
-from codegen.agents.records import (
+from codegen.agents.pick.agreement import agreement_pick
+from codegen.agents.pick.behaviour import AgreementPick, BehaviourTable
+from codegen.agents.pick.matrix import Row, pick
+from codegen.agents.pick.posterior import CHECK_ERRORS
+from codegen.agents.pick.records import (
     Selection,
     SelectionGroup,
     SplitOutput,
     SplittingInput,
     UsedReliability,
 )
-from codegen.agents.reliability import priors_from_history
-from codegen.agents.selection import Row, pick
-from codegen.agents.typicality import most_typical
+from codegen.agents.pick.reliability import priors_from_history
+from codegen.agents.pick.typical import most_typical
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def decide(
     reliability as its prior and the checks its posterior shows more likely wrong left out
     first; with neither shared inputs nor a reliability, examples then agreement on the
     suite's verdicts (``selection.pick``). Inside the winning group, with ``typical`` (per
-    draft, ``agents.typicality``), the most reliable member, then the most typical."""
+    draft, ``agents.pick.typical``), the most reliable member, then the most typical."""
     count = len(used)
     priors = priors_from_history([u.model for u in used], [u.value for u in used])
     if not names and not table.inputs and priors is None:

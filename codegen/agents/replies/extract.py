@@ -14,7 +14,7 @@ printed output in blocks of their own, no fence at all, or only a function's bod
    function, class or import) merged in order, so definitions spread over blocks are joined
    and a later definition of a name wins, as Python itself would have it, except that a class
    is kept whole (given in several blocks, as a skeleton and filled in, or with methods in a
-   block of their own: ``agents.class_merge``). Blocks that define
+   block of their own: ``agents.replies.class_merge``). Blocks that define
    nothing (usage calls, printed output) are ignored, and so are top-level usage statements
    inside a kept block (bare calls such as ``print(f(3))``, ``assert`` lines and
    ``if __name__ == "__main__":`` sections): ``solution.py`` is imported by the tests, so it
@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # markdown_it loads only once a reply is parsed
     from markdown_it import MarkdownIt
-from codegen.agents.class_merge import first_line_outdented, merge_definitions
-from codegen.agents.code_repair import (
+from codegen.agents.replies.class_merge import first_line_outdented, merge_definitions
+from codegen.agents.replies.repair import (
     _DEFS,
     _attach_body,
     _code_in_prose,
@@ -203,8 +203,8 @@ def extract_module(
 ) -> ParsedCode:
     """The programmer's ``solution.py`` from a reply; ``functions`` are the spec's free
     functions' ``(name, signature)`` pairs, ``classes`` its classes' names with their methods'
-    (a class spread over blocks is kept whole: ``agents.class_merge``). Raises AgentOutputError
-    saying what was wrong."""
+    (a class spread over blocks is kept whole: ``agents.replies.class_merge``). Raises
+    AgentOutputError saying what was wrong."""
     return _answer_first(_prepared(text), lambda reply: _module_of(reply, functions, classes or {}))
 
 

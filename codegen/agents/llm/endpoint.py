@@ -27,7 +27,7 @@ class CandidateRoute:
     ``base_url``, read where the call is made; a candidate with its own ``base_url`` and no
     ``api_key_env`` sends no key (the main key never goes to another host unasked).
     ``reliability``: the model's verified share correct from a history, if the user has one
-    (``agents.reliability.priors_from_history``)."""
+    (``agents.pick.reliability.priors_from_history``)."""
 
     model: str | None = None
     temperature: float | None = None

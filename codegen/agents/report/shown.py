@@ -4,8 +4,8 @@ the UI shows them: from report.json's own JSON (``RequestReport.to_dict``), so t
 
 from __future__ import annotations
 
-from codegen.agents.grade import describe_grade
-from codegen.agents.outline import CONSTRUCTOR
+from codegen.agents.report.grade import describe_grade
+from codegen.agents.spec import CONSTRUCTOR
 from codegen.json_types import JSONObject, JSONValue
 
 UNATTRIBUTED = "(tests calling nothing of the spec)"

@@ -1,8 +1,8 @@
 """The checks themselves as fallible evidence, for a pick among drafts whose models have a
 reliability history: every behaviour scored by its posterior under the one-coin Dawid-Skene
-model of ``agents.reliability`` (each draft right with its source's probability ``p``), with
+model of ``agents.pick.reliability`` (each draft right with its source's probability ``p``), with
 a prompt's worked examples and the generated tests able to be wrong (``CheckErrors``).
-``suspect_checks`` names the checks more likely wrong than right (``agents.agreement`` leaves
+``suspect_checks`` names the checks more likely wrong than right (``agents.pick.agreement`` leaves
 them out); ``posterior_pick`` is that posterior's own pick, an ablation."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from codegen.agents.behaviour import (
+from codegen.agents.pick.behaviour import (
     AgreementPick,
     BehaviourGroup,
     BehaviourTable,
@@ -19,8 +19,8 @@ from codegen.agents.behaviour import (
     candidate_verdicts,
     splitting_inputs,
 )
-from codegen.agents.reliability import MAX_P, MIN_P
-from codegen.agents.selection import Row, suspect_tests
+from codegen.agents.pick.matrix import Row, suspect_tests
+from codegen.agents.pick.reliability import MAX_P, MIN_P
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ def posterior_pick(
     Dawid-Skene model, with the checks as fallible evidence.
 
     ``priors``: each member's probability of being right (its source's reliability,
-    ``agents.reliability``). Every candidate, also one failing a worked example, is in a
+    ``agents.pick.reliability``). Every candidate, also one failing a worked example, is in a
     behaviour group (same outputs on every shared input, same verdicts on the examples and on
     the non-suspect generated tests). A group's log score is the sum of its members' log-odds
     ``log(p / (1 - p))`` (the one-coin model: the likelihood that exactly these drafts are right,

@@ -1,14 +1,14 @@
 """Shared inputs for classes: call sequences on a fresh instance, every draft run on the same
 ones, in one sandbox execution, and compared on every call of every sequence.
 
-Sources, in this order (``class_sequences``; the seeds are read by ``agents.sequence_seeds``):
+Sources, in this order (``class_sequences``; the seeds are read by ``inputs.sequence_seeds``):
 
 * the spec's worked examples (``c = LRUCache(2)``, ``c.put(1, 1)``, then ``c.get(1)``);
 * the sequences the generated tests drive (each instance a test constructs, with the method
   calls and attribute reads it makes on it, in order);
 * with none for a class, one from the spec's signatures: the constructor, then each method
-  once, with arguments built from their types (``agents.seeds.signature_seeds``);
-* mutations of those: an argument mutated as function inputs are (``agents.inputs``), or a
+  once, with arguments built from their types (``inputs.seeds.signature_seeds``);
+* mutations of those: an argument mutated as function inputs are (``inputs.functions``), or a
   step dropped, repeated or swapped with its neighbour, so state is reached in other orders;
 * each sequence ends by reading the public attributes the spec lists for its class.
 
@@ -35,17 +35,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from codegen.agents.behaviour import BehaviourTable
-from codegen.agents.code_repair import parse_python
-from codegen.agents.inputs import CallInput, _Pool, mutate_value
-from codegen.agents.seeds import signature_seeds
-from codegen.agents.sequence_seeds import (
+from codegen.agents.pick.behaviour import BehaviourTable
+from codegen.agents.pick.inputs.functions import CallInput, _Pool, mutate_value
+from codegen.agents.pick.inputs.seeds import signature_seeds
+from codegen.agents.pick.inputs.sequence_seeds import (
     CallSequence,
     SequenceOrigin,
     Step,
     example_sequences,
     suite_sequences,
 )
+from codegen.agents.replies import parse_python
 from codegen.agents.spec import ClassSpec, Spec
 from codegen.json_types import JSONValue
 from codegen.sandbox.api import Sandbox

@@ -15,7 +15,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from codegen.agents.spec import Spec
+from codegen.agents.spec.schema import Spec
 from codegen.json_types import JSONObject, JSONValue
 from codegen.sandbox.types import TestReport
 

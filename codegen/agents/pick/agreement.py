@@ -23,7 +23,7 @@ generated suite and which tests are the spec's worked examples (``selection.rows
 * With ``priors`` and ``errors`` (the crew's pick when the candidates' models have a
   reliability history) a check can be wrong too: ``suspect_checks`` scores every behaviour of
   every candidate by its posterior under the one-coin Dawid-Skene model of
-  ``agents.reliability`` (each draft right with its source's probability ``p``) with the checks
+  ``agents.pick.reliability`` (each draft right with its source's probability ``p``) with the checks
   as fallible evidence (``CheckErrors``: a prompt's worked examples are all right, or, rarely,
   the prompt is sloppy and each of them may be wrong; a generated test is wrong with a fixed
   probability), and a check the behaviours that fail it hold more than half the posterior of
@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from codegen.agents.behaviour import (
+from codegen.agents.pick.behaviour import (
     AgreementPick,
     BehaviourGroup,
     BehaviourTable,
@@ -53,11 +53,19 @@ from codegen.agents.behaviour import (
     ran,
     splitting_inputs,
 )
-from codegen.agents.inputs import CallInput, InputBudget, call_sites, inputs_for
-from codegen.agents.posterior import CheckErrors, suspect_checks
-from codegen.agents.selection import Row, suspect_tests
-from codegen.agents.sequence_seeds import CallSequence, Step
-from codegen.agents.sequences import class_sequences, columns, run_sequences
+from codegen.agents.pick.inputs import (
+    CallInput,
+    CallSequence,
+    InputBudget,
+    Step,
+    call_sites,
+    class_sequences,
+    columns,
+    inputs_for,
+    run_sequences,
+)
+from codegen.agents.pick.matrix import Row, suspect_tests
+from codegen.agents.pick.posterior import CheckErrors, suspect_checks
 from codegen.agents.spec import Spec
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.calls import call_functions
@@ -223,7 +231,7 @@ def agreement_pick(
     suite rows are ``rows`` (one per member, in order), over ``inputs`` (default all).
 
     ``priors`` (one per member, default all 1.0): how much each member's vote counts, e.g. its
-    source's reliability (``agents.reliability``); a consensus set and a behaviour group are
+    source's reliability (``agents.pick.reliability``); a consensus set and a behaviour group are
     scored by their members' priors summed instead of counted (rule
     ``weighted_output_agreement``).
 
@@ -310,7 +318,7 @@ def _function_inputs(
     spec: Spec, tests: str, budget: InputBudget | None
 ) -> tuple[str, list[CallInput]]:
     """The entry point (the spec's function called most in its examples and tests) and its
-    shared inputs (``agents.inputs``)."""
+    shared inputs (``agents.pick.inputs.functions``)."""
     calls = [e.call for e in spec.examples]
     entry = entry_point_of(spec, [*calls, tests])
     function = next((f for f in spec.functions if f.name == entry), None)
@@ -328,9 +336,9 @@ def run_on_shared_inputs(
     limits: Limits | None,
     budget: InputBudget | None = None,
 ) -> SharedRun:
-    """The shared inputs of ``spec`` and ``tests`` (``agents.inputs``) and every one of
+    """The shared inputs of ``spec`` and ``tests`` (``pick.inputs``) and every one of
     ``codes`` on them, in one sandbox execution (``sandbox.calls.call_functions``). A spec
-    with classes is run on call sequences (``agents.sequences``: one input per step of each
+    with classes is run on call sequences (``inputs.sequences``: one input per step of each
     sequence), its free function's inputs joining them as sequences of one call."""
     if spec.classes:
         return _run_sequences(box, codes, spec, tests, limits, budget)

@@ -22,8 +22,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from codegen.agents.code_repair import parse_python
-from codegen.agents.seeds import _literal_args
+from codegen.agents.pick.inputs.seeds import _literal_args
+from codegen.agents.replies import parse_python
 from codegen.json_types import JSONValue
 
 StepKind = Literal["new", "call", "attr"]

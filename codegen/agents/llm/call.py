@@ -1,11 +1,11 @@
 """What an LLM call gives back and how it fails, apart from the client that makes the call
-(``codegen.agents.llm``), so steps and roles can name them without the client's machinery."""
+(``codegen.agents.llm.client``), so steps and roles can name them without the client's machinery."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegen.agents.wire import UNRECORDED_CODE
+from codegen.agents.llm.wire import UNRECORDED_CODE
 
 
 @dataclass

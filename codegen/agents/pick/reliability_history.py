@@ -2,7 +2,7 @@
 
 Two kinds of evidence, both from what the crew observed (no hidden test):
 
-* an evaluation with drafts from several models stores its estimate (``agents.reliability.
+* an evaluation with drafts from several models stores its estimate (``agents.pick.reliability.
   estimate`` over all its tasks) per model, with the number of tasks it rests on, under its
   configuration id (a re-run replaces its own entry, never counts twice);
 * a request with drafts from several models stores its observations (each draft's model,
@@ -27,11 +27,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen.agents.reliability import (
-    TaskVotes,
-    estimate,
-    tasks_per_source,
-)
+from codegen.agents.pick.reliability import TaskVotes, estimate, tasks_per_source
 
 # Below this many tasks a model's estimate is not used: with the estimate's Beta(2, 1) prior,
 # a handful of tasks moves p a long way and one lucky run would outvote the others.

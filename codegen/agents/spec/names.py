@@ -29,8 +29,8 @@ import keyword
 import re
 import sys
 
-from codegen.agents.outline import has_words, words
-from codegen.agents.spec import Spec
+from codegen.agents.spec.outline import has_words, words
+from codegen.agents.spec.schema import Spec
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _CALL = re.compile(rf"(?<![\w.])({_IDENT}(?:\.{_IDENT})*)\(([^()\n]{{0,3}}\)?)")

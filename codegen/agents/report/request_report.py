@@ -8,14 +8,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from codegen.agents.artifacts import write_artifact
-from codegen.agents.grade import GRADE_NOTE, parse_grade
-from codegen.agents.names import name_warnings
-from codegen.agents.outline import MethodResult, method_results, module_outline
-from codegen.agents.records import Round, Selection
-from codegen.agents.shown import counted
+from codegen.agents.llm import Usage
+from codegen.agents.pick import Selection
+from codegen.agents.records import Round
+from codegen.agents.report.grade import GRADE_NOTE, parse_grade
+from codegen.agents.report.shown import counted
+from codegen.agents.spec import MethodResult, method_results, module_outline, name_warnings
 from codegen.agents.state import CrewState, HumanVerdict
 from codegen.agents.types import Status
-from codegen.agents.usage import Usage
 from codegen.json_types import JSONObject, JSONValue
 from codegen.retrieval.grounding import Grounding
 from codegen.sandbox.packages import PackageSet

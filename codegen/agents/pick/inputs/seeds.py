@@ -1,4 +1,4 @@
-"""Where the seeds of the shared inputs come from (``agents.inputs`` mutates them): literal
+"""Where the seeds of the shared inputs come from (``inputs.functions`` mutates them): literal
 calls of the entry point in test modules, assertions and prose, the values prose gives its
 parameters, and argument lists built from its signature's types. Nothing here executes
 model-written code: arguments are literals only (``ast.literal_eval``) and JSON-shaped (the

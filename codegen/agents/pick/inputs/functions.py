@@ -1,6 +1,6 @@
 """Shared inputs for output agreement: every candidate of a task is called on the same list.
 
-Sources, in this order (``inputs_for``; the seeds are read by ``agents.seeds``):
+Sources, in this order (``inputs_for``; the seeds are read by ``agents.pick.inputs.seeds``):
 
 * the spec's worked examples (``Example.call``, e.g. ``f([1, 2], 3)``);
 * the calls its description writes out in any other style (``f(15)  # returns "db1111db"``,
@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from codegen.agents.seeds import (
+from codegen.agents.pick.inputs.seeds import (
     Bound,
     assigned_calls,
     call_sites,
@@ -76,7 +76,7 @@ class InputBudget:
 @dataclass(frozen=True)
 class CallInput:
     """One call's positional arguments and where they came from; for a step of a class's
-    call sequence (``agents.sequences``), ``text`` is the sequence up to that step."""
+    call sequence (``agents.pick.inputs.sequences``), ``text`` is the sequence up to that step."""
 
     args: tuple[JSONValue, ...]
     origin: Origin
@@ -284,7 +284,7 @@ def inputs_for(
     the values it gives the parameters of the entry point's ``signature``, ``For N = 150``),
     the tests' call sites, then mutations of all of them (seeds whose arity differs from the
     most common one are not mutated), kept inside the ranges ``prose`` states for the
-    parameters (``0 <= k <= len(arr)``: ``agents.seeds.stated_bounds``; given calls are kept
+    parameters (``0 <= k <= len(arr)``: ``seeds.stated_bounds``; given calls are kept
     as they are). With no call anywhere, the seeds come from the
     signature's types (``signature_seeds``)."""
     params = params_of(signature, entry_point) if signature else []

@@ -3,7 +3,7 @@
 Endpoint: ``base_url``/``api_key`` of None leave the choice to the SDK's own environment
 (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), so any OpenAI-compatible server works and the key
 never passes through our settings. Programmer candidates may each have their own model and
-endpoint (``candidates``, ``codegen.agents.endpoint.CandidateRoute``): draft ``i``'s calls, its
+endpoint (``candidates``, ``codegen.agents.llm.endpoint.CandidateRoute``): draft ``i``'s calls, its
 first draft and every refinement round, carry its model and go to its base URL with the key
 from the variable it names (``api_key_env``), read here at call time and nowhere stored.
 
@@ -29,20 +29,18 @@ if TYPE_CHECKING:
 
 # Wire contract (docs/architecture.md, "LLM endpoint"): outside servers replay recorded
 # replies by role, task, draft and round, so every request says which it is.
-from codegen.agents import wire
-from codegen.agents.endpoint import (
+import codegen.agents.llm.wire as wire
+from codegen.agents.llm.cache import ResponseCache
+from codegen.agents.llm.call import Completion, Draft, LLMError, refuses_structured_outputs
+from codegen.agents.llm.endpoint import (
     CandidateRoute,
     RoleModel,
     candidate_at,
     resolved_base_url,
     shown_url,
 )
-from codegen.agents.llm_cache import ResponseCache
-from codegen.agents.llm_types import Completion, Draft, LLMError, refuses_structured_outputs
-from codegen.agents.reliability import source_key
-from codegen.agents.reliability_history import ReliabilityHistory
-from codegen.agents.structured import StructuredMode, StructuredModes, structured_request
-from codegen.agents.usage import Meter
+from codegen.agents.llm.structured import StructuredMode, StructuredModes, structured_request
+from codegen.agents.llm.usage import Meter
 from codegen.json_types import JSONObject
 from codegen.untrusted import loads_json
 
@@ -108,12 +106,8 @@ class LLMClient:
         modes_file: Path | None = None,
         recorder: Recorder | None = None,
         candidates: Sequence[CandidateRoute] = (),
-        history: ReliabilityHistory | None = None,
     ) -> None:
         self.recorder = recorder
-        # What this home learned of each model's reliability (requests read it; an
-        # evaluation's client has none, so its first pick and its cache key do not move).
-        self.history = history
         self.default = default or RoleModel()
         self.roles = dict(roles or {})
         # Per programmer draft: model and endpoint overrides (none: every draft is alike).
@@ -153,11 +147,6 @@ class LLMClient:
         """The history-based reliability of a programmer draft's model, if its entry gives one."""
         entry = self._candidate("programmer", draft)
         return entry.reliability if entry is not None else None
-
-    def source_of(self, draft: Draft) -> str:
-        """The name a programmer draft's model is known by: model @ endpoint."""
-        model = self.model_for("programmer", draft).model
-        return source_key(model, shown_url(self.endpoint_for("programmer", draft)))
 
     def _client_for(self, role: str, draft: Draft | None) -> openai.OpenAI:
         """The SDK client of one call: a candidate's own endpoint and key, else ``client``."""

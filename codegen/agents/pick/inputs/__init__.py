@@ -1,0 +1,24 @@
+"""The shared inputs every draft of a task is run on, for the pick to compare: argument lists
+for functions (seeds from examples, prose, tests and signatures, then type-aware mutation) and
+call sequences on a fresh instance for classes."""
+
+from codegen.agents.pick.inputs.functions import CallInput, InputBudget, call_sites, inputs_for
+from codegen.agents.pick.inputs.seeds import assigned_values, bracket_end, params_of, stated_bounds
+from codegen.agents.pick.inputs.sequence_seeds import CallSequence, Step
+from codegen.agents.pick.inputs.sequences import class_sequences, columns, run_sequences
+
+__all__ = [
+    "CallInput",
+    "CallSequence",
+    "InputBudget",
+    "Step",
+    "assigned_values",
+    "bracket_end",
+    "call_sites",
+    "class_sequences",
+    "columns",
+    "inputs_for",
+    "params_of",
+    "run_sequences",
+    "stated_bounds",
+]

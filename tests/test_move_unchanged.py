@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.pick.move_unchanged import compared, selection_of
+from benchmarks.common import RESULTS
+from benchmarks.pick.move_unchanged import against_stored, compared, selection_of
 
 
 def run(**summary: Any) -> dict[str, Any]:
@@ -56,3 +58,12 @@ def test_a_flat_tree_runs_its_script_and_a_package_tree_its_module(tmp_path: Pat
     module, path = selection_of(tmp_path)
     assert module == "selection"
     assert str(tmp_path / "benchmarks") in path.split(":")
+
+
+def test_a_figure_off_the_stored_record_is_named() -> None:
+    stored = json.loads((RESULTS / "selection_mapcoder_humaneval.json").read_text())["solved"]
+    solved = {**stored, "weighted_checks": stored["weighted_checks"] - 1}
+    got = against_stored("humaneval", {"summary": {"solved": solved}})
+    assert got["rules_compared"] == len(stored)
+    assert list(got["differing"]) == ["weighted_checks"]
+    assert against_stored("humaneval", {"summary": {"solved": stored}})["differing"] == {}

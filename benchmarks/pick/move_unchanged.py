@@ -13,8 +13,9 @@ every task's programs, tests and shared inputs already executed only when it bui
 ones (``executed_tasks`` 0 on its side). Every rule's call is recorded: per task and rule, the
 share of correct members in the group picked and whether the rule calls it passing, with and
 without the suspect checks. Prints one JSON object: per set, whether those picks and the
-summary figures (timings left out) are identical, with counts, and with ``--tests`` the
-number of tests each tree's pytest collects.
+summary figures (timings left out) are identical, with counts; on whole sets also this
+tree's tasks solved per rule against the stored record (benchmarks/results/); with
+``--tests`` the number of tests each tree's pytest collects.
 
 The older tree is a git worktree under /tmp, made once and kept (``git worktree remove``
 drops it). Not part of the test run: it executes every task in the sandbox.
@@ -31,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, SHARED
+from benchmarks.common import RESULTS, ROOT, SHARED
 
 # Each set's arguments to the selection benchmark, under the shared data folder.
 SETS = {
@@ -142,6 +143,19 @@ def compared(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def against_stored(name: str, new: dict[str, Any]) -> dict[str, Any]:
+    """This tree's tasks solved per rule against the stored record's (the rules both hold)."""
+    stored = json.loads((RESULTS / f"selection_mapcoder_{name}.json").read_text())["solved"]
+    ours = new["summary"]["solved"]
+    common = sorted(stored.keys() & ours.keys())
+    return {
+        "rules_compared": len(common),
+        "differing": {
+            k: {"stored": stored[k], "now": ours[k]} for k in common if stored[k] != ours[k]
+        },
+    }
+
+
 def collected_tests(tree: Path) -> int:
     """How many tests pytest collects in ``tree`` (its own code first on the path)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
@@ -186,6 +200,8 @@ def main() -> int:
         old = run_set(old_tree, extra, cache, args.workers)
         new = run_set(ROOT, extra, cache, args.workers)
         result["sets"][name] = compared(old, new)
+        if not args.limit:
+            result["sets"][name]["stored_record"] = against_stored(name, new)
     if args.tests:
         result["tests_collected"] = {"old": collected_tests(old_tree), "new": collected_tests(ROOT)}
     result["identical"] = all(s["identical"] for s in result["sets"].values())

@@ -2,510 +2,69 @@
 
 Every figure on that page is read from one of those files, printed as the file holds it
 (never rounded here), beside the baseline the same run measured, the command that wrote the
-file and the machine it ran on. The descriptions below are the only hand-written part; a
-stored file without one, or a description whose key is missing from its file, is an error,
-so the page cannot drift from the JSON. Benchmark scripts without stored JSON are listed as
+file and the machine it ran on. The descriptions (``benchmarks.results_descriptions``) are the
+only hand-written part; a stored file without one, or a description whose key is missing from
+its file, is an error, so the page cannot drift from the JSON. A recorded command is history
+and is shown as recorded; where it names a script that has since moved (``MOVED``), the page
+also shows the command that runs the same today. Benchmarks without stored JSON are listed as
 not re-measured, pointing to CHANGELOG.md, where their figures are kept as recorded; the
 modules they import (no ``__main__``) are not listed.
 
-    .venv/bin/python benchmarks/results_page.py          # rewrites docs/results.md
-    .venv/bin/python benchmarks/results_page.py --check  # exit 1 when the page is stale
+    .venv/bin/python -m benchmarks.results_page          # rewrites docs/results.md
+    .venv/bin/python -m benchmarks.results_page --check  # exit 1 when the page is stale
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+from benchmarks.common import RESULTS, ROOT
+from benchmarks.results_descriptions import DESCRIPTIONS, Description
+
 PAGE = ROOT / "docs" / "results.md"
-COMMAND = ".venv/bin/python benchmarks/results_page.py"
-
-
-@dataclass(frozen=True)
-class Row:
-    """One figure: its label, its key path in the JSON, and the same run's baseline if any."""
-
-    label: str
-    key: str
-    baseline_label: str = ""
-    baseline_key: str = ""
-
-
-@dataclass(frozen=True)
-class Description:
-    title: str
-    script: str
-    what: str
-    rows: tuple[Row, ...]
-
-
-# Keyed by the JSON file's stem. Key paths are dotted; a list value is printed whole.
-# The picks every MapCoder selection run stores (benchmarks/selection.py --mapcoder), for
-# HumanEval and MBPP alike.
-MAPCODER_PICK_ROWS = (
-    Row(
-        "solved, weighted_checks (the crew's rule)",
-        "solved.weighted_checks",
-        "best single run",
-        "solved.best_single",
-    ),
-    Row("solved, random pick", "solved.random", "oracle", "solved.oracle"),
-    Row("solved, CodeT's dual agreement", "solved.codet"),
-    Row("every rule as before the move", "before_the_one_home_move.identical_to_this_run"),
-)
-# The winning group's member taken by typicality against the crew's earlier way
-# (benchmarks/selection.py --mapcoder, group_member_solved), for HumanEval and MBPP alike.
-GROUP_MEMBER_ROWS = (
-    Row(
-        "solved, agreement, the winning group's most typical member",
-        "group_member_solved.agreement.typical",
-        "its earliest",
-        "group_member_solved.agreement.earliest",
-    ),
-    Row(
-        "solved, weighted_checks, the most reliable then most typical member",
-        "group_member_solved.weighted_checks.typical",
-        "then earliest",
-        "group_member_solved.weighted_checks.earliest",
-    ),
-)
-
-
-DESCRIPTIONS: dict[str, Description] = {
-    "cpu_default_build": Description(
-        title="Index build on the CPU with the default embedder",
-        script="benchmarks/cpu_default_build.py",
-        what=(
-            "A whole `sync_index` of standard-library chunks into a fresh LanceDB (tokenize,"
-            " embed, write) by this checkout and by a baseline checkout, alternating in pairs"
-            " in one run, and whether both write the same vectors. A ratio below 1 means this"
-            " checkout was faster."
-        ),
-        rows=(
-            Row("chunks", "chunks"),
-            Row("wall seconds per pair", "seconds.ours", "baseline", "seconds.baseline"),
-            Row("wall-time ratio per pair", "ratio_per_pair"),
-            Row("wall-time ratio, median", "ratio_median"),
-            Row("CPU seconds per pair", "cpu_seconds.ours", "baseline", "cpu_seconds.baseline"),
-            Row("CPU-time ratio, median", "cpu_ratio_median"),
-            Row("sample vectors identical to the baseline's", "sample_vectors_identical"),
-        ),
-    ),
-    "crew_overhead": Description(
-        title="A request's overhead outside model calls",
-        script="benchmarks/crew_overhead.py",
-        what=(
-            "A scripted endpoint answers every model call after 1 s; overhead is a request's"
-            " wall time minus the time a model call was in flight. `codegen generate` (a fresh"
-            " process per request, on the SQLite instance) against the same command at the"
-            " commit before this work, run alternately in one run; beside them, the crew in"
-            " one process without Dagster, and the request job run from a process that has"
-            " everything loaded. Where the first stretch goes is read from the run's events;"
-            " the import seconds come from one more request under `python -X importtime`."
-            " [methods.md](methods.md#where-a-requests-overhead-goes) walks through it."
-        ),
-        rows=(
-            Row(
-                "`codegen generate`: overhead s per request, median of 3",
-                "median_overhead_s.codegen_generate",
-                "baseline commit",
-                "median_overhead_s.baseline_generate",
-            ),
-            Row(
-                "`codegen generate`: CPU s per request, median",
-                "median_cpu_s.codegen_generate",
-                "baseline commit",
-                "median_cpu_s.baseline_generate",
-            ),
-            Row("target: at most 3.5 s, first calls overlapping", "target_met"),
-            Row(
-                "start to the run's first event (interpreter, imports, instance, code location)",
-                "codegen_generate_profile_s.start -> run's first event",
-                "baseline commit",
-                "baseline_generate_profile_s.start -> run's first event",
-            ),
-            Row(
-                "run's first event to the first step's start",
-                "codegen_generate_profile_s.run's first event -> first step start",
-                "baseline commit",
-                "baseline_generate_profile_s.run's first event -> first step start",
-            ),
-            Row(
-                "first step's start to the analyzer's call (the model SDK's import)",
-                "codegen_generate_profile_s.first step start -> analyzer call",
-                "baseline commit",
-                "baseline_generate_profile_s.first step start -> analyzer call",
-            ),
-            Row(
-                "between the analyzer's reply and the test designer's call",
-                "codegen_generate_idle_gaps_s.analyzer -> test_designer",
-                "baseline commit",
-                "baseline_generate_idle_gaps_s.analyzer -> test_designer",
-            ),
-            Row(
-                "between the programmer's reply and the reviewer's call (tests in the sandbox)",
-                "codegen_generate_idle_gaps_s.programmer -> reviewer",
-                "baseline commit",
-                "baseline_generate_idle_gaps_s.programmer -> reviewer",
-            ),
-            Row(
-                "between the reviewer's reply and the documenter's call (the checks)",
-                "codegen_generate_idle_gaps_s.reviewer -> documenter",
-                "baseline commit",
-                "baseline_generate_idle_gaps_s.reviewer -> documenter",
-            ),
-            Row(
-                "after the documenter's reply until the command exits",
-                "codegen_generate_idle_gaps_s.documenter -> exit",
-                "baseline commit",
-                "baseline_generate_idle_gaps_s.documenter -> exit",
-            ),
-            Row("imports under `-X importtime`, s", "import_profile.total_s"),
-            Row(
-                "share of the package's modules with cached bytecode (`make venv` compiles it)",
-                "bytecode_cached_share.codegen_generate",
-                "baseline commit",
-                "bytecode_cached_share.baseline_generate",
-            ),
-            Row(
-                "the request job in an already loaded process: overhead s",
-                "median_overhead_s.warm_process",
-                "crew without Dagster",
-                "median_overhead_s.in_process_loop",
-            ),
-            Row("baseline commit", "baseline_checkout.commit"),
-            Row("load average (1, 5, 15 min) at start", "load_average_at_start"),
-            Row("load average at end", "load_average_at_end"),
-        ),
-    ),
-    "replay_crew": Description(
-        title="The whole crew on recorded GPT-4 Turbo replies (HumanEval)",
-        script="benchmarks/replay_crew.py",
-        what=(
-            "`codegen eval humaneval` in crew mode against `codegen replay serve` of MapCoder's"
-            " recorded GPT-4 Turbo replies: every agent runs, the programmer gets the reply"
-            " recorded for its task, and the hidden tests score the crew's final code. The"
-            " baseline is the recording's own published count of solved tasks. A task whose"
-            " crew asks for a round the recording does not have ends `unrecorded`."
-        ),
-        rows=(
-            Row("tasks", "tasks"),
-            Row("solved", "solved_tasks", "published", "published_solved"),
-            Row("pass@1", "pass_at_k.pass@1"),
-            Row("programmer got its own task's reply", "programmer_reached_with_own_task_reply"),
-            Row("crew statuses", "crew_statuses"),
-        ),
-    ),
-    "gpu_corpus_build_store": Description(
-        title="Writing embedded chunks to the store",
-        script="benchmarks/gpu_corpus_build.py",
-        what=(
-            "The store side of the GPU corpus build alone (`--store-only`): upserting"
-            " precomputed vectors into LanceDB and refreshing the index. No baseline was"
-            " measured in this run."
-        ),
-        rows=(
-            Row("chunks", "chunks"),
-            Row("mean chunk characters", "mean_chunk_chars"),
-            Row("upsert rows per second", "store.upsert_rows_per_s"),
-            Row("upsert seconds", "store.upsert_seconds"),
-            Row("refresh seconds", "store.refresh_seconds"),
-        ),
-    ),
-    "gpu_corpus_build_tokenize_cpu": Description(
-        title="Tokenizing for the device embedder",
-        script="benchmarks/gpu_corpus_build.py",
-        what=(
-            "The tokenize stage of the GPU corpus build alone (`--tokenize-only`), with texts"
-            " cut before the 128-token cap, against tokenizing whole texts in the same run."
-        ),
-        rows=(
-            Row("chunks", "chunks"),
-            Row(
-                "chunks tokenized per second",
-                "tokenize_chunks_per_s",
-                "whole texts",
-                "tokenize_whole_texts_chunks_per_s",
-            ),
-            Row("speedup from the cut", "tokenize_speedup_from_the_cut"),
-        ),
-    ),
-    "classeval_scoring": Description(
-        title="ClassEval scored in the Docker sandbox against the authors' table",
-        script="benchmarks/classeval_scoring.py",
-        what=(
-            "`codegen eval classeval` on the reference solutions (`--canonical`) and on the"
-            " authors' recorded replies (`--samples-file`): five greedy whole-class files and"
-            " two five-sample files at temperature 0.2, each unittest class on its own in the"
-            " sandbox with the `classeval` package set. The baseline is the authors' published"
-            " figure for the same file. A reference solution that passes with some test class"
-            " run in the test's process passes only there (that test shares objects with the"
-            " class by reference); `canonical.failures` in the JSON says why each failing test"
-            " class fails."
-        ),
-        rows=(
-            Row("reference solutions passing", "canonical.passed"),
-            Row("... every test class decided isolated", "canonical.passed_isolated"),
-            Row("... some test class run in the test's process", "canonical.passed_with_fallback"),
-            Row("reference solutions' failing test classes", "canonical.failing_test_classes"),
-            Row(
-                "Gemini-Pro greedy: classes solved",
-                "greedy.Gemini-Pro_class_H_greedy.ours.classes_solved",
-                "published",
-                "greedy.Gemini-Pro_class_H_greedy.published_classes_solved",
-            ),
-            Row(
-                "deepseek-coder-6.7b-instruct greedy: classes solved",
-                "greedy.deepseek-coder-67b-instruct_class_H_greedy.ours.classes_solved",
-                "published",
-                "greedy.deepseek-coder-67b-instruct_class_H_greedy.published_classes_solved",
-            ),
-            Row(
-                "GPT-3.5-Turbo greedy: classes solved",
-                "greedy.GPT-35-Turbo_class_H_greedy.ours.classes_solved",
-                "published",
-                "greedy.GPT-35-Turbo_class_H_greedy.published_classes_solved",
-            ),
-            Row(
-                "Magicoder-S-DS-6.7B greedy: classes solved",
-                "greedy.Magicoder-S-DS-67B_class_H_greedy.ours.classes_solved",
-                "published",
-                "greedy.Magicoder-S-DS-67B_class_H_greedy.published_classes_solved",
-            ),
-            Row(
-                "WizardCoder-15B-V1.0 greedy: classes solved",
-                "greedy.WizardCoder-15B-V10_class_H_greedy.ours.classes_solved",
-                "published",
-                "greedy.WizardCoder-15B-V10_class_H_greedy.published_classes_solved",
-            ),
-            Row(
-                "GPT-3.5-Turbo t0.2: class success pass@1",
-                "sampled.GPT-35-Turbo_class_H_t02.ours.class_success.pass@1",
-                "published",
-                "sampled.GPT-35-Turbo_class_H_t02.published_pass@1.class_success",
-            ),
-            Row(
-                "GPT-3.5-Turbo t0.2: class success pass@5",
-                "sampled.GPT-35-Turbo_class_H_t02.ours.class_success.pass@5",
-                "published",
-                "sampled.GPT-35-Turbo_class_H_t02.published_pass@5.class_success",
-            ),
-            Row(
-                "Gemini-Pro t0.2: class success pass@1",
-                "sampled.Gemini-Pro_class_H_t02.ours.class_success.pass@1",
-                "published",
-                "sampled.Gemini-Pro_class_H_t02.published_pass@1.class_success",
-            ),
-            Row(
-                "Gemini-Pro t0.2: class success pass@5",
-                "sampled.Gemini-Pro_class_H_t02.ours.class_success.pass@5",
-                "published",
-                "sampled.Gemini-Pro_class_H_t02.published_pass@5.class_success",
-            ),
-        ),
-    ),
-    "classeval_replay_crew": Description(
-        title="ClassEval through the whole crew by replay",
-        script="benchmarks/classeval_replay_crew.py",
-        what=(
-            "The five greedy `class_H` reply files each alone, the five as five candidates per"
-            " task, and each `t0.2` file's five samples as five candidates, through the whole"
-            " crew by replay (the class skeleton as the request; the analyzer's spec and the"
-            " tests derived from the skeleton); the crew's final code and every raw reply (read"
-            " by the authors' rules) scored in the same run by the ClassEval scorer. `plain` is"
-            " a file's own score, `random` the mean over the candidates, pass@5 the oracle of"
-            " five samples. The 30 held-out tasks (seed 37) come first, then all 100."
-        ),
-        rows=(
-            Row("held-out tasks", "held_out.tasks"),
-            Row(
-                "held out: five greedy files, the crew's pick",
-                "held_out.five_greedy.ours",
-                "best single file",
-                "held_out.five_greedy.best_single",
-            ),
-            Row(
-                "held out: five greedy files, random pick",
-                "held_out.five_greedy.random",
-                "oracle",
-                "held_out.five_greedy.oracle",
-            ),
-            Row(
-                "held out: GPT-3.5-Turbo t0.2, the crew's pick",
-                "held_out.t02_GPT-35-Turbo.ours",
-                "pass@1",
-                "held_out.t02_GPT-35-Turbo.pass@1",
-            ),
-            Row(
-                "held out: Gemini-Pro t0.2, the crew's pick",
-                "held_out.t02_Gemini-Pro.ours",
-                "pass@1",
-                "held_out.t02_Gemini-Pro.pass@1",
-            ),
-            Row("tasks", "all.tasks"),
-            *(
-                Row(
-                    f"{label} alone through the crew",
-                    f"all.single_{key}.crew",
-                    "plain",
-                    f"all.single_{key}.plain",
-                )
-                for label, key in (
-                    ("Gemini-Pro", "Gemini-Pro"),
-                    ("deepseek-coder-6.7b-instruct", "deepseek-coder-67b-instruct"),
-                    ("GPT-3.5-Turbo", "GPT-35-Turbo"),
-                    ("Magicoder-S-DS-6.7B", "Magicoder-S-DS-67B"),
-                    ("WizardCoder-15B-V1.0", "WizardCoder-15B-V10"),
-                )
-            ),
-            Row(
-                "five greedy files, the crew's pick",
-                "all.five_greedy.ours",
-                "best single file",
-                "all.five_greedy.best_single",
-            ),
-            Row(
-                "five greedy files, random pick",
-                "all.five_greedy.random",
-                "oracle",
-                "all.five_greedy.oracle",
-            ),
-            Row(
-                "GPT-3.5-Turbo t0.2, the crew's pick",
-                "all.t02_GPT-35-Turbo.ours",
-                "pass@1",
-                "all.t02_GPT-35-Turbo.pass@1",
-            ),
-            Row("GPT-3.5-Turbo t0.2, pass@5", "all.t02_GPT-35-Turbo.pass@5"),
-            Row(
-                "Gemini-Pro t0.2, the crew's pick",
-                "all.t02_Gemini-Pro.ours",
-                "pass@1",
-                "all.t02_Gemini-Pro.pass@1",
-            ),
-            Row("Gemini-Pro t0.2, pass@5", "all.t02_Gemini-Pro.pass@5"),
-        ),
-    ),
-    "retrieval_quality_device_fp16": Description(
-        title="Retrieval quality: the default embedder and the fp16 device path",
-        script="benchmarks/retrieval_quality.py",
-        what=(
-            "Docstring sentences of indexed standard-library functions as queries, the"
-            " function as the answer (MRR@10, higher is better). The baseline for hybrid"
-            " search is the best single method in the same run. The fp16 device path ran on"
-            " a CPU here, so only its quality and its agreement with the default's vectors"
-            " are figures, not its speed."
-        ),
-        rows=(
-            Row("functions indexed", "functions_indexed"),
-            Row("queries", "queries"),
-            Row(
-                "default (`minilm`): hybrid MRR@10",
-                "embedders.minilm.scores.hybrid.mrr_at_10",
-                "vector only",
-                "embedders.minilm.scores.vector.mrr_at_10",
-            ),
-            Row(
-                "default (`minilm`): keyword MRR@10",
-                "embedders.minilm.scores.keyword.mrr_at_10",
-            ),
-            Row(
-                "default (`minilm`): hybrid recall@10",
-                "embedders.minilm.scores.hybrid.recall_at_10",
-            ),
-            Row(
-                "fp16 device path: hybrid MRR@10",
-                "embedders.minilm-device-fp16>minilm.scores.hybrid.mrr_at_10",
-                "default, same run",
-                "embedders.minilm.scores.hybrid.mrr_at_10",
-            ),
-            Row(
-                "fp16 device path: cosine to the default's vectors, mean",
-                "embedders.minilm-device-fp16>minilm.cosine_to_minilm_mean",
-            ),
-            Row(
-                "fp16 device path: cosine to the default's vectors, min",
-                "embedders.minilm-device-fp16>minilm.cosine_to_minilm_min",
-            ),
-        ),
-    ),
-    "learned_pick_humaneval": Description(
-        title="One evaluation that learns whom to trust among five models (HumanEval)",
-        script="benchmarks/learned_pick.py",
-        what=(
-            "`codegen eval humaneval --candidates 5` against a replay of MapCoder's five recorded"
-            " runs, one model name per run and no reliability given: the evaluation picks with"
-            " equal votes, estimates each model's reliability over its own selection records and"
-            " re-picks every task at its end. Every draft is scored on the hidden tests only"
-            " afterwards, for each run alone, the best single run and the oracle. The 40 tasks"
-            " held out when the rule was written (seed 41) come first. The figures recorded"
-            " before evaluation moved into one slice are beside them."
-        ),
-        rows=(
-            Row("held-out tasks", "held_out.tasks"),
-            Row(
-                "held out: learned pick", "held_out.learned", "best single", "held_out.best_single"
-            ),
-            Row("held out: oracle", "held_out.oracle"),
-            Row("all: learned pick", "all.learned", "best single", "all.best_single"),
-            Row("all: first pick (equal votes)", "all.first_pick", "random", "all.random"),
-            Row("all: oracle", "all.oracle"),
-            Row("re-pick share of the evaluation's wall time", "eval.repick_share"),
-            Row("replay requests during the re-pick", "replay_requests_during_repick"),
-            Row("before the move: learned pick", "before_the_one_home_move.learned"),
-        ),
-    ),
-    "selection_mapcoder_mbpp": Description(
-        title="Picking among three models' MBPP code by execution",
-        script="benchmarks/selection.py",
-        what=(
-            "The same as for HumanEval, on MapCoder's three recorded runs of the 397-task MBPP"
-            " set (the visible example from the task set's `sample_io`). The same script at the"
-            " commit before evaluation moved into one slice gives the same figures for every"
-            " rule, and the first recorded figure for the crew's rule is beside them. A later"
-            " run (`group_member_run`) takes the winning group's member by typicality too, as"
-            " for HumanEval."
-        ),
-        rows=(
-            Row("tasks", "tasks"),
-            *MAPCODER_PICK_ROWS,
-            Row("solved, weighted_checks, first recorded", "first_recorded.weighted_checks"),
-            *GROUP_MEMBER_ROWS,
-        ),
-    ),
-    "selection_mapcoder_humaneval": Description(
-        title="Picking among five models' HumanEval code by execution",
-        script="benchmarks/selection.py",
-        what=(
-            "MapCoder's five recorded HumanEval runs (their extracted code) as five candidates"
-            " per task; every rule picks from the same sandbox executions (worked examples and"
-            " shared inputs, never the hidden tests). `solved` counts expected correct picks."
-            " The same script at the commit before evaluation moved into one slice gives the"
-            " same figures for every rule; the first recorded run (an older example reader that"
-            " found examples in 108 prompts) is beside it. A later run of the same script"
-            " (`group_member_run`, every other figure identical) also takes the winning group's"
-            " member as the crew does now, the most typical code (tuned on ClassEval, never on"
-            " these runs), beside the crew's earlier way; `solved` above counts a random member"
-            " for the rules without reliabilities."
-        ),
-        rows=(
-            Row("tasks", "tasks"),
-            Row("prompts with worked examples read", "tasks_with_examples"),
-            *MAPCODER_PICK_ROWS,
-            Row(
-                "solved, weighted_checks, first recorded",
-                "as_first_recorded.solved.weighted_checks",
-            ),
-            *GROUP_MEMBER_ROWS,
-        ),
-    ),
+COMMAND = ".venv/bin/python -m benchmarks.results_page"
+# Issue 47 grouped the flat scripts into packages: each old script path, as recorded commands
+# (the JSON here, CHANGELOG.md) name it, and the module that runs the same today.
+MOVED = {
+    "benchmarks/classeval_heldout.py": "benchmarks.common.classeval_heldout",
+    "benchmarks/classeval_replay_crew.py": "benchmarks.crew.classeval_replay_crew",
+    "benchmarks/classeval_scoring.py": "benchmarks.scoring.classeval_scoring",
+    "benchmarks/codet_samples.py": "benchmarks.scoring.codet_samples",
+    "benchmarks/corpus_build.py": "benchmarks.corpus.corpus_build",
+    "benchmarks/cpu_default_build.py": "benchmarks.corpus.cpu_default_build",
+    "benchmarks/crew_overhead.py": "benchmarks.crew.crew_overhead",
+    "benchmarks/deploy_load.py": "benchmarks.deploy.deploy_load",
+    "benchmarks/embedder_ceiling.py": "benchmarks.retrieval.embedder_ceiling",
+    "benchmarks/embedder_variants.py": "benchmarks.retrieval.embedder_variants",
+    "benchmarks/first_index_build.py": "benchmarks.corpus.first_index_build",
+    "benchmarks/github_rate_limit.py": "benchmarks.corpus.github_rate_limit",
+    "benchmarks/gpu_corpus_build.py": "benchmarks.corpus.gpu_corpus_build",
+    "benchmarks/humaneval_canonical.py": "benchmarks.scoring.humaneval_canonical",
+    "benchmarks/humaneval_scripted_crew.py": "benchmarks.crew.humaneval_scripted_crew",
+    "benchmarks/humanevalplus_agreement.py": "benchmarks.scoring.humanevalplus_agreement",
+    "benchmarks/humanevalplus_speed.py": "benchmarks.scoring.humanevalplus_speed",
+    "benchmarks/hybrid_paths.py": "benchmarks.retrieval.hybrid_paths",
+    "benchmarks/index_build_time.py": "benchmarks.retrieval.index_build_time",
+    "benchmarks/index_scale.py": "benchmarks.retrieval.index_scale",
+    "benchmarks/isolation_cost.py": "benchmarks.scoring.isolation_cost",
+    "benchmarks/learned_pick.py": "benchmarks.pick.learned_pick",
+    "benchmarks/mbpp_published.py": "benchmarks.scoring.mbpp_published",
+    "benchmarks/near_dedupe.py": "benchmarks.corpus.near_dedupe",
+    "benchmarks/prompt_examples.py": "benchmarks.crew.prompt_examples",
+    "benchmarks/published_tables.py": "benchmarks.scoring.published_tables",
+    "benchmarks/real_replies.py": "benchmarks.crew.real_replies",
+    "benchmarks/replay_candidates.py": "benchmarks.pick.replay_candidates",
+    "benchmarks/replay_crew.py": "benchmarks.crew.replay_crew",
+    "benchmarks/retrieval_quality.py": "benchmarks.retrieval.retrieval_quality",
+    "benchmarks/sandbox_humaneval.py": "benchmarks.scoring.sandbox_humaneval",
+    "benchmarks/selection.py": "benchmarks.pick.selection",
+    "benchmarks/task_set_backfill.py": "benchmarks.crew.task_set_backfill",
 }
+SCRIPT = re.compile(r"python (benchmarks/\w+\.py)")
 
 
 class StaleError(Exception):
@@ -550,53 +109,95 @@ def table(stem: str, desc: Description, data: dict[str, Any]) -> list[str]:
             value = show(lookup(data, row.baseline_key, source))
             baseline = f"{row.baseline_label}: {value}"
         lines.append(f"| {row.label} | {show(lookup(data, row.key, source))} | {baseline} |")
+    recorded = data["command"]
+    lines += ["", f"- Command, as recorded: `{recorded}`"]
+    rerun = runs_today(recorded, desc.module, source)
+    if rerun != recorded:
+        lines.append(f"- Runs today as: `{rerun}`")
     lines += [
-        "",
-        f"- Command: `{data['command']}`",
         f"- Machine: {data['machine']}",
-        f"- Script: `{desc.script}`; data: `{source}`",
+        f"- Module: `{desc.module}`; data: `{source}`",
         "",
     ]
     return lines
+
+
+def runs_today(command: str, module: str, source: str) -> str:
+    """``command`` with each script path it names that has since moved replaced by the module
+    that runs the same today (``MOVED``); a path ``MOVED`` does not map to the description's
+    module is an error."""
+    for script in SCRIPT.findall(command):
+        if MOVED.get(script) != module:
+            raise StaleError(f"{source}: its command runs {script}, not {module} (see MOVED)")
+    return SCRIPT.sub(lambda m: f"python -m {MOVED[m.group(1)]}", command)
+
+
+def benchmark_modules() -> list[str]:
+    """Every runnable benchmark module today (a ``__main__`` guard, or a package's
+    ``__main__.py``), as ``python -m`` names it; ``common`` holds only what they share."""
+    names = []
+    for path in sorted((ROOT / "benchmarks").glob("*/**/*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[1] == "common" or path.name == "__init__.py":
+            continue
+        if path.name == "__main__.py":
+            names.append(".".join(parts[:-1]))
+        elif 'if __name__ == "__main__"' in path.read_text():
+            names.append(".".join(parts))
+    return names
 
 
 def render() -> str:
     stems = sorted(p.stem for p in RESULTS.glob("*.json"))
     unknown = sorted(set(stems) - set(DESCRIPTIONS))
     if unknown:
-        raise StaleError(f"no description in benchmarks/results_page.py for {', '.join(unknown)}")
+        raise StaleError(
+            f"no description in benchmarks/results_descriptions.py for {', '.join(unknown)}"
+        )
+    modules = benchmark_modules()
     lines = [
         "# Results",
         "",
         "<!-- Generated by benchmarks/results_page.py from benchmarks/results/*.json;"
         " do not edit. -->",
         "",
-        "Current figures, each read from the JSON a benchmark script wrote, with the baseline"
-        " measured in the same run, the command and the machine. Regenerate this page with"
-        f" `{COMMAND}`; `tests/test_results_page.py` fails when it and the stored JSON"
-        " disagree. How the figures are scored: [methods.md](methods.md).",
+        "Current figures, each read from the JSON a benchmark wrote, with the baseline"
+        " measured in the same run, the command and the machine. A command is shown as it was"
+        " recorded; where the script it ran has since moved, the command that runs the same"
+        f" today is beside it. Regenerate this page with `{COMMAND}`;"
+        " `tests/test_results_page.py` fails when it and the stored JSON disagree. How the"
+        " figures are scored: [methods.md](methods.md).",
         "",
     ]
     for stem in stems:
+        desc = DESCRIPTIONS[stem]
+        if desc.module not in modules:
+            raise StaleError(f"{stem}: no benchmark module {desc.module}")
         data = json.loads((RESULTS / f"{stem}.json").read_text())
-        lines += table(stem, DESCRIPTIONS[stem], data)
-    measured = {DESCRIPTIONS[s].script for s in stems}
-    others = sorted(
-        f"benchmarks/{p.name}"
-        for p in (ROOT / "benchmarks").glob("*.py")
-        if p.name != "results_page.py"
-        and f"benchmarks/{p.name}" not in measured
-        and "__main__" in p.read_text()  # a module the scripts import is not a benchmark
-    )
+        lines += table(stem, desc, data)
+    measured = {DESCRIPTIONS[s].module for s in stems}
     lines += [
         "## Not re-measured in this layout yet",
         "",
         "These benchmarks have no stored JSON yet, so no figure of theirs is on this page. Their"
         " figures as recorded at the time, with the commands that produced them, are in"
-        " [CHANGELOG.md](../CHANGELOG.md). Each script's docstring says how to run it.",
+        " [CHANGELOG.md](../CHANGELOG.md). Each module's docstring says how to run it"
+        " (`.venv/bin/python -m MODULE`).",
         "",
     ]
-    lines += [f"- `{name}`" for name in others]
+    lines += [f"- `{name}`" for name in modules if name not in measured]
+    lines += [
+        "",
+        "## Where the recorded scripts are now",
+        "",
+        "Commands recorded before the benchmarks became a package (here and in CHANGELOG.md)"
+        " run flat scripts; each"
+        " runs today as `python -m` the module beside it, with the same arguments.",
+        "",
+        "| recorded script | module today |",
+        "|---|---|",
+    ]
+    lines += [f"| `{old}` | `{new}` |" for old, new in MOVED.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -261,8 +261,8 @@ def benchmark_graph(root: Path = PACKAGE) -> Graph:
     folder = root.parent / "benchmarks"
     known = modules(root)
     graph: Graph = {}
-    for path in sorted(folder.glob("*.py")):
-        name = f"benchmarks.{path.stem}"
+    for path in sorted(folder.rglob("*.py")):
+        name = ".".join(path.relative_to(root.parent).with_suffix("").parts)
         text = path.read_text()
         targets: dict[str, int] = {}
         for node in ast.walk(ast.parse(text, str(path))):

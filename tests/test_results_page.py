@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+import benchmarks.results_page
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "results_page", ROOT / "benchmarks" / "results_page.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return benchmarks.results_page
 
 
 def test_the_committed_page_is_what_the_stored_json_gives() -> None:
@@ -50,4 +43,33 @@ def test_a_file_without_a_description_is_refused(
     (tmp_path / "new_bench.json").write_text("{}")
     monkeypatch.setattr(page, "RESULTS", tmp_path)
     with pytest.raises(page.StaleError, match="new_bench"):
+        page.render()
+
+
+def test_a_recorded_command_shows_how_it_runs_today() -> None:
+    page = load_script()
+    text = page.render()
+    # The stored JSON is history: its command stays as recorded, the moved script beside it.
+    assert "- Command, as recorded: `.venv/bin/python benchmarks/classeval_scoring.py`" in text
+    assert "- Runs today as: `.venv/bin/python -m benchmarks.scoring.classeval_scoring`" in text
+
+
+def test_every_moved_script_names_a_module_that_runs_today() -> None:
+    page = load_script()
+    runnable = set(page.benchmark_modules()) | {"benchmarks.common.classeval_heldout"}
+    assert set(page.MOVED.values()) <= runnable
+
+
+def test_a_recorded_script_the_page_cannot_place_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = load_script()
+    for src in page.RESULTS.glob("*.json"):
+        (tmp_path / src.name).write_text(src.read_text())
+    stored = tmp_path / "replay_crew.json"
+    data = json.loads(stored.read_text())
+    data["command"] = ".venv/bin/python benchmarks/gone.py"
+    stored.write_text(json.dumps(data))
+    monkeypatch.setattr(page, "RESULTS", tmp_path)
+    with pytest.raises(page.StaleError, match=r"benchmarks/gone\.py"):
         page.render()

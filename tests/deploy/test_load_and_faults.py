@@ -2,7 +2,7 @@
 restarted mid-way and one run's container SIGKILLed: every request still ends exactly once.
 
 Twelve, three times the instance's 4 concurrent request runs, so that the queue holds some
-back and the daemon dies with runs queued and in flight; `benchmarks/deploy_load.py` drives
+back and the daemon dies with runs queued and in flight; `benchmarks.deploy.deploy_load` drives
 larger bursts for throughput."""
 
 from __future__ import annotations

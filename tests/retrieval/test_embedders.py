@@ -139,7 +139,7 @@ def test_onnx_export_fuses_attention_and_keeps_embeddings_fp32(
 
 
 def test_an_unknown_fusion_flag_is_an_error_not_the_default_graph(tmp_path: Path) -> None:
-    # benchmarks/embedder_variants.py names its variants by these flags: a misspelt one
+    # benchmarks.retrieval.embedder_variants names its variants by these flags: a misspelt one
     # would otherwise time the default against itself.
     with pytest.raises(EmbedderError, match="use_multihead_attention"):
         onnx_export.fuse_transformer_ops(

@@ -1,0 +1,1 @@
+"""The containerized deployment under a burst of requests and injected faults."""

@@ -1,0 +1,488 @@
+"""What docs/results.md says of each stored JSON file under benchmarks/results/: its title, what
+the run measured, and which figures it shows beside which baseline. The only hand-written part
+of that page (``benchmarks.results_page`` checks every key against its file)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Row:
+    """One figure: its label, its key path in the JSON, and the same run's baseline if any."""
+
+    label: str
+    key: str
+    baseline_label: str = ""
+    baseline_key: str = ""
+
+
+@dataclass(frozen=True)
+class Description:
+    title: str
+    module: str  # what runs it today: python -m MODULE
+    what: str
+    rows: tuple[Row, ...]
+
+
+# Keyed by the JSON file's stem. Key paths are dotted; a list value is printed whole.
+# The picks every MapCoder selection run stores (benchmarks.pick.selection --mapcoder), for
+# HumanEval and MBPP alike.
+MAPCODER_PICK_ROWS = (
+    Row(
+        "solved, weighted_checks (the crew's rule)",
+        "solved.weighted_checks",
+        "best single run",
+        "solved.best_single",
+    ),
+    Row("solved, random pick", "solved.random", "oracle", "solved.oracle"),
+    Row("solved, CodeT's dual agreement", "solved.codet"),
+    Row("every rule as before the move", "before_the_one_home_move.identical_to_this_run"),
+)
+# The winning group's member taken by typicality against the crew's earlier way
+# (benchmarks.pick.selection --mapcoder, group_member_solved), for HumanEval and MBPP alike.
+GROUP_MEMBER_ROWS = (
+    Row(
+        "solved, agreement, the winning group's most typical member",
+        "group_member_solved.agreement.typical",
+        "its earliest",
+        "group_member_solved.agreement.earliest",
+    ),
+    Row(
+        "solved, weighted_checks, the most reliable then most typical member",
+        "group_member_solved.weighted_checks.typical",
+        "then earliest",
+        "group_member_solved.weighted_checks.earliest",
+    ),
+)
+
+
+DESCRIPTIONS: dict[str, Description] = {
+    "cpu_default_build": Description(
+        title="Index build on the CPU with the default embedder",
+        module="benchmarks.corpus.cpu_default_build",
+        what=(
+            "A whole `sync_index` of standard-library chunks into a fresh LanceDB (tokenize,"
+            " embed, write) by this checkout and by a baseline checkout, alternating in pairs"
+            " in one run, and whether both write the same vectors. A ratio below 1 means this"
+            " checkout was faster."
+        ),
+        rows=(
+            Row("chunks", "chunks"),
+            Row("wall seconds per pair", "seconds.ours", "baseline", "seconds.baseline"),
+            Row("wall-time ratio per pair", "ratio_per_pair"),
+            Row("wall-time ratio, median", "ratio_median"),
+            Row("CPU seconds per pair", "cpu_seconds.ours", "baseline", "cpu_seconds.baseline"),
+            Row("CPU-time ratio, median", "cpu_ratio_median"),
+            Row("sample vectors identical to the baseline's", "sample_vectors_identical"),
+        ),
+    ),
+    "crew_overhead": Description(
+        title="A request's overhead outside model calls",
+        module="benchmarks.crew.crew_overhead",
+        what=(
+            "A scripted endpoint answers every model call after 1 s; overhead is a request's"
+            " wall time minus the time a model call was in flight. `codegen generate` (a fresh"
+            " process per request, on the SQLite instance) against the same command at the"
+            " commit before this work, run alternately in one run; beside them, the crew in"
+            " one process without Dagster, and the request job run from a process that has"
+            " everything loaded. Where the first stretch goes is read from the run's events;"
+            " the import seconds come from one more request under `python -X importtime`."
+            " [methods.md](methods.md#where-a-requests-overhead-goes) walks through it."
+        ),
+        rows=(
+            Row(
+                "`codegen generate`: overhead s per request, median of 3",
+                "median_overhead_s.codegen_generate",
+                "baseline commit",
+                "median_overhead_s.baseline_generate",
+            ),
+            Row(
+                "`codegen generate`: CPU s per request, median",
+                "median_cpu_s.codegen_generate",
+                "baseline commit",
+                "median_cpu_s.baseline_generate",
+            ),
+            Row("target: at most 3.5 s, first calls overlapping", "target_met"),
+            Row(
+                "start to the run's first event (interpreter, imports, instance, code location)",
+                "codegen_generate_profile_s.start -> run's first event",
+                "baseline commit",
+                "baseline_generate_profile_s.start -> run's first event",
+            ),
+            Row(
+                "run's first event to the first step's start",
+                "codegen_generate_profile_s.run's first event -> first step start",
+                "baseline commit",
+                "baseline_generate_profile_s.run's first event -> first step start",
+            ),
+            Row(
+                "first step's start to the analyzer's call (the model SDK's import)",
+                "codegen_generate_profile_s.first step start -> analyzer call",
+                "baseline commit",
+                "baseline_generate_profile_s.first step start -> analyzer call",
+            ),
+            Row(
+                "between the analyzer's reply and the test designer's call",
+                "codegen_generate_idle_gaps_s.analyzer -> test_designer",
+                "baseline commit",
+                "baseline_generate_idle_gaps_s.analyzer -> test_designer",
+            ),
+            Row(
+                "between the programmer's reply and the reviewer's call (tests in the sandbox)",
+                "codegen_generate_idle_gaps_s.programmer -> reviewer",
+                "baseline commit",
+                "baseline_generate_idle_gaps_s.programmer -> reviewer",
+            ),
+            Row(
+                "between the reviewer's reply and the documenter's call (the checks)",
+                "codegen_generate_idle_gaps_s.reviewer -> documenter",
+                "baseline commit",
+                "baseline_generate_idle_gaps_s.reviewer -> documenter",
+            ),
+            Row(
+                "after the documenter's reply until the command exits",
+                "codegen_generate_idle_gaps_s.documenter -> exit",
+                "baseline commit",
+                "baseline_generate_idle_gaps_s.documenter -> exit",
+            ),
+            Row("imports under `-X importtime`, s", "import_profile.total_s"),
+            Row(
+                "share of the package's modules with cached bytecode (`make venv` compiles it)",
+                "bytecode_cached_share.codegen_generate",
+                "baseline commit",
+                "bytecode_cached_share.baseline_generate",
+            ),
+            Row(
+                "the request job in an already loaded process: overhead s",
+                "median_overhead_s.warm_process",
+                "crew without Dagster",
+                "median_overhead_s.in_process_loop",
+            ),
+            Row("baseline commit", "baseline_checkout.commit"),
+            Row("load average (1, 5, 15 min) at start", "load_average_at_start"),
+            Row("load average at end", "load_average_at_end"),
+        ),
+    ),
+    "replay_crew": Description(
+        title="The whole crew on recorded GPT-4 Turbo replies (HumanEval)",
+        module="benchmarks.crew.replay_crew",
+        what=(
+            "`codegen eval humaneval` in crew mode against `codegen replay serve` of MapCoder's"
+            " recorded GPT-4 Turbo replies: every agent runs, the programmer gets the reply"
+            " recorded for its task, and the hidden tests score the crew's final code. The"
+            " baseline is the recording's own published count of solved tasks. A task whose"
+            " crew asks for a round the recording does not have ends `unrecorded`."
+        ),
+        rows=(
+            Row("tasks", "tasks"),
+            Row("solved", "solved_tasks", "published", "published_solved"),
+            Row("pass@1", "pass_at_k.pass@1"),
+            Row("programmer got its own task's reply", "programmer_reached_with_own_task_reply"),
+            Row("crew statuses", "crew_statuses"),
+        ),
+    ),
+    "gpu_corpus_build_store": Description(
+        title="Writing embedded chunks to the store",
+        module="benchmarks.corpus.gpu_corpus_build",
+        what=(
+            "The store side of the GPU corpus build alone (`--store-only`): upserting"
+            " precomputed vectors into LanceDB and refreshing the index. No baseline was"
+            " measured in this run."
+        ),
+        rows=(
+            Row("chunks", "chunks"),
+            Row("mean chunk characters", "mean_chunk_chars"),
+            Row("upsert rows per second", "store.upsert_rows_per_s"),
+            Row("upsert seconds", "store.upsert_seconds"),
+            Row("refresh seconds", "store.refresh_seconds"),
+        ),
+    ),
+    "gpu_corpus_build_tokenize_cpu": Description(
+        title="Tokenizing for the device embedder",
+        module="benchmarks.corpus.gpu_corpus_build",
+        what=(
+            "The tokenize stage of the GPU corpus build alone (`--tokenize-only`), with texts"
+            " cut before the 128-token cap, against tokenizing whole texts in the same run."
+        ),
+        rows=(
+            Row("chunks", "chunks"),
+            Row(
+                "chunks tokenized per second",
+                "tokenize_chunks_per_s",
+                "whole texts",
+                "tokenize_whole_texts_chunks_per_s",
+            ),
+            Row("speedup from the cut", "tokenize_speedup_from_the_cut"),
+        ),
+    ),
+    "classeval_scoring": Description(
+        title="ClassEval scored in the Docker sandbox against the authors' table",
+        module="benchmarks.scoring.classeval_scoring",
+        what=(
+            "`codegen eval classeval` on the reference solutions (`--canonical`) and on the"
+            " authors' recorded replies (`--samples-file`): five greedy whole-class files and"
+            " two five-sample files at temperature 0.2, each unittest class on its own in the"
+            " sandbox with the `classeval` package set. The baseline is the authors' published"
+            " figure for the same file. A reference solution that passes with some test class"
+            " run in the test's process passes only there (that test shares objects with the"
+            " class by reference); `canonical.failures` in the JSON says why each failing test"
+            " class fails."
+        ),
+        rows=(
+            Row("reference solutions passing", "canonical.passed"),
+            Row("... every test class decided isolated", "canonical.passed_isolated"),
+            Row("... some test class run in the test's process", "canonical.passed_with_fallback"),
+            Row("reference solutions' failing test classes", "canonical.failing_test_classes"),
+            Row(
+                "Gemini-Pro greedy: classes solved",
+                "greedy.Gemini-Pro_class_H_greedy.ours.classes_solved",
+                "published",
+                "greedy.Gemini-Pro_class_H_greedy.published_classes_solved",
+            ),
+            Row(
+                "deepseek-coder-6.7b-instruct greedy: classes solved",
+                "greedy.deepseek-coder-67b-instruct_class_H_greedy.ours.classes_solved",
+                "published",
+                "greedy.deepseek-coder-67b-instruct_class_H_greedy.published_classes_solved",
+            ),
+            Row(
+                "GPT-3.5-Turbo greedy: classes solved",
+                "greedy.GPT-35-Turbo_class_H_greedy.ours.classes_solved",
+                "published",
+                "greedy.GPT-35-Turbo_class_H_greedy.published_classes_solved",
+            ),
+            Row(
+                "Magicoder-S-DS-6.7B greedy: classes solved",
+                "greedy.Magicoder-S-DS-67B_class_H_greedy.ours.classes_solved",
+                "published",
+                "greedy.Magicoder-S-DS-67B_class_H_greedy.published_classes_solved",
+            ),
+            Row(
+                "WizardCoder-15B-V1.0 greedy: classes solved",
+                "greedy.WizardCoder-15B-V10_class_H_greedy.ours.classes_solved",
+                "published",
+                "greedy.WizardCoder-15B-V10_class_H_greedy.published_classes_solved",
+            ),
+            Row(
+                "GPT-3.5-Turbo t0.2: class success pass@1",
+                "sampled.GPT-35-Turbo_class_H_t02.ours.class_success.pass@1",
+                "published",
+                "sampled.GPT-35-Turbo_class_H_t02.published_pass@1.class_success",
+            ),
+            Row(
+                "GPT-3.5-Turbo t0.2: class success pass@5",
+                "sampled.GPT-35-Turbo_class_H_t02.ours.class_success.pass@5",
+                "published",
+                "sampled.GPT-35-Turbo_class_H_t02.published_pass@5.class_success",
+            ),
+            Row(
+                "Gemini-Pro t0.2: class success pass@1",
+                "sampled.Gemini-Pro_class_H_t02.ours.class_success.pass@1",
+                "published",
+                "sampled.Gemini-Pro_class_H_t02.published_pass@1.class_success",
+            ),
+            Row(
+                "Gemini-Pro t0.2: class success pass@5",
+                "sampled.Gemini-Pro_class_H_t02.ours.class_success.pass@5",
+                "published",
+                "sampled.Gemini-Pro_class_H_t02.published_pass@5.class_success",
+            ),
+        ),
+    ),
+    "classeval_replay_crew": Description(
+        title="ClassEval through the whole crew by replay",
+        module="benchmarks.crew.classeval_replay_crew",
+        what=(
+            "The five greedy `class_H` reply files each alone, the five as five candidates per"
+            " task, and each `t0.2` file's five samples as five candidates, through the whole"
+            " crew by replay (the class skeleton as the request; the analyzer's spec and the"
+            " tests derived from the skeleton); the crew's final code and every raw reply (read"
+            " by the authors' rules) scored in the same run by the ClassEval scorer. `plain` is"
+            " a file's own score, `random` the mean over the candidates, pass@5 the oracle of"
+            " five samples. The 30 held-out tasks (seed 37) come first, then all 100."
+        ),
+        rows=(
+            Row("held-out tasks", "held_out.tasks"),
+            Row(
+                "held out: five greedy files, the crew's pick",
+                "held_out.five_greedy.ours",
+                "best single file",
+                "held_out.five_greedy.best_single",
+            ),
+            Row(
+                "held out: five greedy files, random pick",
+                "held_out.five_greedy.random",
+                "oracle",
+                "held_out.five_greedy.oracle",
+            ),
+            Row(
+                "held out: GPT-3.5-Turbo t0.2, the crew's pick",
+                "held_out.t02_GPT-35-Turbo.ours",
+                "pass@1",
+                "held_out.t02_GPT-35-Turbo.pass@1",
+            ),
+            Row(
+                "held out: Gemini-Pro t0.2, the crew's pick",
+                "held_out.t02_Gemini-Pro.ours",
+                "pass@1",
+                "held_out.t02_Gemini-Pro.pass@1",
+            ),
+            Row("tasks", "all.tasks"),
+            *(
+                Row(
+                    f"{label} alone through the crew",
+                    f"all.single_{key}.crew",
+                    "plain",
+                    f"all.single_{key}.plain",
+                )
+                for label, key in (
+                    ("Gemini-Pro", "Gemini-Pro"),
+                    ("deepseek-coder-6.7b-instruct", "deepseek-coder-67b-instruct"),
+                    ("GPT-3.5-Turbo", "GPT-35-Turbo"),
+                    ("Magicoder-S-DS-6.7B", "Magicoder-S-DS-67B"),
+                    ("WizardCoder-15B-V1.0", "WizardCoder-15B-V10"),
+                )
+            ),
+            Row(
+                "five greedy files, the crew's pick",
+                "all.five_greedy.ours",
+                "best single file",
+                "all.five_greedy.best_single",
+            ),
+            Row(
+                "five greedy files, random pick",
+                "all.five_greedy.random",
+                "oracle",
+                "all.five_greedy.oracle",
+            ),
+            Row(
+                "GPT-3.5-Turbo t0.2, the crew's pick",
+                "all.t02_GPT-35-Turbo.ours",
+                "pass@1",
+                "all.t02_GPT-35-Turbo.pass@1",
+            ),
+            Row("GPT-3.5-Turbo t0.2, pass@5", "all.t02_GPT-35-Turbo.pass@5"),
+            Row(
+                "Gemini-Pro t0.2, the crew's pick",
+                "all.t02_Gemini-Pro.ours",
+                "pass@1",
+                "all.t02_Gemini-Pro.pass@1",
+            ),
+            Row("Gemini-Pro t0.2, pass@5", "all.t02_Gemini-Pro.pass@5"),
+        ),
+    ),
+    "retrieval_quality_device_fp16": Description(
+        title="Retrieval quality: the default embedder and the fp16 device path",
+        module="benchmarks.retrieval.retrieval_quality",
+        what=(
+            "Docstring sentences of indexed standard-library functions as queries, the"
+            " function as the answer (MRR@10, higher is better). The baseline for hybrid"
+            " search is the best single method in the same run. The fp16 device path ran on"
+            " a CPU here, so only its quality and its agreement with the default's vectors"
+            " are figures, not its speed."
+        ),
+        rows=(
+            Row("functions indexed", "functions_indexed"),
+            Row("queries", "queries"),
+            Row(
+                "default (`minilm`): hybrid MRR@10",
+                "embedders.minilm.scores.hybrid.mrr_at_10",
+                "vector only",
+                "embedders.minilm.scores.vector.mrr_at_10",
+            ),
+            Row(
+                "default (`minilm`): keyword MRR@10",
+                "embedders.minilm.scores.keyword.mrr_at_10",
+            ),
+            Row(
+                "default (`minilm`): hybrid recall@10",
+                "embedders.minilm.scores.hybrid.recall_at_10",
+            ),
+            Row(
+                "fp16 device path: hybrid MRR@10",
+                "embedders.minilm-device-fp16>minilm.scores.hybrid.mrr_at_10",
+                "default, same run",
+                "embedders.minilm.scores.hybrid.mrr_at_10",
+            ),
+            Row(
+                "fp16 device path: cosine to the default's vectors, mean",
+                "embedders.minilm-device-fp16>minilm.cosine_to_minilm_mean",
+            ),
+            Row(
+                "fp16 device path: cosine to the default's vectors, min",
+                "embedders.minilm-device-fp16>minilm.cosine_to_minilm_min",
+            ),
+        ),
+    ),
+    "learned_pick_humaneval": Description(
+        title="One evaluation that learns whom to trust among five models (HumanEval)",
+        module="benchmarks.pick.learned_pick",
+        what=(
+            "`codegen eval humaneval --candidates 5` against a replay of MapCoder's five recorded"
+            " runs, one model name per run and no reliability given: the evaluation picks with"
+            " equal votes, estimates each model's reliability over its own selection records and"
+            " re-picks every task at its end. Every draft is scored on the hidden tests only"
+            " afterwards, for each run alone, the best single run and the oracle. The 40 tasks"
+            " held out when the rule was written (seed 41) come first. The figures recorded"
+            " before evaluation moved into one slice are beside them."
+        ),
+        rows=(
+            Row("held-out tasks", "held_out.tasks"),
+            Row(
+                "held out: learned pick", "held_out.learned", "best single", "held_out.best_single"
+            ),
+            Row("held out: oracle", "held_out.oracle"),
+            Row("all: learned pick", "all.learned", "best single", "all.best_single"),
+            Row("all: first pick (equal votes)", "all.first_pick", "random", "all.random"),
+            Row("all: oracle", "all.oracle"),
+            Row("re-pick share of the evaluation's wall time", "eval.repick_share"),
+            Row("replay requests during the re-pick", "replay_requests_during_repick"),
+            Row("before the move: learned pick", "before_the_one_home_move.learned"),
+        ),
+    ),
+    "selection_mapcoder_mbpp": Description(
+        title="Picking among three models' MBPP code by execution",
+        module="benchmarks.pick.selection",
+        what=(
+            "The same as for HumanEval, on MapCoder's three recorded runs of the 397-task MBPP"
+            " set (the visible example from the task set's `sample_io`). The same script at the"
+            " commit before evaluation moved into one slice gives the same figures for every"
+            " rule, and the first recorded figure for the crew's rule is beside them. A later"
+            " run (`group_member_run`) takes the winning group's member by typicality too, as"
+            " for HumanEval."
+        ),
+        rows=(
+            Row("tasks", "tasks"),
+            *MAPCODER_PICK_ROWS,
+            Row("solved, weighted_checks, first recorded", "first_recorded.weighted_checks"),
+            *GROUP_MEMBER_ROWS,
+        ),
+    ),
+    "selection_mapcoder_humaneval": Description(
+        title="Picking among five models' HumanEval code by execution",
+        module="benchmarks.pick.selection",
+        what=(
+            "MapCoder's five recorded HumanEval runs (their extracted code) as five candidates"
+            " per task; every rule picks from the same sandbox executions (worked examples and"
+            " shared inputs, never the hidden tests). `solved` counts expected correct picks."
+            " The same script at the commit before evaluation moved into one slice gives the"
+            " same figures for every rule; the first recorded run (an older example reader that"
+            " found examples in 108 prompts) is beside it. A later run of the same script"
+            " (`group_member_run`, every other figure identical) also takes the winning group's"
+            " member as the crew does now, the most typical code (tuned on ClassEval, never on"
+            " these runs), beside the crew's earlier way; `solved` above counts a random member"
+            " for the rules without reliabilities."
+        ),
+        rows=(
+            Row("tasks", "tasks"),
+            Row("prompts with worked examples read", "tasks_with_examples"),
+            *MAPCODER_PICK_ROWS,
+            Row(
+                "solved, weighted_checks, first recorded",
+                "as_first_recorded.solved.weighted_checks",
+            ),
+            *GROUP_MEMBER_ROWS,
+        ),
+    ),
+}

@@ -1,0 +1,2 @@
+"""Embedders, vector indexes and retrieval: quality, speed, the embedding ceiling and the
+indexes at scale."""

@@ -43,6 +43,7 @@ from typing import NotRequired, TypedDict, cast
 from codegen.evaluation.humaneval import Problem
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
+from codegen.sandbox.backends import own_pid_namespace
 from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
 from codegen.sandbox.time_limit import load_1m
 from codegen.sandbox.types import ExecResult, Limits
@@ -380,18 +381,12 @@ def _lost(result: ExecResult) -> SampleScore:
     return SampleScore(False, Category.RUNTIME_ERROR, message, result.duration_s)
 
 
-def _own_pid_namespace(sandbox: Sandbox) -> bool:
-    # Docker containers and bubblewrap sandboxes have their own PID namespace; the unsafe
-    # host mode (tests only) does not, and there leftovers are left to the supervisor.
-    return getattr(sandbox, "backend", "") in ("docker", "bwrap", "bwrap-host")
-
-
 def run_batch(
     sandbox: Sandbox, problem: Problem, candidates: list[str], limits: Limits
 ) -> tuple[dict[int, SampleScore], ExecResult]:
     """One sandbox execution scoring ``candidates``; the verdicts it produced, by index."""
     token = secrets.token_hex(16)
-    files = _batch_files(problem, candidates, limits, token, _own_pid_namespace(sandbox))
+    files = _batch_files(problem, candidates, limits, token, own_pid_namespace(sandbox))
     result = sandbox.run(files, DRIVER_COMMAND, _batch_limits(limits, len(candidates)))
     return parse_batch(result, token, len(candidates), limits.timeout_s), result
 

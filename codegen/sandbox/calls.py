@@ -23,6 +23,7 @@ from typing import Literal, cast
 
 from codegen.json_types import JSONObject, JSONValue
 from codegen.sandbox.api import Sandbox
+from codegen.sandbox.backends import own_pid_namespace
 from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
 from codegen.sandbox.types import ExecResult, Limits
 
@@ -201,12 +202,6 @@ def _items(result: ExecResult, token: str) -> list[JSONObject]:
         if isinstance(item, dict):
             items.append(item)
     return items
-
-
-def own_pid_namespace(sandbox: Sandbox) -> bool:
-    """Docker containers and bubblewrap sandboxes have their own PID namespace (there a driver
-    may kill every process but its own line); the unsafe host mode (tests only) does not."""
-    return getattr(sandbox, "backend", "") in ("docker", "bwrap", "bwrap-host")
 
 
 def call_functions(

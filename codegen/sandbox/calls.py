@@ -18,13 +18,12 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
 from typing import Literal, cast
 
 from codegen.json_types import JSONObject, JSONValue
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.backends import own_pid_namespace
-from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
+from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files, inside_source
 from codegen.sandbox.types import ExecResult, Limits
 
 Status = Literal["ok", "error", "timeout"]
@@ -33,7 +32,7 @@ Status = Literal["ok", "error", "timeout"]
 @cache
 def isolation_source() -> str:
     """``isolation.py``, shipped beside every driver that moves values across a process."""
-    return resources.files("codegen.sandbox").joinpath("isolation.py").read_text("utf-8")
+    return inside_source("isolation.py")
 
 
 def codec_decode(data: JSONValue) -> object:
@@ -181,7 +180,7 @@ def call_function(
         "stop_after_failure": stop_after_failure,
     }
     files = {
-        **driver_files("codegen.sandbox", "call_driver.py"),
+        **driver_files("call_driver.py"),
         "isolation.py": isolation_source(),
         "token.txt": token,
         "job.json": json.dumps(job),
@@ -290,7 +289,7 @@ def _run_many(
         "own_pid_namespace": own_pid_namespace(sandbox),
     }
     files = {
-        **driver_files("codegen.sandbox", "call_driver.py"),
+        **driver_files("call_driver.py"),
         "isolation.py": isolation_source(),
         "token.txt": token,
         "job.json": json.dumps(job),

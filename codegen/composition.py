@@ -27,10 +27,17 @@ from codegen.corpus.sources import source_spec
 from codegen.retrieval.ann import RecallTarget
 from codegen.retrieval.embedders import EmbedderConfig
 from codegen.retrieval.index import StoreConfig
-from codegen.sandbox import Limits
+from codegen.sandbox import Limits, backend_names
 from codegen.sandbox.errors import SandboxError
 from codegen.sandbox.packages import PackageSet, image_tag, package_set, sandbox_distributions
-from codegen.settings import CandidateModel, LLMSettings, SandboxSettings, Settings
+from codegen.settings import (
+    BadSettings,
+    CandidateModel,
+    LLMSettings,
+    SandboxSettings,
+    Settings,
+    setting_origins,
+)
 
 if TYPE_CHECKING:
     from codegen.evaluation.session import EvalSetup
@@ -72,6 +79,20 @@ def dedupe_params(settings: Settings) -> DedupeParams:
 def chunk_budget(settings: Settings) -> Budget:
     c = settings.corpus
     return Budget(**_set(max_tokens=c.chunk_max_tokens, min_tokens=c.chunk_min_tokens))  # type: ignore[arg-type]
+
+
+def sandbox_backend(settings: Settings) -> str:
+    """``[sandbox] backend``: a registered backend or ``auto``. The settings hold a plain name
+    (they sit below the sandbox's registry); BadSettings here, worded as theirs, names the
+    valid ones."""
+    name = settings.sandbox.backend
+    names = backend_names()
+    if name in names:
+        return name
+    origin = setting_origins(settings)["sandbox.backend"]
+    where = f"from {origin.name}" if origin.source == "environment" else f"of {origin.name}"
+    choices = ", ".join(repr(n) for n in names[:-1]) + f" or {names[-1]!r}"
+    raise BadSettings(f"bad settings: [sandbox] backend {where}: Input should be {choices}")
 
 
 def sandbox_packages(sandbox: SandboxSettings) -> PackageSet:

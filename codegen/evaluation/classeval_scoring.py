@@ -36,7 +36,6 @@ from codegen.evaluation.scoring import (
     SampleScore,
     _batch_limits,
     _lost,
-    _own_pid_namespace,
     cross_names,
     driver_batch_files,
     parse_batch,
@@ -44,6 +43,7 @@ from codegen.evaluation.scoring import (
 )
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
+from codegen.sandbox.backends import own_pid_namespace
 from codegen.sandbox.protocol import DRIVER_COMMAND
 from codegen.sandbox.types import Limits
 
@@ -167,14 +167,14 @@ def _run_pairs(
     for start in range(0, len(pairs), MAX_BATCH):
         chunk = pairs[start : start + MAX_BATCH]
         token = secrets.token_hex(16)
-        files = _batch_files(problem, chunk, limits, token, _own_pid_namespace(sandbox))
+        files = _batch_files(problem, chunk, limits, token, own_pid_namespace(sandbox))
         result = sandbox.run(files, DRIVER_COMMAND, _batch_limits(limits, len(chunk)))
         for j, score in parse_batch(result, token, len(chunk), limits.timeout_s).items():
             found[start + j] = score
     for i, pair in enumerate(pairs):
         if i not in found:
             token = secrets.token_hex(16)
-            files = _batch_files(problem, [pair], limits, token, _own_pid_namespace(sandbox))
+            files = _batch_files(problem, [pair], limits, token, own_pid_namespace(sandbox))
             result = sandbox.run(files, DRIVER_COMMAND, _batch_limits(limits, 1))
             found[i] = parse_batch(result, token, 1, limits.timeout_s).get(0) or _lost(result)
     return [found[i] for i in range(len(pairs))]

@@ -37,13 +37,13 @@ import sys
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from functools import lru_cache
-from importlib import resources
 from typing import NotRequired, TypedDict, cast
 
 from codegen.evaluation.humaneval import Problem
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
+from codegen.sandbox.backends import own_pid_namespace
+from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files, inside_source
 from codegen.sandbox.time_limit import load_1m
 from codegen.sandbox.types import ExecResult, Limits
 
@@ -268,11 +268,6 @@ def prepare_test(test: str) -> PreparedTest:
     return PreparedTest(code, call_check=not calls_itself, free_names=_free_names(tree))
 
 
-@lru_cache(maxsize=2)
-def _sandbox_source(name: str) -> str:
-    return resources.files("codegen.sandbox").joinpath(name).read_text("utf-8")
-
-
 def _batch_files(
     problem: Problem, candidates: list[str], limits: Limits, token: str, own_pid_namespace: bool
 ) -> dict[str, str]:
@@ -305,9 +300,9 @@ def driver_batch_files(
         "own_pid_namespace": own_pid_namespace,
     }
     return {
-        **driver_files("codegen.evaluation", "score_driver.py"),
-        "isolation.py": _sandbox_source("isolation.py"),
-        "handles.py": _sandbox_source("handles.py"),
+        **driver_files("score_driver.py"),
+        "isolation.py": inside_source("isolation.py"),
+        "handles.py": inside_source("handles.py"),
         "token.txt": token,
         "batch.json": json.dumps(batch),
     }
@@ -380,18 +375,12 @@ def _lost(result: ExecResult) -> SampleScore:
     return SampleScore(False, Category.RUNTIME_ERROR, message, result.duration_s)
 
 
-def _own_pid_namespace(sandbox: Sandbox) -> bool:
-    # Docker containers and bubblewrap sandboxes have their own PID namespace; the unsafe
-    # host mode (tests only) does not, and there leftovers are left to the supervisor.
-    return getattr(sandbox, "backend", "") in ("docker", "bwrap", "bwrap-host")
-
-
 def run_batch(
     sandbox: Sandbox, problem: Problem, candidates: list[str], limits: Limits
 ) -> tuple[dict[int, SampleScore], ExecResult]:
     """One sandbox execution scoring ``candidates``; the verdicts it produced, by index."""
     token = secrets.token_hex(16)
-    files = _batch_files(problem, candidates, limits, token, _own_pid_namespace(sandbox))
+    files = _batch_files(problem, candidates, limits, token, own_pid_namespace(sandbox))
     result = sandbox.run(files, DRIVER_COMMAND, _batch_limits(limits, len(candidates)))
     return parse_batch(result, token, len(candidates), limits.timeout_s), result
 

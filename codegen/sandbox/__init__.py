@@ -1,5 +1,8 @@
 """Isolated execution of untrusted code: Docker (default) or bubblewrap, never the bare host.
 
+The backends are registered in ``backends.py``; each declares its properties in a
+``BackendKind`` (backend_kind.py).
+
     with open_sandbox() as sb:
         report = sb.run_pytest(solution_source, test_source, Limits(timeout_s=10))
 
@@ -10,25 +13,23 @@ another way.
 
 from __future__ import annotations
 
-import shutil
-import sys
-
 from codegen.sandbox.api import Sandbox
+from codegen.sandbox.backend_kind import BackendKind, OpenRequest
+from codegen.sandbox.backends import backend_names, open_backend, register
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable, UnsafePathError
 from codegen.sandbox.files import Symlink
-from codegen.sandbox.image import bwrap_root
 from codegen.sandbox.packages import DEFAULT_SET, image_tag, package_set
 from codegen.sandbox.types import ExecResult, Limits, TestCaseResult, TestReport
 
 # The default package set's image (packages.py: its name and a digest of its pinned list).
 DEFAULT_IMAGE = image_tag(package_set())
-BACKENDS = ("auto", "docker", "bwrap")
 
 __all__ = [
-    "BACKENDS",
     "DEFAULT_IMAGE",
+    "BackendKind",
     "ExecResult",
     "Limits",
+    "OpenRequest",
     "Sandbox",
     "SandboxError",
     "SandboxUnavailable",
@@ -36,18 +37,10 @@ __all__ = [
     "TestCaseResult",
     "TestReport",
     "UnsafePathError",
+    "backend_names",
     "open_sandbox",
+    "register",
 ]
-
-
-def _docker_reason() -> str | None:
-    try:
-        from codegen.sandbox.docker_backend import docker_client
-
-        docker_client(timeout=5).close()
-    except SandboxUnavailable as exc:
-        return str(exc)
-    return None
 
 
 def open_sandbox(
@@ -62,7 +55,8 @@ def open_sandbox(
     host_usr: bool = False,
     set_name: str = DEFAULT_SET,
 ) -> Sandbox:
-    """Open a sandbox; ``auto`` picks Docker when a daemon answers, else bubblewrap on Linux.
+    """Open a sandbox of ``backend`` (one of ``backend_names()``); ``auto`` picks the first
+    registered backend that works here: Docker when a daemon answers, else bubblewrap on Linux.
 
     Raises ``SandboxUnavailable`` (one-line message) when no requested backend works.
     Without the debootstrapped root file system (``codegen sandbox build --offline``)
@@ -72,46 +66,13 @@ def open_sandbox(
     when nothing else works; it is never chosen silently. ``set_name``: the package set
     ``image`` was made for, whose build command a missing image's message gives.
     """
-    if backend not in BACKENDS:
-        raise SandboxUnavailable(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS}")
-    reasons: list[str] = []
-    if backend in ("auto", "docker"):
-        why = _docker_reason()
-        if why is None:
-            from codegen.sandbox.docker_backend import DockerSandbox
-
-            return DockerSandbox(
-                image,
-                pool_size=pool_size,
-                isolation=isolation,
-                default_limits=default_limits,
-                set_name=set_name,
-            )
-        if backend == "docker":
-            raise SandboxUnavailable(why)
-        reasons.append(f"docker: {why}")
-    if backend in ("auto", "bwrap"):
-        if not sys.platform.startswith("linux"):
-            reasons.append("bwrap: bubblewrap needs Linux")
-        elif shutil.which("bwrap") is None:
-            reasons.append("bwrap: bubblewrap is not installed")
-        else:
-            from codegen.sandbox.bwrap_backend import BwrapSandbox
-
-            try:
-                return BwrapSandbox(
-                    rootfs=rootfs if rootfs is not None else bwrap_root(image, set_name=set_name),
-                    concurrency=pool_size,
-                    isolation=isolation,
-                    default_limits=default_limits,
-                    allow_host_binds=host_usr,
-                    set_name=set_name,
-                )
-            except SandboxUnavailable as exc:
-                reasons.append(f"bwrap: {exc}")
-    if allow_unsafe_host:
-        from codegen.sandbox.bwrap_backend import BwrapSandbox
-
-        # Only rlimits, a timeout and a process-group kill: the caller asked for this by name.
-        return BwrapSandbox(concurrency=pool_size, default_limits=default_limits, unsafe_host=True)
-    raise SandboxUnavailable("no sandbox backend works here (" + "; ".join(reasons) + ")")
+    request = OpenRequest(
+        image,
+        pool_size=pool_size,
+        isolation=isolation,
+        default_limits=default_limits,
+        rootfs=rootfs,
+        host_usr=host_usr,
+        set_name=set_name,
+    )
+    return open_backend(backend, request, allow_unsafe_host=allow_unsafe_host)

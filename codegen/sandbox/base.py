@@ -10,19 +10,12 @@ import secrets
 import threading
 import uuid
 from collections.abc import Mapping
-from functools import cache
-from importlib import resources
 
 from codegen.sandbox.files import FileContent
 from codegen.sandbox.junit import MAX_XML_BYTES, parse_junit
-from codegen.sandbox.protocol import DRIVER_COMMAND, JobExtra, driver_files
+from codegen.sandbox.protocol import DRIVER_COMMAND, JobExtra, driver_files, inside_source
 from codegen.sandbox.time_limit import load_1m
 from codegen.sandbox.types import ExecResult, Limits, TestReport
-
-
-@cache
-def _sandbox_source(name: str) -> str:
-    return resources.files("codegen.sandbox").joinpath(name).read_text("utf-8")
 
 
 def _driver_report(result: ExecResult, token: str) -> tuple[bytes, dict[str, object]]:
@@ -91,9 +84,9 @@ class BaseSandbox:
         limits = limits or self.default_limits
         token = secrets.token_hex(16)
         files = {
-            **driver_files("codegen.sandbox", "pytest_driver.py"),
-            "isolation.py": _sandbox_source("isolation.py"),
-            "handles.py": _sandbox_source("handles.py"),
+            **driver_files("pytest_driver.py"),
+            "isolation.py": inside_source("isolation.py"),
+            "handles.py": inside_source("handles.py"),
             "solution.py": solution_source,
             "test_solution.py": test_source,
             "token.txt": token,

@@ -32,6 +32,7 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -39,9 +40,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TypeAlias
 
+from codegen.sandbox.backend_kind import BackendKind, NotHere, OpenRequest
 from codegen.sandbox.docker_backend import owner_tag
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable
-from codegen.sandbox.image import HOST_BACKEND, rootfs_path, rootfs_ready
+from codegen.sandbox.image import HOST_BACKEND, bwrap_root, rootfs_path, rootfs_ready
 from codegen.sandbox.packages import DEFAULT_SET, build_command
 from codegen.sandbox.pool import Deadline, PooledSandbox
 from codegen.sandbox.protocol import (
@@ -210,8 +212,47 @@ class _Spawner:
         self._queue.put(None)
 
 
+def open_bwrap(request: OpenRequest) -> BwrapSandbox:
+    """On the image's root (or ``request.rootfs``); NotHere where it cannot run."""
+    if not sys.platform.startswith("linux"):
+        raise NotHere("bubblewrap needs Linux")
+    if shutil.which("bwrap") is None:
+        raise NotHere("bubblewrap is not installed")
+    try:
+        return BwrapSandbox(
+            rootfs=request.rootfs or bwrap_root(request.image, set_name=request.set_name),
+            concurrency=request.pool_size,
+            isolation=request.isolation,
+            default_limits=request.default_limits,
+            allow_host_binds=request.host_usr,
+            set_name=request.set_name,
+        )
+    except SandboxUnavailable as exc:
+        raise NotHere(str(exc)) from None
+
+
+BWRAP = BackendKind(
+    name="bwrap",
+    open=open_bwrap,
+    own_pid_namespace=True,
+    environment="'bwrap root <its directory>', or 'host /usr' bound from the host",
+    host_usr_label=HOST_BACKEND,
+)
+# The bare host (rlimits, a timeout, a process-group kill), only by allow_unsafe_host.
+UNSAFE_HOST = BackendKind(
+    name="unsafe-host",
+    open=lambda r: BwrapSandbox(
+        concurrency=r.pool_size, default_limits=r.default_limits, unsafe_host=True
+    ),
+    own_pid_namespace=False,
+    environment="'host'",
+    in_auto=False,
+)
+
+
 class BwrapSandbox(PooledSandbox):
-    backend = "bwrap"
+    kind = BWRAP
+    backend = BWRAP.name
     wipe_dirs = (WORKDIR, "/tmp", "/dev/shm", "/dev/mqueue")
 
     def __init__(
@@ -232,7 +273,8 @@ class BwrapSandbox(PooledSandbox):
         if unsafe_host:
             # A fresh supervisor per execution, killing only its process group: on the bare
             # host kill(-1) would reach the user's other processes.
-            self.backend = "unsafe-host"
+            self.kind = UNSAFE_HOST
+            self.backend = UNSAFE_HOST.name
             self.wipe_dirs = ()
             self.confine_links = True  # the work dir is a host dir: a link would reach the host
             isolation = "strict"

@@ -18,12 +18,12 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
 from typing import Literal, cast
 
 from codegen.json_types import JSONObject, JSONValue
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
+from codegen.sandbox.backends import own_pid_namespace
+from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files, inside_source
 from codegen.sandbox.types import ExecResult, Limits
 
 Status = Literal["ok", "error", "timeout"]
@@ -32,7 +32,7 @@ Status = Literal["ok", "error", "timeout"]
 @cache
 def isolation_source() -> str:
     """``isolation.py``, shipped beside every driver that moves values across a process."""
-    return resources.files("codegen.sandbox").joinpath("isolation.py").read_text("utf-8")
+    return inside_source("isolation.py")
 
 
 def codec_decode(data: JSONValue) -> object:
@@ -180,7 +180,7 @@ def call_function(
         "stop_after_failure": stop_after_failure,
     }
     files = {
-        **driver_files("codegen.sandbox", "call_driver.py"),
+        **driver_files("call_driver.py"),
         "isolation.py": isolation_source(),
         "token.txt": token,
         "job.json": json.dumps(job),
@@ -201,12 +201,6 @@ def _items(result: ExecResult, token: str) -> list[JSONObject]:
         if isinstance(item, dict):
             items.append(item)
     return items
-
-
-def own_pid_namespace(sandbox: Sandbox) -> bool:
-    """Docker containers and bubblewrap sandboxes have their own PID namespace (there a driver
-    may kill every process but its own line); the unsafe host mode (tests only) does not."""
-    return getattr(sandbox, "backend", "") in ("docker", "bwrap", "bwrap-host")
 
 
 def call_functions(
@@ -295,7 +289,7 @@ def _run_many(
         "own_pid_namespace": own_pid_namespace(sandbox),
     }
     files = {
-        **driver_files("codegen.sandbox", "call_driver.py"),
+        **driver_files("call_driver.py"),
         "isolation.py": isolation_source(),
         "token.txt": token,
         "job.json": json.dumps(job),

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import docker
     from docker.types import HostConfig
 
+from codegen.sandbox.backend_kind import BackendKind, NotHere, OpenRequest
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable
 from codegen.sandbox.packages import DEFAULT_SET, build_command
 from codegen.sandbox.pool import DEADLINE_GRACE_S, Deadline, PooledSandbox
@@ -175,8 +176,33 @@ class _Box:
         return self.read_stdout_until(result_matcher(), deadline, cap)
 
 
+def open_docker(request: OpenRequest) -> DockerSandbox:
+    """A Docker sandbox of ``request.image``; NotHere when no daemon answers."""
+    try:
+        docker_client(timeout=5).close()
+    except SandboxUnavailable as exc:
+        raise NotHere(str(exc)) from None
+    return DockerSandbox(
+        request.image,
+        pool_size=request.pool_size,
+        isolation=request.isolation,
+        default_limits=request.default_limits,
+        set_name=request.set_name,
+    )
+
+
+DOCKER = BackendKind(
+    name="docker",
+    open=open_docker,
+    own_pid_namespace=True,
+    environment="the image tag (its package set)",
+    title="Docker",
+)
+
+
 class DockerSandbox(PooledSandbox):
-    backend = "docker"
+    kind = DOCKER
+    backend = DOCKER.name
     wipe_dirs = tuple(WIPE_DIRS)
 
     def __init__(

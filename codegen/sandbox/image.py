@@ -88,18 +88,6 @@ def bwrap_root(tag: str, cache_dir: Path | None = None, set_name: str = DEFAULT_
     return None
 
 
-def backend_label(
-    backend: str, host_usr: bool, cache_dir: Path | None = None, image: str | None = None
-) -> str:
-    """The configured backend as ``codegen info`` shows it: where bubblewrap would bind the
-    host's /usr (no debootstrapped root, ``host_usr`` set), the name its results carry."""
-    if backend == "docker" or not host_usr or rootfs_ready(rootfs_path(cache_dir)):
-        return backend
-    if image is not None and rootfs_ready(image_rootfs_path(image, cache_dir)):
-        return backend
-    return HOST_BACKEND if backend == "bwrap" else f"{backend} ({HOST_BACKEND} without Docker)"
-
-
 def ensure_rootfs(
     cache_dir: Path | None = None, mirror: str = MIRROR, progress: Progress = _quiet
 ) -> Path:

@@ -1,4 +1,4 @@
-"""Host side of the supervisor's wire format (see ``codegen/sandbox/supervisor.py``)."""
+"""Host side of the supervisor's wire format (see ``codegen/sandbox/inside/supervisor.py``)."""
 
 from __future__ import annotations
 
@@ -60,8 +60,13 @@ class Job(JobExtra, total=False):
 
 
 @cache
+def inside_source(name: str) -> str:
+    """The text of ``name``, a file of ``sandbox/inside/`` (the code that runs in the box)."""
+    return resources.files("codegen.sandbox").joinpath("inside", name).read_text("utf-8")
+
+
 def supervisor_source() -> str:
-    return resources.files("codegen.sandbox").joinpath("supervisor.py").read_text("utf-8")
+    return inside_source("supervisor.py")
 
 
 # A driver's command: -I less -E, so that the sandbox's own environment (SANDBOX_ENV, built
@@ -72,13 +77,11 @@ def supervisor_source() -> str:
 DRIVER_COMMAND = ["python3", "-s", "-P", "-B", "driver.py"]
 
 
-@cache
-def driver_files(package: str, module_file: str) -> dict[str, str]:
-    """The files that run ``module_file`` of ``package`` in the sandbox as ``driver.py``, with
-    the supervisor beside it as ``supervisor.py``: one copy of the process hygiene (non-dumpable,
-    reaping, wiping) for the supervisor and every driver."""
-    source = resources.files(package).joinpath(module_file).read_text("utf-8")
-    return {"driver.py": source, "supervisor.py": supervisor_source()}
+def driver_files(module_file: str) -> dict[str, str]:
+    """The files that run ``module_file`` of ``sandbox/inside/`` in the sandbox as
+    ``driver.py``, with the supervisor beside it as ``supervisor.py``: one copy of the process
+    hygiene (non-dumpable, reaping, wiping) for the supervisor and every driver."""
+    return {"driver.py": inside_source(module_file), "supervisor.py": supervisor_source()}
 
 
 def supervisor_command(mode: str) -> list[str]:

@@ -229,7 +229,9 @@ class LLMSettings(Section):
 
 
 class SandboxSettings(Section):
-    backend: Literal["auto", "docker", "bwrap"] = "auto"
+    # One of the sandbox's registered backends, or "auto" (codegen.sandbox.backends): a plain
+    # name here, below the registry; composition.sandbox_backend checks it.
+    backend: str = Field(default="auto", min_length=1)
     # None keeps the sandbox's own value, defined once there: the image tag is the package
     # set's (codegen.sandbox.packages.image_tag), each limit a field of codegen.sandbox.Limits
     # (composition.sandbox_limits fills in what is set here).

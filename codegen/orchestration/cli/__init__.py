@@ -74,7 +74,9 @@ def cli(ctx: click.Context) -> None:
     # A bad setting stops every command before it does anything, one that reads no setting
     # (`codegen replay serve`) too; a command's --help still answers.
     if not ctx.meta.get("help"):
-        get_settings()
+        from codegen.composition import sandbox_backend  # its registry: above the settings
+
+        sandbox_backend(get_settings())
 
 
 def _one_line(text: str) -> str:

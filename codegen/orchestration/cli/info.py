@@ -17,8 +17,8 @@ from codegen.corpus.store import chunks_path
 from codegen.orchestration.instance import postgres_url
 from codegen.requests.route import KEY_ENV, daemon_environment, key_fingerprint, refusal
 from codegen.retrieval.index import open_store
+from codegen.sandbox.backends import backend_label, backend_names
 from codegen.sandbox.errors import SandboxError
-from codegen.sandbox.image import backend_label
 from codegen.settings import (
     Origin,
     SandboxSettings,
@@ -193,7 +193,9 @@ def sandbox_line(sandbox: SandboxSettings) -> str:
     except SandboxError as exc:
         return f"{sandbox.backend} (bad package set: {exc})"
     label = backend_label(sandbox.backend, sandbox.bwrap_host_usr, image=image)
-    return f"{label} ({image}; packages {packages.describe()})"
+    return (
+        f"{label} ({image}; packages {packages.describe()}; backends {', '.join(backend_names())})"
+    )
 
 
 def settings_lines(values: JSONObject, origins: dict[str, Origin]) -> list[str]:

@@ -7,18 +7,30 @@ passes its command's own status through, as ``docker run`` does.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from codegen.composition import sandbox_image, sandbox_limits, sandbox_packages
+from codegen.composition import sandbox_backend, sandbox_image, sandbox_limits, sandbox_packages
 from codegen.orchestration.cli.exits import Refused
+from codegen.sandbox import backend_names
 from codegen.sandbox.packages import NAMED_SETS
 from codegen.settings import get_settings
 
 if TYPE_CHECKING:
     from codegen.sandbox.types import ExecResult
+
+
+class _BackendChoices(Sequence[str]):
+    """The registered backends, read when ``--backend`` is checked or shown, not at import."""
+
+    def __getitem__(self, index: int) -> str:  # type: ignore[override]
+        return backend_names()[index]
+
+    def __len__(self) -> int:
+        return len(backend_names())
 
 
 def _progress(message: str) -> None:
@@ -80,7 +92,7 @@ def build(offline: bool, force: bool, tag: str | None, package_set: str | None) 
 )
 @click.option("--timeout", type=click.FloatRange(min=0.1, max=3600), default=None)
 @click.option("--memory", type=click.IntRange(min=16, max=65536), default=None, help="MB")
-@click.option("--backend", type=click.Choice(["auto", "docker", "bwrap"]), default=None)
+@click.option("--backend", type=click.Choice(_BackendChoices()), default=None)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def exec_command(
     directory: Path,
@@ -99,7 +111,8 @@ def exec_command(
     from codegen.sandbox import SandboxError, open_sandbox
     from codegen.sandbox.files import read_dir
 
-    settings = get_settings().sandbox
+    configured = get_settings()
+    settings = configured.sandbox
     limits = sandbox_limits(settings, timeout_s=timeout, memory_mb=memory)
     try:
         image = sandbox_image(settings)
@@ -108,7 +121,7 @@ def exec_command(
         raise Refused(str(exc)) from exc
     try:
         with open_sandbox(
-            backend or settings.backend,
+            backend or sandbox_backend(configured),
             image=image,
             set_name=settings.package_set,
             pool_size=1,

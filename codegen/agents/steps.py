@@ -6,6 +6,7 @@ far and a budget ``Meter``, returning its typed result. ``runner`` runs them in 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -41,7 +42,7 @@ from codegen.agents.roles import (
     validate_request,
     write_code,
 )
-from codegen.agents.spec import Spec, off_target
+from codegen.agents.spec import SPEC_JSON_SCHEMA, Spec, off_target
 from codegen.agents.state import (
     ContextResult,
     CrewState,
@@ -358,41 +359,129 @@ StepFn = Callable[[Crew, CrewState, Meter], StepResult]
 
 @dataclass(frozen=True)
 class Step:
-    name: str  # the CrewState field it fills
+    """One step of the crew, named once: what it fills, needs and runs, and how it shows as a
+    Dagster asset (``codegen/assets/codegen.py`` builds one per step from these fields)."""
+
+    name: str  # the CrewState result it fills (CrewState.result(name))
     needs: tuple[str, ...]
     run: StepFn
     result_type: type[StepResult]
     doing: str  # progress line when it starts
+    asset: str = ""  # its asset's name ("": the step's name)
+    description: str = ""  # its asset's description ("": ``doing``)
+    roles: tuple[str, ...] = ()  # the agent roles whose prompts version its asset's code
+    services: tuple[str, ...] = ()  # what it opens beyond the model: "sandbox", "retriever"
+    schema: str = ""  # a JSON schema its prompts send, versioned with them
+
+    @property
+    def asset_name(self) -> str:
+        return self.asset or self.name
+
+    @property
+    def code_version(self) -> str:
+        """A hash of its roles' prompts and schema: a prompt edit marks the asset stale; a
+        step without a role is at "1"."""
+        return prompts.prompt_version(*self.roles, extra=self.schema) if self.roles else "1"
 
 
 STEPS: tuple[Step, ...] = (
-    Step("spec", (), _spec_step, SpecResult, "analyzer: writing the spec"),
+    Step(
+        "spec",
+        (),
+        _spec_step,
+        SpecResult,
+        "analyzer: writing the spec",
+        "request_spec",
+        "The Requirements Analyzer's JSON spec of the request (Structured Outputs).",
+        ("analyzer",),
+        schema=json.dumps(SPEC_JSON_SCHEMA, sort_keys=True),
+    ),
     # The test designer works from the spec alone, in parallel with retrieval + programmer.
-    Step("tests", ("spec",), _tests_step, TestsResult, "test designer: writing the tests"),
-    Step("context", ("spec",), _context_step, ContextResult, "retrieving context"),
-    Step("draft", ("spec", "context"), _draft_step, DraftResult, "programmer: first draft"),
+    Step(
+        "tests",
+        ("spec",),
+        _tests_step,
+        TestsResult,
+        "test designer: writing the tests",
+        "test_suite",
+        "The Test Designer's pytest module, written from the spec alone (never code).",
+        ("test_designer",),
+    ),
+    Step(
+        "context",
+        ("spec",),
+        _context_step,
+        ContextResult,
+        "retrieving context",
+        "retrieved_context",
+        "Corpus chunks for the programmer: spec to queries, deduplicated, cited, budgeted.",
+        services=("retriever",),
+    ),
+    Step(
+        "draft",
+        ("spec", "context"),
+        _draft_step,
+        DraftResult,
+        "programmer: first draft",
+        "solution_draft",
+        "The Programmer's first draft(s) of solution.py; needs no tests, so it runs in "
+        "parallel with the test designer.",
+        ("programmer", "reviewer"),
+    ),
     Step(
         "solution",
         ("spec", "tests", "context", "draft"),
         _solution_step,
         SolutionResult,
         "refinement: test, feed back, revise, review",
+        "solution_code",
+        "solution.py after the refinement loop: the Test Executor, Programmer and Reviewer "
+        "execute, feed back, reprogram and review.",
+        ("programmer", "reviewer"),
+        ("sandbox",),
     ),
-    Step("review", ("solution",), _review_step, ReviewResult, "review: the code's sign-off"),
-    Step("docs", ("spec", "review"), _docs_step, DocsResult, "documenter: writing the README"),
+    Step(
+        "review",
+        ("solution",),
+        _review_step,
+        ReviewResult,
+        "review: the code's sign-off",
+        "human_review",
+        "The sign-off on code whose tests pass: the Reviewer agent's (mode agent), or a "
+        "person's (human, both: the request waits in awaiting_review, holding no run, until the "
+        "review_request job brings a verdict; a rejection revises the code).",
+        ("programmer", "reviewer"),
+        ("sandbox",),
+    ),
+    Step(
+        "docs",
+        ("spec", "review"),
+        _docs_step,
+        DocsResult,
+        "documenter: writing the README",
+        "documentation",
+        "The Documentation Generator's README for accepted code; completes report.json.",
+        ("documenter",),
+    ),
 )
 
 
-STEP_BY_NAME: dict[str, Step] = {s.name: s for s in STEPS}
+def step_named(name: str) -> Step:
+    """The step of ``STEPS`` called ``name`` (read when asked, so a step added to ``STEPS``
+    is found)."""
+    for step in STEPS:
+        if step.name == name:
+            return step
+    raise KeyError(f"no crew step named {name!r}")
 
 
 def upstream(name: str) -> set[str]:
     """Every step ``name`` depends on, directly or not."""
     out: set[str] = set()
-    todo = list(STEP_BY_NAME[name].needs)
+    todo = list(step_named(name).needs)
     while todo:
         need = todo.pop()
         if need not in out:
             out.add(need)
-            todo.extend(STEP_BY_NAME[need].needs)
+            todo.extend(step_named(need).needs)
     return out

@@ -1,5 +1,5 @@
 """One pick among several drafts, decided from what was observed of them, so the crew (in the
-sandbox, ``steps._select``) and an evaluation's re-pick (from the stored selection record,
+sandbox, ``draft_pick.select_draft``) and an evaluation's re-pick (from the stored selection record,
 no model call and no sandbox run) decide by the same code.
 
 ``decide`` applies the registered pick rule (``rules``; by default ``agreement_rule``) to the

@@ -4,19 +4,19 @@ steps in parallel (``run_steps``)."""
 from __future__ import annotations
 
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import replace
 
+from codegen.agents import steps
 from codegen.agents.llm import Meter
 from codegen.agents.refine import classify
 from codegen.agents.report import store_artifacts
 from codegen.agents.state import CrewState, Ended, StepResult
-from codegen.agents.steps import STEP_BY_NAME, STEPS, Crew, Step, upstream
+from codegen.agents.steps import Crew, Step, step_named, upstream
 
 
 def run_step(name: str, crew: Crew, state: CrewState) -> StepResult:
     """One step over ``state``; never raises. A step after the request ended does no work and
     carries the ending on; the budget counts what every upstream step spent."""
-    step = STEP_BY_NAME[name]
+    step = step_named(name)
     missing = [n for n in step.needs if state.result(n) is None]
     if missing:
         raise ValueError(f"step {name} needs {', '.join(missing)} first")
@@ -38,7 +38,7 @@ def run_step(name: str, crew: Crew, state: CrewState) -> StepResult:
 
 def advance(name: str, crew: Crew, state: CrewState) -> CrewState:
     """``state`` with step ``name`` run, and its artifacts stored when the crew has a folder."""
-    new = replace(state, **{name: run_step(name, crew, state)})
+    new = state.with_result(name, run_step(name, crew, state))
     if crew.artifacts is not None:
         store_artifacts(crew.artifacts, name, new)
     return new
@@ -47,9 +47,10 @@ def advance(name: str, crew: Crew, state: CrewState) -> CrewState:
 def run_steps(crew: Crew, state: CrewState) -> CrewState:
     """Every step whose result is missing, each as soon as the steps it needs are done, so
     independent steps (the test designer and the programmer) run in parallel."""
-    pending = [s for s in STEPS if state.result(s.name) is None]
+    # STEPS read when run: a step added to it runs here with no edit.
+    pending = [s for s in steps.STEPS if state.result(s.name) is None]
     running: dict[Future[CrewState], Step] = {}
-    with ThreadPoolExecutor(max_workers=len(STEPS), thread_name_prefix="crew") as pool:
+    with ThreadPoolExecutor(max_workers=len(pending) or 1, thread_name_prefix="crew") as pool:
         while pending or running:
             for step in list(pending):
                 if all(state.result(n) is not None for n in step.needs):
@@ -60,5 +61,5 @@ def run_steps(crew: Crew, state: CrewState) -> CrewState:
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 step = running.pop(future)
-                setattr(state, step.name, future.result().result(step.name))
+                state = state.with_result(step.name, future.result().result(step.name))
     return state

@@ -143,7 +143,8 @@ class DocsResult(StepResult):
     docs: str = ""
 
 
-# Marks the CrewState fields that hold a step's result; steps.STEPS names one step per field.
+# Marks the CrewState fields that hold a built-in step's result, typed; steps.STEPS names the
+# steps (one per field, a test checks the two agree) and a step added there lands in ``added``.
 STEP: dict[str, bool] = {"step": True}
 
 
@@ -164,6 +165,8 @@ class CrewState:
     # Resuming a request that awaits review: the review so far, and the verdict just given.
     review_prior: ReviewResult | None = None
     verdict: HumanVerdict | None = None
+    # The results of steps added to ``steps.STEPS`` beyond the fields above, by step name.
+    added: dict[str, StepResult] = field(default_factory=dict)
 
     @property
     def accepted(self) -> SolutionResult | None:
@@ -173,23 +176,36 @@ class CrewState:
         return self.solution
 
     def result(self, name: str) -> StepResult | None:
-        if name not in STEP_FIELDS:
-            raise KeyError(f"no step named {name!r}")
-        return getattr(self, name)
+        """Step ``name``'s result: a field above for the built-in steps, else ``added``."""
+        if name in STEP_FIELDS:
+            return getattr(self, name)
+        return self.added.get(name)
+
+    def with_result(self, name: str, result: StepResult | None) -> CrewState:
+        """A copy of this state holding ``result`` as step ``name``'s."""
+        out = copy.copy(self)
+        if name in STEP_FIELDS:
+            setattr(out, name, result)
+        elif result is not None:
+            out.added = {**self.added, name: result}
+        return out
+
+    def _names(self) -> tuple[str, ...]:
+        return (*STEP_FIELDS, *self.added)
 
     def merged(self, *others: CrewState) -> CrewState:
         """This state with the results only ``others`` hold (Dagster hands each asset the
         states of its upstream assets; they agree on what they share)."""
-        out = copy.copy(self)
+        out = self
         for other in others:
-            for name in STEP_FIELDS:
+            for name in other._names():
                 if out.result(name) is None and other.result(name) is not None:
-                    setattr(out, name, other.result(name))
-        return out
+                    out = out.with_result(name, other.result(name))
+        return copy.copy(out)
 
     def ended_at(self, names: tuple[str, ...] | None = None) -> tuple[str, Ended] | None:
         """The first step (of ``names``; None: of all) that ended the request, and how."""
-        for name in STEP_FIELDS:
+        for name in self._names():
             result = self.result(name)
             if (names is None or name in names) and result is not None and result.ended:
                 return name, result.ended
@@ -201,7 +217,7 @@ class CrewState:
 
     def usage(self, names: set[str] | None = None) -> Usage:
         total = Usage()
-        for name in STEP_FIELDS:
+        for name in self._names():
             result = self.result(name)
             if result is not None and (names is None or name in names):
                 total = total.merge(result.usage)

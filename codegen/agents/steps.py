@@ -6,6 +6,7 @@ far and a budget ``Meter``, returning its typed result. ``runner`` runs them in 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -15,33 +16,21 @@ from pathlib import Path
 from codegen.agents import prompts
 from codegen.agents.context import queries_for, retrieve_context
 from codegen.agents.dependencies import SandboxPackages, missing, missing_reason
-from codegen.agents.llm import Draft, LLMClient, Meter, shown_url
+from codegen.agents.draft_pick import select_draft
+from codegen.agents.llm import Draft, LLMClient, Meter
 from codegen.agents.pick import (
-    CONFIG,
-    HISTORY,
-    NONE,
-    CandidateRun,
     ReliabilityHistory,
     Selection,
-    SharedInput,
-    UsedReliability,
-    decide,
-    record,
-    run_on_shared_inputs,
-    source_key,
-    typicality,
-    usable,
 )
 from codegen.agents.refine import Event, classify, quiet, refine
 from codegen.agents.roles import (
     analyze,
     design_tests,
     document,
-    execute_tests,
     validate_request,
     write_code,
 )
-from codegen.agents.spec import Spec, off_target
+from codegen.agents.spec import SPEC_JSON_SCHEMA, Spec, off_target
 from codegen.agents.state import (
     ContextResult,
     CrewState,
@@ -55,19 +44,11 @@ from codegen.agents.state import (
     StepResult,
     TestsResult,
 )
-from codegen.agents.suite import (
-    EXAMPLE_PREFIX,
-    rows_of,
-    spec_example_tests,
-    test_function,
-    with_examples,
-    without_tests,
-)
 from codegen.agents.types import Status
 from codegen.retrieval.grounding import Grounding
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.types import Limits, TestReport
+from codegen.sandbox.types import Limits
 
 
 @dataclass
@@ -157,97 +138,6 @@ def _draft_step(crew: Crew, state: CrewState, meter: Meter) -> DraftResult:
     return DraftResult(code=drafts[0].code, problem=drafts[0].problem, drafts=drafts)
 
 
-def used_reliabilities(
-    llm: LLMClient, history: ReliabilityHistory | None, count: int
-) -> list[UsedReliability]:
-    """Per draft of ``count``, the reliability its vote counts with: its ``[llm] candidates``
-    entry's (``config``), else the home's estimate of its model (``history``) when it
-    rests on at least ``MIN_TASKS`` tasks (``history``), else none."""
-    learned = usable(history.snapshot()) if history is not None else {}
-    out: list[UsedReliability] = []
-    for index in range(count):
-        draft = Draft(candidate=index)
-        # The name the draft's model is known by: model @ endpoint.
-        model = llm.model_for("programmer", draft).model
-        source = source_key(model, shown_url(llm.endpoint_for("programmer", draft)))
-        configured = llm.reliability_for(draft)
-        if configured is not None:
-            out.append(UsedReliability(index, source, configured, CONFIG))
-        elif source in learned:
-            found = learned[source]
-            out.append(UsedReliability(index, source, found.value, HISTORY, found.tasks))
-        else:
-            out.append(UsedReliability(index, source, None, NONE))
-    return out
-
-
-def _select(
-    crew: Crew, box: Sandbox, state: CrewState, limits: Limits | None
-) -> tuple[int, Selection, str]:
-    """Every draft against the suite plus the spec's examples (one pytest run each) and, in
-    one more sandbox execution, on the shared inputs (``agents.pick.agreement``); the pick, why,
-    and the suite without suspect tests."""
-    assert state.tests is not None and state.draft is not None
-    drafts = state.draft.drafts
-    spec = _spec(state)
-    examples = spec_example_tests(spec)
-    suite = with_examples(state.tests.tests, examples)
-    crew.on_event(f"selection: {len(drafts)} drafts against the suite in the sandbox")
-
-    def run(draft: DraftCandidate) -> TestReport | None:
-        return execute_tests(box, draft.code, suite, limits) if draft.code else None
-
-    with ThreadPoolExecutor(max_workers=min(4, len(drafts) + 1)) as pool:
-        shared_future = pool.submit(
-            run_on_shared_inputs,
-            box,
-            [d.code or "" for d in drafts],
-            spec,
-            state.tests.tests,
-            limits,
-        )
-        reports = list(pool.map(run, drafts))
-        shared = shared_future.result()
-    names, rows = rows_of([r or TestReport() for r in reports])
-    trusted = [test_function(n).startswith(EXAMPLE_PREFIX) for n in names]
-    # Each draft's reliability: its [llm] candidates entry's, else what this home learned of
-    # its model (earlier evaluations and requests), else none (equal votes).
-    used = used_reliabilities(crew.llm, crew.history, len(drafts))
-    typical = typicality([d.code or "" for d in drafts])
-    decision = decide(shared.table, names, rows, trusted, used, typical)
-    base = Selection(
-        chosen=decision.chosen,
-        why=decision.why,
-        trusted_tests=[n for n, t in zip(names, trusted, strict=True) if t],
-        candidates=[
-            CandidateRun(
-                candidate=i,
-                problem=d.problem,
-                passed=r.passed if r else 0,
-                total=r.total if r else 0,
-                outcomes=dict(zip(names, rows[i], strict=True)),
-                tokens=d.usage.total_tokens,
-                cost_usd=d.usage.cost_usd,
-                classes=list(shared.table.classes[i]),
-                typicality=typical[i],
-            )
-            for i, (d, r) in enumerate(zip(drafts, reports, strict=True))
-        ],
-        inputs=[
-            SharedInput(i.text or ", ".join(repr(a) for a in i.args), i.origin, dict(labels))
-            for i, labels in zip(shared.inputs, shared.table.labels, strict=True)
-        ],
-        inputs_seconds=round(shared.seconds, 3) if shared.inputs else None,
-        reliabilities=list(used),
-    )
-    selection = record(base, decision, names)
-    chosen_index, why, suspect_names = selection.chosen, selection.why, selection.suspect_tests
-    designer_names = [n for n, t in zip(names, trusted, strict=True) if not t]
-    tests = without_tests(state.tests.tests, suspect_names, designer_names)
-    crew.on_event(f"selection: draft {chosen_index} picked ({why})")
-    return chosen_index, selection, tests
-
-
 def _solution_step(crew: Crew, state: CrewState, meter: Meter) -> SolutionResult:
     assert state.tests is not None and state.draft is not None and state.context is not None
     limits = state.options.limits or crew.limits
@@ -258,7 +148,9 @@ def _solution_step(crew: Crew, state: CrewState, meter: Meter) -> SolutionResult
     try:
         with crew.sandbox() as box:
             if len(drafts) > 1:
-                index, selection, tests = _select(crew, box, state, limits)
+                index, selection, tests = select_draft(
+                    crew.llm, crew.history, crew.on_event, box, state, limits
+                )
                 chosen = drafts[index]
             result = refine(
                 crew.llm,
@@ -358,41 +250,129 @@ StepFn = Callable[[Crew, CrewState, Meter], StepResult]
 
 @dataclass(frozen=True)
 class Step:
-    name: str  # the CrewState field it fills
+    """One step of the crew, named once: what it fills, needs and runs, and how it shows as a
+    Dagster asset (``codegen/assets/codegen.py`` builds one per step from these fields)."""
+
+    name: str  # the CrewState result it fills (CrewState.result(name))
     needs: tuple[str, ...]
     run: StepFn
     result_type: type[StepResult]
     doing: str  # progress line when it starts
+    asset: str = ""  # its asset's name ("": the step's name)
+    description: str = ""  # its asset's description ("": ``doing``)
+    roles: tuple[str, ...] = ()  # the agent roles whose prompts version its asset's code
+    services: tuple[str, ...] = ()  # what it opens beyond the model: "sandbox", "retriever"
+    schema: str = ""  # a JSON schema its prompts send, versioned with them
+
+    @property
+    def asset_name(self) -> str:
+        return self.asset or self.name
+
+    @property
+    def code_version(self) -> str:
+        """A hash of its roles' prompts and schema: a prompt edit marks the asset stale; a
+        step without a role is at "1"."""
+        return prompts.prompt_version(*self.roles, extra=self.schema) if self.roles else "1"
 
 
 STEPS: tuple[Step, ...] = (
-    Step("spec", (), _spec_step, SpecResult, "analyzer: writing the spec"),
+    Step(
+        "spec",
+        (),
+        _spec_step,
+        SpecResult,
+        "analyzer: writing the spec",
+        "request_spec",
+        "The Requirements Analyzer's JSON spec of the request (Structured Outputs).",
+        ("analyzer",),
+        schema=json.dumps(SPEC_JSON_SCHEMA, sort_keys=True),
+    ),
     # The test designer works from the spec alone, in parallel with retrieval + programmer.
-    Step("tests", ("spec",), _tests_step, TestsResult, "test designer: writing the tests"),
-    Step("context", ("spec",), _context_step, ContextResult, "retrieving context"),
-    Step("draft", ("spec", "context"), _draft_step, DraftResult, "programmer: first draft"),
+    Step(
+        "tests",
+        ("spec",),
+        _tests_step,
+        TestsResult,
+        "test designer: writing the tests",
+        "test_suite",
+        "The Test Designer's pytest module, written from the spec alone (never code).",
+        ("test_designer",),
+    ),
+    Step(
+        "context",
+        ("spec",),
+        _context_step,
+        ContextResult,
+        "retrieving context",
+        "retrieved_context",
+        "Corpus chunks for the programmer: spec to queries, deduplicated, cited, budgeted.",
+        services=("retriever",),
+    ),
+    Step(
+        "draft",
+        ("spec", "context"),
+        _draft_step,
+        DraftResult,
+        "programmer: first draft",
+        "solution_draft",
+        "The Programmer's first draft(s) of solution.py; needs no tests, so it runs in "
+        "parallel with the test designer.",
+        ("programmer", "reviewer"),
+    ),
     Step(
         "solution",
         ("spec", "tests", "context", "draft"),
         _solution_step,
         SolutionResult,
         "refinement: test, feed back, revise, review",
+        "solution_code",
+        "solution.py after the refinement loop: the Test Executor, Programmer and Reviewer "
+        "execute, feed back, reprogram and review.",
+        ("programmer", "reviewer"),
+        ("sandbox",),
     ),
-    Step("review", ("solution",), _review_step, ReviewResult, "review: the code's sign-off"),
-    Step("docs", ("spec", "review"), _docs_step, DocsResult, "documenter: writing the README"),
+    Step(
+        "review",
+        ("solution",),
+        _review_step,
+        ReviewResult,
+        "review: the code's sign-off",
+        "human_review",
+        "The sign-off on code whose tests pass: the Reviewer agent's (mode agent), or a "
+        "person's (human, both: the request waits in awaiting_review, holding no run, until the "
+        "review_request job brings a verdict; a rejection revises the code).",
+        ("programmer", "reviewer"),
+        ("sandbox",),
+    ),
+    Step(
+        "docs",
+        ("spec", "review"),
+        _docs_step,
+        DocsResult,
+        "documenter: writing the README",
+        "documentation",
+        "The Documentation Generator's README for accepted code; completes report.json.",
+        ("documenter",),
+    ),
 )
 
 
-STEP_BY_NAME: dict[str, Step] = {s.name: s for s in STEPS}
+def step_named(name: str) -> Step:
+    """The step of ``STEPS`` called ``name`` (read when asked, so a step added to ``STEPS``
+    is found)."""
+    for step in STEPS:
+        if step.name == name:
+            return step
+    raise KeyError(f"no crew step named {name!r}")
 
 
 def upstream(name: str) -> set[str]:
     """Every step ``name`` depends on, directly or not."""
     out: set[str] = set()
-    todo = list(STEP_BY_NAME[name].needs)
+    todo = list(step_named(name).needs)
     while todo:
         need = todo.pop()
         if need not in out:
             out.add(need)
-            todo.extend(STEP_BY_NAME[need].needs)
+            todo.extend(step_named(need).needs)
     return out

@@ -1,8 +1,9 @@
 """Code-generation assets: every request is one partition of the ``requests`` dynamic partitions.
 
 One asset per step of ``codegen.agents.steps.STEPS`` (the sequence the in-process ``run_crew``
-runs too), built by ``build_step_asset`` from the step and its row in ``STEP_ASSETS`` (asset
-name, code version, description, metadata, services): ``request_spec -> (test_suite ||
+runs too), built by ``build_step_asset`` from the step (asset name, code version from its
+roles' prompts, description, services) and its Dagster view in ``STEP_VIEWS`` (metadata,
+config): ``request_spec -> (test_suite ||
 retrieved_context -> solution_draft) -> solution_code -> human_review -> documentation``,
 with a blocking sandbox check and a bandit check on ``solution_code`` (``codegen_checks``;
 what each step shows: ``codegen_metadata``). Each asset reads the results of the steps
@@ -16,7 +17,6 @@ an ending carries it on, and ``report.json`` (written by ``codegen.agents.report
 alone) always says how the request ended.
 """
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -35,15 +35,14 @@ from dagster import (
 )
 
 from codegen import composition
-from codegen.agents import prompts
+from codegen.agents import steps
 from codegen.agents.llm import LLMRoute, request_key
 from codegen.agents.pick import FILE_NAME as HISTORY_FILE
 from codegen.agents.pick import ReliabilityHistory, votes_of
 from codegen.agents.report import write_report
 from codegen.agents.runner import advance
-from codegen.agents.spec import SPEC_JSON_SCHEMA
 from codegen.agents.state import CrewState, StepResult
-from codegen.agents.steps import STEP_BY_NAME, STEPS, Crew, Step, upstream
+from codegen.agents.steps import Crew, Step, step_named, upstream
 from codegen.agents.types import Status, is_outage
 from codegen.assets.codegen_metadata import (
     StepMetadata,
@@ -73,13 +72,6 @@ from codegen.settings import Settings
 requests_partitions = DynamicPartitionsDefinition(name="requests")
 
 GROUP = "codegen"
-
-_SCHEMA = json.dumps(SPEC_JSON_SCHEMA, sort_keys=True)
-SPEC_VERSION = prompts.prompt_version("analyzer", extra=_SCHEMA)
-TESTS_VERSION = prompts.prompt_version("test_designer")
-CODE_VERSION = prompts.prompt_version("programmer", "reviewer")
-DOCS_VERSION = prompts.prompt_version("documenter")
-CONTEXT_VERSION = "1"
 
 
 def artifacts_folder(settings: Settings, request_id: str) -> Path:
@@ -173,81 +165,30 @@ StepRunner = Callable[
 
 
 @dataclass(frozen=True)
-class StepAsset:
-    """How one crew step shows in Dagster: its asset's name, code version, description and
-    metadata, the services it needs beyond the model, and (rarely) its own way to run."""
+class StepView:
+    """What only Dagster adds to a crew step (``agents.steps.Step`` holds its asset's name,
+    description, code version and services): the metadata it shows and, rarely, run config
+    and its own way to run."""
 
-    asset: str
-    code_version: str
-    description: str
     metadata: Metadata = default_metadata
-    services: tuple[str, ...] = ()  # "sandbox", "retriever"
     config: type[Config] | None = None
     run: StepRunner | None = None
 
 
-STEP_ASSETS: dict[str, StepAsset] = {
-    "spec": StepAsset(
-        "request_spec",
-        SPEC_VERSION,
-        "The Requirements Analyzer's JSON spec of the request (Structured Outputs).",
-        spec_metadata,
-    ),
-    "tests": StepAsset(
-        "test_suite",
-        TESTS_VERSION,
-        "The Test Designer's pytest module, written from the spec alone (never code).",
-        tests_metadata,
-    ),
-    "context": StepAsset(
-        "retrieved_context",
-        CONTEXT_VERSION,
-        "Corpus chunks for the programmer: spec to queries, deduplicated, cited, budgeted.",
-        context_metadata,
-        services=("retriever",),
-    ),
-    "draft": StepAsset(
-        "solution_draft",
-        CODE_VERSION,
-        "The Programmer's first draft(s) of solution.py; needs no tests, so it runs in "
-        "parallel with the test designer.",
-        draft_metadata,
-    ),
-    "solution": StepAsset(
-        "solution_code",
-        CODE_VERSION,
-        "solution.py after the refinement loop: the Test Executor, Programmer and Reviewer "
-        "execute, feed back, reprogram and review.",
-        solution_metadata,
-        services=("sandbox",),
-    ),
-    "review": StepAsset(
-        "human_review",
-        CODE_VERSION,
-        "The sign-off on code whose tests pass: the Reviewer agent's (mode agent), or a "
-        "person's (human, both: the request waits in awaiting_review, holding no run, until the "
-        "review_request job brings a verdict; a rejection revises the code).",
-        review_metadata,
-        services=("sandbox",),
-        config=ReviewVerdictConfig,
-        run=_run_review,
-    ),
-    "docs": StepAsset(
-        "documentation",
-        DOCS_VERSION,
-        "The Documentation Generator's README for accepted code; completes report.json.",
-        docs_metadata,
-    ),
+# By step name; a step not listed shows the default metadata.
+STEP_VIEWS: dict[str, StepView] = {
+    "spec": StepView(spec_metadata),
+    "tests": StepView(tests_metadata),
+    "context": StepView(context_metadata),
+    "draft": StepView(draft_metadata),
+    "solution": StepView(solution_metadata),
+    "review": StepView(review_metadata, ReviewVerdictConfig, _run_review),
+    "docs": StepView(docs_metadata),
 }
 
 
-def step_asset_spec(step: Step) -> StepAsset:
-    """The table's entry, or for a step it does not list the plain defaults."""
-    return STEP_ASSETS.get(step.name) or StepAsset(step.name, "1", step.doing)
-
-
 def asset_name(step_name: str) -> str:
-    return step_asset_spec(STEP_BY_NAME[step_name]).asset
+    return step_named(step_name).asset_name
 
 
 def _checked_route(stored: JSONObject | None, llm: LLMResource) -> LLMRoute | None:
@@ -348,7 +289,7 @@ def skipped_metadata(state: CrewState, name: str) -> StepMetadata:
 def build_step_asset(step: Step) -> AssetsDefinition:
     """The asset that runs ``step`` for one request: it reads the results of every step
     upstream of it (each asset stores only its own step's result) and returns its own."""
-    spec = step_asset_spec(step)
+    view = STEP_VIEWS.get(step.name, StepView())
     names = {asset_name(n): n for n in sorted(upstream(step.name))}
 
     def materialize_step(
@@ -356,10 +297,11 @@ def build_step_asset(step: Step) -> AssetsDefinition:
     ) -> MaterializeResult:
         settings: Settings = context.resources.settings.load()
         state = _start(context, settings, context.resources.llm)
-        state = replace(state, **{names[key]: value for key, value in results.items()})
-        crew = _crew(context, settings, spec.services)
-        if spec.run is not None:
-            state = spec.run(context, config, crew, state, settings)  # type: ignore[arg-type]
+        for key, value in results.items():
+            state = state.with_result(names[key], value)
+        crew = _crew(context, settings, step.services)
+        if view.run is not None:
+            state = view.run(context, config, crew, state, settings)  # type: ignore[arg-type]
         else:
             state = advance(step.name, crew, state)
         folder = artifacts_folder(settings, context.partition_key)
@@ -368,21 +310,21 @@ def build_step_asset(step: Step) -> AssetsDefinition:
             _learn_from(settings, context.partition_key, state)
         return MaterializeResult(
             value=state.result(step.name),
-            metadata={**spec.metadata(state, folder), **skipped_metadata(state, step.name)},
+            metadata={**view.metadata(state, folder), **skipped_metadata(state, step.name)},
         )
 
     decorate = asset(
-        name=spec.asset,
+        name=step.asset_name,
         partitions_def=requests_partitions,
         group_name=GROUP,
         kinds={"python"},
-        code_version=spec.code_version,
-        description=spec.description,
+        code_version=step.code_version,
+        description=step.description or step.doing,
         ins={key: AssetIn(key) for key in names},
-        required_resource_keys={"settings", "llm", *spec.services},
+        required_resource_keys={"settings", "llm", *step.services},
     )
-    if spec.config is not None:
-        config_type = spec.config
+    if view.config is not None:
+        config_type = view.config
 
         def with_config(context: AssetExecutionContext, config, **results):  # type: ignore[no-untyped-def]
             return materialize_step(context, config, results)
@@ -397,9 +339,9 @@ def build_step_asset(step: Step) -> AssetsDefinition:
     return decorate(without_config)
 
 
-def build_request_assets(steps: tuple[Step, ...] = STEPS) -> dict[str, AssetsDefinition]:
-    """One asset per step, by step name."""
-    return {step.name: build_step_asset(step) for step in steps}
+def build_request_assets(crew_steps: tuple[Step, ...] | None = None) -> dict[str, AssetsDefinition]:
+    """One asset per step (of ``agents.steps.STEPS`` unless given), by step name."""
+    return {step.name: build_step_asset(step) for step in crew_steps or steps.STEPS}
 
 
 REQUEST_ASSETS = build_request_assets()

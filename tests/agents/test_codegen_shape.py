@@ -11,7 +11,8 @@ from dagster import AssetKey, Definitions
 from codegen.agents import prompts
 from codegen.agents.artifacts import write_artifact
 from codegen.agents.report import Verification, write_report
-from codegen.agents.steps import STEPS, upstream
+from codegen.agents.spec import SPEC_JSON_SCHEMA
+from codegen.agents.steps import STEPS, step_named, upstream
 from codegen.assets import codegen
 from codegen.orchestration.definitions import build_definitions
 
@@ -42,24 +43,25 @@ def test_programmer_draft_does_not_wait_for_the_test_designer() -> None:
 
 
 def test_prompt_changes_change_code_versions(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert codegen.REQUEST_ASSETS["spec"].code_versions_by_key[AssetKey("request_spec")] == (
-        codegen.SPEC_VERSION
-    )
-    assert codegen.REQUEST_ASSETS["tests"].code_versions_by_key[AssetKey("test_suite")] == (
-        codegen.TESTS_VERSION
-    )
-    assert codegen.REQUEST_ASSETS["solution"].code_versions_by_key[AssetKey("solution_code")] == (
-        codegen.CODE_VERSION
-    )
-    assert codegen.REQUEST_ASSETS["docs"].code_versions_by_key[AssetKey("documentation")] == (
-        codegen.DOCS_VERSION
-    )
+    # Each asset's code version is its step's: a hash of its roles' prompts (as before steps
+    # carried them: the same values, so no stored asset turns stale by the move).
+    schema = json.dumps(SPEC_JSON_SCHEMA, sort_keys=True)
+    expected = {
+        "request_spec": ("spec", prompts.prompt_version("analyzer", extra=schema)),
+        "test_suite": ("tests", prompts.prompt_version("test_designer")),
+        "retrieved_context": ("context", "1"),
+        "solution_code": ("solution", prompts.prompt_version("programmer", "reviewer")),
+        "documentation": ("docs", prompts.prompt_version("documenter")),
+    }
+    for asset, (step, version) in expected.items():
+        assert codegen.REQUEST_ASSETS[step].code_versions_by_key[AssetKey(asset)] == version
+        assert step_named(step).code_version == version
     before = prompts.prompt_version("test_designer")
     monkeypatch.setitem(
         prompts.ROLE_PROMPTS, "test_designer", (prompts.TEST_DESIGNER_SYSTEM + " Be terse.",)
     )
     assert prompts.prompt_version("test_designer") != before
-    assert prompts.prompt_version("programmer", "reviewer") == codegen.CODE_VERSION
+    assert prompts.prompt_version("programmer", "reviewer") == step_named("solution").code_version
 
 
 def test_a_failed_verification_rerun_downgrades_a_passed_report(tmp_path: Path) -> None:
@@ -92,8 +94,7 @@ def test_a_step_added_to_the_steps_gets_its_asset_without_an_edit_here(
 
     audit_step = steps_module.Step("audit", ("docs",), audit, StepResult, "auditing the docs")
     extended = (*STEPS, audit_step)
-    monkeypatch.setattr(codegen, "STEP_BY_NAME", {s.name: s for s in extended})
-    monkeypatch.setattr(steps_module, "STEP_BY_NAME", {s.name: s for s in extended})
+    monkeypatch.setattr(steps_module, "STEPS", extended)
     built = codegen.build_request_assets(extended)
     assert list(built) == [*(s.name for s in STEPS), "audit"]
     audit_asset = built["audit"]

@@ -1,7 +1,8 @@
 """The pick: one draft chosen among several from what was observed of them (``decide``), by
 agreement on shared inputs (``inputs/``), each draft's vote weighed by its model's reliability
 and its history, the suite's pass/fail matrix as the fallback, typicality as the tie-break, and
-the records a pick leaves. The crew's selection step and an evaluation's re-pick share it."""
+the records a pick leaves. The crew's selection step and an evaluation's re-pick share it.
+The rule itself is a registered ``PickRule`` (``rules``): ``DEFAULT_RULE`` names the one used."""
 
 from codegen.agents.pick.agreement import (
     CALL_LIMIT_S,
@@ -32,6 +33,13 @@ from codegen.agents.pick.reliability_history import (
     ReliabilityHistory,
     usable,
 )
+from codegen.agents.pick.rules import (
+    PICK_RULES,
+    Decision,
+    Observations,
+    PickRule,
+    register_rule,
+)
 from codegen.agents.pick.typical import most_typical, typicality
 
 __all__ = [
@@ -44,9 +52,13 @@ __all__ = [
     "HISTORY",
     "MAX_TIMEOUTS",
     "NONE",
+    "PICK_RULES",
     "BehaviourTable",
     "CandidateRun",
+    "Decision",
     "Learned",
+    "Observations",
+    "PickRule",
     "ReliabilityHistory",
     "Row",
     "Selection",
@@ -61,6 +73,7 @@ __all__ = [
     "pick",
     "posterior_pick",
     "record",
+    "register_rule",
     "repick",
     "run_on_shared_inputs",
     "source_key",

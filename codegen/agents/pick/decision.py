@@ -1,8 +1,9 @@
 """One pick among several drafts, decided from what was observed of them, so the crew (in the
-sandbox, ``steps._select``) and an evaluation's re-pick (from the stored selection record,
+sandbox, ``draft_pick.select_draft``) and an evaluation's re-pick (from the stored selection record,
 no model call and no sandbox run) decide by the same code.
 
-``decide`` takes the behaviour table (each draft's outcome class per shared input), the
+``decide`` applies the registered pick rule (``rules``; by default ``agreement_rule``) to the
+behaviour table (each draft's outcome class per shared input), the
 suite's pass/fail rows, which tests are worked examples, and per draft the reliability its
 vote counts with (``UsedReliability``; all ``none``: equal votes). ``record`` writes the
 decision into a ``Selection``; ``repick`` rebuilds the observations from a stored
@@ -12,10 +13,11 @@ decision into a ``Selection``; ``repick`` rebuilds the observations from a store
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from codegen.agents.pick import rules
 from codegen.agents.pick.agreement import agreement_pick
-from codegen.agents.pick.behaviour import AgreementPick, BehaviourTable
+from codegen.agents.pick.behaviour import BehaviourTable
 from codegen.agents.pick.matrix import Row, pick
 from codegen.agents.pick.posterior import CHECK_ERRORS
 from codegen.agents.pick.records import (
@@ -26,17 +28,8 @@ from codegen.agents.pick.records import (
     UsedReliability,
 )
 from codegen.agents.pick.reliability import priors_from_history
+from codegen.agents.pick.rules import Decision, Observations, register_rule
 from codegen.agents.pick.typical import most_typical
-
-
-@dataclass(frozen=True)
-class Decision:
-    chosen: int
-    why: str
-    rule: str
-    suspect: tuple[int, ...]  # test columns left out as suspect
-    groups: list[SelectionGroup]
-    agreed: AgreementPick | None  # output agreement's full record, when it decided
 
 
 def decide(
@@ -47,12 +40,21 @@ def decide(
     used: Sequence[UsedReliability],
     typical: Sequence[float] | None = None,
 ) -> Decision:
+    """The pick by the registered rule ``rules.DEFAULT_RULE`` names (``agreement_rule``
+    unless another was registered and named there)."""
+    seen = Observations(table, names, rows, trusted, used, typical)
+    return rules.rule_named(rules.DEFAULT_RULE)(seen)
+
+
+def agreement_rule(seen: Observations) -> Decision:
     """The crew's pick: output agreement with equal votes when no draft has a reliability;
     with one (config, history, this evaluation), ``similarity_agreement`` with each draft's
     reliability as its prior and the checks its posterior shows more likely wrong left out
     first; with neither shared inputs nor a reliability, examples then agreement on the
     suite's verdicts (``selection.pick``). Inside the winning group, with ``typical`` (per
     draft, ``agents.pick.typical``), the most reliable member, then the most typical."""
+    table, names, rows, trusted = seen.table, seen.names, seen.rows, seen.trusted
+    used, typical = seen.used, seen.typical
     count = len(used)
     priors = priors_from_history([u.model for u in used], [u.value for u in used])
     if not names and not table.inputs and priors is None:
@@ -89,6 +91,9 @@ def decide(
     groups = [SelectionGroup(list(g.members), len(g.passed), g.score) for g in chosen.groups]
     index, why = _within_group(chosen.chosen, chosen.group.members, chosen.why, typical, None)
     return Decision(index, why, chosen.rule, chosen.suspect_tests, groups, None)
+
+
+register_rule("agreement", agreement_rule)
 
 
 def _within_group(

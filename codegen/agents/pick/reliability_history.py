@@ -12,7 +12,7 @@ Two kinds of evidence, both from what the crew observed (no hidden test):
 ``snapshot`` gives per model (``source_key``: model @ endpoint) the task-weighted mean of
 those estimates and the tasks they rest on. A request's pick uses a model's figure only from
 ``MIN_TASKS`` tasks on (below that it counts as with no history), and a figure in the config
-wins (``steps.used_reliabilities``).
+wins (``draft_pick.used_reliabilities``).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import time
 import codegen.evaluation.scoring as scoring
 from benchmarks.common import SHARED
 from codegen.evaluation.humaneval import get_problem
-from codegen.sandbox import open_sandbox
+from codegen.sandbox import backend_names, open_sandbox
 from codegen.sandbox.types import Limits
 
 REPLAYS = SHARED / "replays" / "mapcoder"
@@ -38,7 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=164)
     parser.add_argument("--old-rev", default="6f6248f~1")
-    parser.add_argument("--backend", default="docker", choices=["docker", "bwrap"])
+    parser.add_argument("--backend", default="docker", choices=backend_names())
     args = parser.parse_args()
     old_source = subprocess.run(
         ["git", "show", f"{args.old_rev}:codegen/evaluation/score_driver.py"],
@@ -50,7 +50,7 @@ def main() -> None:
 
     def use(old: bool) -> None:
         if old:
-            scoring.driver_files = lambda p, f: {**current(p, f), "driver.py": old_source}
+            scoring.driver_files = lambda f: {**current(f), "driver.py": old_source}
         else:
             scoring.driver_files = current
 

@@ -95,7 +95,7 @@ def test_a_classeval_test_class_killed_at_the_time_limit_is_named_with_the_load(
     bwrap_host: None,
 ) -> None:
     # The fixtures import only the standard library: the default package set will do.
-    monkeypatch.setattr("codegen.orchestration.cli.evaluate._classeval_sandbox", lambda s: s)
+    monkeypatch.setattr("codegen.orchestration.cli.evaluate._shape_sandbox", lambda s, _: s)
     monkeypatch.setattr("codegen.evaluation.classeval_scoring.TEST_CLASS_TIMEOUT_S", 1.0)
     tasks = {t["task_id"]: t for t in json.loads(CLASSEVAL_TASKS.read_text())}
     reference = tasks["ClassEval_T0"]["solution_code"]

@@ -16,10 +16,9 @@ from typing import TypeVar, cast
 from codegen.evaluation import scoring
 from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.plus import SCORING_VERSION, expected_outputs, score_plus
-from codegen.evaluation.records import Candidate, ConfigDoc
 from codegen.evaluation.scoring import MAX_BATCH, SampleScore, ScoreDict, score_candidates
 from codegen.evaluation.shapes import shape_of
-from codegen.evaluation.store import EvalStore, digest
+from codegen.evaluation.store import Candidate, ConfigDoc, EvalStore, digest
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from codegen.evaluation.classeval_report import CLASSEVAL_SHAPE
+from codegen.evaluation.classeval import CLASSEVAL_SHAPE
 from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.task_shape import FUNCTION_SHAPE, TaskShape
 

@@ -173,7 +173,7 @@ def test_package_set_builds_the_image_the_sets_commands_look_for(
 ) -> None:
     """`codegen sandbox build --package-set classeval` builds the tag `codegen eval classeval`
     opens (the setting untouched); a real build takes minutes, so build_image is recorded."""
-    from codegen.evaluation.classeval_report import CLASSEVAL_SHAPE
+    from codegen.evaluation.classeval.figures import CLASSEVAL_SHAPE
     from codegen.orchestration.cli import main
     from codegen.orchestration.cli.evaluate import _shape_sandbox
     from codegen.settings import get_settings

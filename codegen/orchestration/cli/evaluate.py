@@ -14,7 +14,7 @@ import click
 
 from codegen.agents.report import counted
 from codegen.evaluation.harness import CANONICAL, CREW, SAMPLES, Progress, TaskOutcome
-from codegen.evaluation.session_report import EvalOutage, HarnessBroken, Report
+from codegen.evaluation.report import EvalOutage, HarnessBroken, Report
 from codegen.evaluation.shapes import package_set_of, shapes_in
 from codegen.evaluation.staged import StagedFileError, StagedFiles
 from codegen.evaluation.store import EvalStore
@@ -26,9 +26,8 @@ from codegen.orchestration.instance import configured_instance
 from codegen.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from codegen.evaluation.backfill_plan import BackfillPlan
     from codegen.evaluation.samples_file import SamplesFile
-    from codegen.evaluation.session import EvalSession
+    from codegen.evaluation.session import BackfillPlan, EvalSession
     from codegen.evaluation.task_shape import TaskShape
     from codegen.orchestration.backfill import BackfillProgress
     from codegen.orchestration.cli.replay import RecordingRun
@@ -65,7 +64,7 @@ def list_command(as_json: bool) -> None:
     """Every stored evaluation run as one table (task set, mode, model, candidates,
     retriever, pass@1, plus, precision, tokens, cost, wall time, date), and a PNG of pass@1
     per configuration."""
-    from codegen.evaluation.runs import plot_runs, run_rows, runs_text
+    from codegen.evaluation.store import plot_runs, run_rows, runs_text
 
     store = EvalStore(get_settings().eval_dir)
     rows = run_rows(store)
@@ -313,7 +312,7 @@ def _backfill(
 ) -> None:
     """``keys`` as a Dagster asset backfill of the task set's family; driven from here (then
     re-picked and reported as a direct run is) unless ``--submit-only``."""
-    from codegen.evaluation.backfill_plan import plan_backfill
+    from codegen.evaluation.session import plan_backfill
 
     task_set, mode = session.tasks, session.mode
     samples_digest = None

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from codegen.evaluation import classeval
-from codegen.evaluation.classeval_scoring import (
+from codegen.evaluation.classeval import tasks as classeval
+from codegen.evaluation.classeval.scoring import (
     ERROR,
     PARTIAL,
     SCORING_VERSION,

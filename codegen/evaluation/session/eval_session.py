@@ -38,13 +38,20 @@ from codegen.evaluation.harness import (
     run_samples_task,
     score_task,
 )
-from codegen.evaluation.records import Candidate
-from codegen.evaluation.report import Summary, history_entry, plot_history, summarize
+from codegen.evaluation.report import (
+    Ran,
+    Report,
+    Summary,
+    add_absent,
+    build_report,
+    history_entry,
+    plot_history,
+    summarize,
+)
 from codegen.evaluation.samples_file import SamplesFile
 from codegen.evaluation.scoring import SampleScore
-from codegen.evaluation.session_report import Ran, Report, add_absent, build_report
 from codegen.evaluation.shapes import shapes_in
-from codegen.evaluation.store import EvalStore
+from codegen.evaluation.store import Candidate, EvalStore
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks
 from codegen.json_types import JSONObject
 from codegen.retrieval.types import Retriever
@@ -98,7 +105,7 @@ def crew_config(
     tasks: TaskSet | None = None,
 ) -> EvalConfig:
     """The crew's configuration (and cache key) over ``tasks``; builds it without a call."""
-    from codegen.evaluation.crew_generator import crew_identity
+    from codegen.evaluation.session.crew_generator import crew_identity
 
     identity = {
         **crew_identity(llm.client(), llm.crew_options(), dict(retriever.identity())),
@@ -208,7 +215,7 @@ class EvalSession:
             return canonical_generator(self.tasks)
         if self.llm is None or self.retriever is None:
             raise ValueError(f"{self.mode} mode has no generator")
-        from codegen.evaluation.crew_generator import crew_generator
+        from codegen.evaluation.session.crew_generator import crew_generator
 
         overrides: JSONObject = {"limits": sandbox_limits} if sandbox_limits else {}  # type: ignore[dict-item]
         options = self.llm.crew_options(overrides)

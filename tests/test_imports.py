@@ -5,8 +5,10 @@ No file imports another in a circle; nothing imports upward against the layer or
 doubles (``codegen/testing/``); ``replay/`` is imported only by the recorder behind
 ``--record`` and the ``codegen replay`` commands. Inside ``agents/`` each room (a subpackage:
 ``llm/``, ``replies/``, ``pick/``, ``pick/inputs/``, ``spec/``, ``report/``) is entered through
-its face (its ``__init__`` and the names in its ``__all__``); the model client imports nothing
-of the pick; no folder of ``agents/`` holds more than ``ROOM_MAX_MODULES`` modules. Every import
+its face (its ``__init__`` and the names in its ``__all__``), and so is each room of
+``evaluation/`` (``classeval/``, ``store/``, ``report/``, ``session/``); the model client imports
+nothing of the pick; no folder of ``agents/`` or ``evaluation/`` holds more than
+``ROOM_MAX_MODULES`` modules. Every import
 counts: at module level, under ``TYPE_CHECKING``, inside a function, and
 ``importlib.import_module`` of a literal name.
 """
@@ -227,19 +229,22 @@ def test_replay_is_imported_only_by_the_recorder_and_the_replay_commands() -> No
     assert importers <= set(REPLAY_IMPORTERS), sorted(importers - set(REPLAY_IMPORTERS))
 
 
-# -- the rooms of agents/ ------------------------------------------------------------------
+# -- the rooms of agents/ and evaluation/ ---------------------------------------------------
 AGENTS = "codegen.agents"
+EVALUATION = "codegen.evaluation"
+ROOMED = (AGENTS, EVALUATION)  # the packages cut into rooms
 ROOM_MAX_MODULES = 15  # a folder a reader takes in at a glance (issue 47)
 # The model client's room and the one it must not reach, directly or through anything else.
 CLIENT, PICK = f"{AGENTS}.llm", f"{AGENTS}.pick"
 
 
 def rooms(root: Path = PACKAGE) -> dict[str, Path]:
-    """Every subpackage of ``agents/`` (at any depth), by its dotted name: the rooms."""
+    """Every subpackage of ``agents/`` and ``evaluation/`` (at any depth), by its dotted name:
+    the rooms."""
     return {
         name: path
         for name, path in modules(root).items()
-        if name.startswith(AGENTS + ".") and path.name == "__init__.py"
+        if name.startswith(tuple(f"{p}." for p in ROOMED)) and path.name == "__init__.py"
     }
 
 
@@ -301,8 +306,10 @@ def reached(graph: Graph, start: set[str]) -> set[str]:
 ROOMS = rooms()
 
 
-def test_agents_has_its_rooms() -> None:
+def test_agents_and_evaluation_have_their_rooms() -> None:
     assert {f"{AGENTS}.{r}" for r in ("llm", "replies", "pick", "pick.inputs")} <= set(ROOMS)
+    rooms_of_evaluation = ("classeval", "store", "report", "session")
+    assert {f"{EVALUATION}.{r}" for r in rooms_of_evaluation} <= set(ROOMS)
 
 
 def test_nothing_outside_a_room_imports_past_its_face() -> None:
@@ -333,8 +340,8 @@ def test_the_model_client_imports_nothing_of_the_pick() -> None:
     assert not found, found
 
 
-def test_no_folder_of_agents_holds_more_than_a_room_of_modules() -> None:
-    folders = [PACKAGE / "agents", *(p.parent for p in ROOMS.values())]
+def test_no_folder_of_agents_or_evaluation_holds_more_than_a_room_of_modules() -> None:
+    folders = [PACKAGE / "agents", PACKAGE / "evaluation", *(p.parent for p in ROOMS.values())]
     counts = {
         str(f.relative_to(PACKAGE)): len([p for p in f.glob("*.py") if p.name != "__init__.py"])
         for f in folders

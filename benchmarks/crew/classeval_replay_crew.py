@@ -171,7 +171,7 @@ def score_all(
     blank lines are scored once: one verdict for one code (a class whose tests depend on a
     set's order, which the hash seed of each test process decides, could otherwise pass as
     the file's reply and fail as the crew's identical final code)."""
-    from codegen.evaluation.classeval_scoring import score_classes
+    from codegen.evaluation.classeval import score_classes
 
     verdicts: dict[str, dict[str, bool]] = {}
 

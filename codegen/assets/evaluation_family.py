@@ -35,7 +35,10 @@ from codegen.assets.resources import (
     SettingsResource,
 )
 from codegen.composition import eval_setup
-from codegen.evaluation.backfill_plan import (
+from codegen.evaluation.harness import CANONICAL, CREW, SAMPLES
+from codegen.evaluation.report import summary_markdown
+from codegen.evaluation.samples_file import SamplesFile, read_samples
+from codegen.evaluation.session import (
     HISTORY_BY_SUMMARY,
     HISTORY_TAG,
     LLM_POOL,
@@ -43,11 +46,9 @@ from codegen.evaluation.backfill_plan import (
     PACKAGE_SET_TAG,
     SAMPLES_FILE_TAG,
     SANDBOX_POOL,
+    EvalSession,
+    EvalSetup,
 )
-from codegen.evaluation.harness import CANONICAL, CREW, SAMPLES
-from codegen.evaluation.report import summary_markdown
-from codegen.evaluation.samples_file import SamplesFile, read_samples
-from codegen.evaluation.session import EvalSession, EvalSetup
 from codegen.evaluation.staged import StagedFiles
 from codegen.evaluation.tasks import TaskSet
 from codegen.settings import Settings

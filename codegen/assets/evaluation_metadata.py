@@ -9,9 +9,9 @@ from typing import TypeAlias
 
 from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
 
-from codegen.evaluation.classeval import is_classeval
 from codegen.evaluation.report import Summary, summary_markdown
 from codegen.evaluation.session import EvalSession
+from codegen.evaluation.shapes import shape_named
 from codegen.evaluation.tasks import TaskSet
 
 # What these assets put in their materialization metadata.
@@ -78,18 +78,15 @@ def task_set_metadata(task_set: TaskSet) -> Metadata:
     return {"task_set": task_set.name, "task_set_digest": task_set.digest}
 
 
-# Failing test classes a ClassEval figure's metadata lists (all of them are in --json).
-CLASS_FAILURES_SHOWN = 50
-
-
-def classeval_figures(session: EvalSession, keys: list[str]) -> MetadataValue:
-    """ClassEval's figures of ``session`` over ``keys`` (class, method and test-class success
-    and their partial variants, as ``codegen eval classeval`` prints them)."""
-    figures = session.class_summary(keys)
-    failures = figures["failures"]
-    assert isinstance(failures, list)
-    shown = {**figures, "failures": failures[:CLASS_FAILURES_SHOWN]}
-    return MetadataValue.json({**shown, "failures_total": len(failures)})
+def shape_figures(session: EvalSession, keys: list[str], prefix: str = "") -> Metadata:
+    """Each task shape's own figures of ``session`` over ``keys`` (ClassEval's class, method
+    and test-class success, as ``codegen eval classeval`` prints them), by ``prefix`` and the
+    shape's name."""
+    found = session.shape_figures(keys)
+    return {
+        prefix + name: MetadataValue.json(shape_named(name).metadata(figures))
+        for name, figures in found.items()
+    }
 
 
 def summary_metadata(
@@ -115,11 +112,10 @@ def summary_metadata(
         metadata["canonical_summary"] = MetadataValue.json(canon.to_dict(with_rows=False))
         for name, value in canon.pass_at_k.items():
             metadata[f"canonical {name}"] = value
-    if is_classeval(crew_session.tasks.problems):
-        keys = crew_session.tasks.keys()
-        if crew.tasks_scored:
-            metadata["classeval"] = classeval_figures(crew_session, keys)
-        metadata["canonical_classeval"] = classeval_figures(canon_session, keys)
+    keys = crew_session.tasks.keys()
+    if crew.tasks_scored:
+        metadata.update(shape_figures(crew_session, keys))
+    metadata.update(shape_figures(canon_session, keys, "canonical_"))
     if crew.picks is not None:
         # Drafts from several models: the figures are the learned pick's; the first pick
         # (as the crew made it during the run) and the reliability estimates beside them.
@@ -157,8 +153,7 @@ def file_summary_metadata(session: EvalSession, summary: Summary) -> Metadata:
         "report": MetadataValue.md(summary_markdown(summary)),
         **task_set_metadata(session.tasks),
     }
-    if is_classeval(session.tasks.problems):
-        metadata["classeval"] = classeval_figures(session, list(samples.modules))
+    metadata.update(shape_figures(session, list(samples.modules)))
     for name, value in summary.pass_at_k.items():
         metadata[name] = value
     return metadata

@@ -14,11 +14,11 @@ from dataclasses import asdict, dataclass, field
 from typing import TypeVar, cast
 
 from codegen.evaluation import scoring
-from codegen.evaluation.humaneval import Problem, public_request
+from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.plus import SCORING_VERSION, expected_outputs, score_plus
-from codegen.evaluation.records import Candidate, ConfigDoc
 from codegen.evaluation.scoring import MAX_BATCH, SampleScore, ScoreDict, score_candidates
-from codegen.evaluation.store import EvalStore, digest
+from codegen.evaluation.shapes import shape_of
+from codegen.evaluation.store import Candidate, ConfigDoc, EvalStore, digest
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
@@ -42,9 +42,8 @@ class PublicTask:
 
 
 def public_task(problem: Problem) -> PublicTask:
-    return PublicTask(
-        problem.key, problem.entry_point, problem.prompt, public_request(problem), problem.task_id
-    )
+    request = shape_of(problem).request(problem)
+    return PublicTask(problem.key, problem.entry_point, problem.prompt, request, problem.task_id)
 
 
 # (task, sample index) -> Candidate. Exceptions mean "could not run" and fail the task.
@@ -184,11 +183,10 @@ def verdict_key(problem: Problem, code: str | None, limits: Limits, environment:
 
 def harness_id(problem: Problem) -> str:
     """The scorer's version for ``problem``: the hidden-test harness's, and for HumanEval+
-    (ClassEval) tasks the plus (per-test-class) scoring's too."""
-    if problem.classeval is not None:
-        from codegen.evaluation.classeval_scoring import SCORING_VERSION as CLASSES
-
-        return f"{scoring.HARNESS_VERSION}+classeval-{CLASSES}"
+    tasks (a shape with a scorer of its own, ClassEval's) the plus (the shape's) scoring's too."""
+    shape = shape_of(problem)
+    if shape.scoring_version:
+        return f"{scoring.HARNESS_VERSION}+{shape.name}-{shape.scoring_version}"
     if problem.plus is None:
         return scoring.HARNESS_VERSION
     return f"{scoring.HARNESS_VERSION}+plus-{SCORING_VERSION}"
@@ -225,10 +223,9 @@ def score_samples(
 
         def run_chunk(index: int) -> list[SampleScore]:
             chunk = chunks[index]
-            if problem.classeval is not None:  # ClassEval: each unittest class on its own
-                from codegen.evaluation.classeval_scoring import score_classes
-
-                return score_classes(sandbox, problem, [c for _, c in chunk], limits)
+            shape = shape_of(problem)
+            if shape.score is not None:  # a shape's own scorer (ClassEval: per unittest class)
+                return shape.score(sandbox, problem, [c for _, c in chunk], limits)
             if problem.plus is not None:  # HumanEval+: EvalPlus's inputs and comparison
                 expected = expected_outputs(store, sandbox, problem, limits)
                 return [score_plus(sandbox, problem, c, expected, limits) for _, c in chunk]

@@ -18,6 +18,8 @@ TASK_PREFIX = "HumanEval/"
 # Dagster partition keys and file names must not contain "/", so "HumanEval/7" -> "HumanEval-7".
 KEY_SEPARATOR = "-"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+# The task shape of HumanEval-like problems (``codegen.evaluation.task_shape``).
+FUNCTION = "function"
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class Problem:
     visible_tests: tuple[str, ...] = ()
     plus: PlusTask | None = None  # HumanEval+ inputs: scored as EvalPlus does
     classeval: ClassTask | None = None  # a ClassEval class: scored per unittest class
+    shape: str = FUNCTION  # its task shape's name (``codegen.evaluation.shapes``)
 
     @property
     def key(self) -> str:

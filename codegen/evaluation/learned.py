@@ -43,8 +43,7 @@ from codegen.agents.pick import (
     votes_of,
 )
 from codegen.evaluation.harness import EvalConfig, score_samples, verdict_key
-from codegen.evaluation.records import Candidate
-from codegen.evaluation.store import EvalStore, read_object, write_json_atomic
+from codegen.evaluation.store import Candidate, EvalStore, read_object, write_json_atomic
 from codegen.evaluation.tasks import TaskSet
 from codegen.json_types import JSONObject, JSONValue
 from codegen.sandbox.api import Sandbox

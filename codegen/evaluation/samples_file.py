@@ -31,8 +31,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codegen.evaluation.classeval import is_classeval, replies_modules
 from codegen.evaluation.humaneval import Problem
+from codegen.evaluation.shapes import shapes_in
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks, safe_key
 from codegen.json_types import JSONObject, JSONValue
 from codegen.untrusted import BadInput, TooLarge, loads_json, read_capped
@@ -130,9 +130,11 @@ def read_samples(path: Path | str, tasks: TaskSet | None = None) -> SamplesFile:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise SamplesFileError(f"{path}:{line}: not UTF-8 text") from None
-    if text.lstrip().startswith("[") and is_classeval(tasks.problems):
-        try:  # ClassEval's replies file: [{task_id, predict: [reply, ...]}]
-            modules, digest = replies_modules(text, path, tasks.problems)
+    for shape in shapes_in(tasks.problems.values()):
+        if shape.read_replies is None or not (shape.claims_replies and shape.claims_replies(text)):
+            continue
+        try:  # the shape's own format (ClassEval's replies: [{task_id, predict: [reply, ...]}])
+            modules, digest = shape.read_replies(text, path, tasks.problems)
         except ValueError as exc:
             raise SamplesFileError(str(exc)) from None
         predict = sum(len(m) for m in modules.values())

@@ -8,9 +8,10 @@ the hidden ``test`` is read by the scorer alone.
 
 The whole file is validated before anything runs or is stored: a bad one fails with one line
 naming the file and line (not JSON, not gzip, a missing field, a duplicate task id, no tasks,
-a test that does not parse). A file whose text is a JSON list is ClassEval's task file
-(``codegen.evaluation.classeval``), validated as strictly. A set's identity is its bytes'
-digest: an edited file is a new configuration, so cached results never mix.
+a test that does not parse). A file in a task shape's own format (``claims_file``: ClassEval's
+JSON list, ``codegen.evaluation.classeval``) is read by that shape, validated as strictly. A
+set's identity is its bytes' digest: an edited file is a new configuration, so cached results
+never mix.
 """
 
 from __future__ import annotations
@@ -214,32 +215,17 @@ def _plus(record: JSONObject, where: str) -> PlusTask | None:
     )
 
 
-def _is_task_list(text: str) -> bool:
-    """The text is one JSON list of task objects (ClassEval's file), not JSONL (whose line may
-    itself be a list: an error there)."""
-    head = text.lstrip()
-    if not head.startswith("["):
-        return False
-    first_line, _, rest = head.partition("\n")
-    try:
-        first = loads_json(first_line)
-    except ValueError:
-        # A list that goes on past its first line is ClassEval's; one line that does not parse
-        # is a JSONL line's error, reported with its line number.
-        return bool(rest.strip())
-    return isinstance(first, list) and bool(first) and isinstance(first[0], dict)
-
-
 def read_task_file(path: Path | str, name: str | None = None) -> TaskSet:
     """Parse and validate a whole task file; raises TaskFileError (one line)."""
     path = Path(path)
     text, digest = _text(path)
-    if _is_task_list(text):  # ClassEval's published task file
-        from codegen.evaluation import classeval
+    from codegen.evaluation.shapes import file_shape  # the shapes import the scorers
 
+    shape = file_shape(text)
+    if shape is not None and shape.read_file is not None:  # a shape's own format (ClassEval's)
         try:
-            found = classeval.parse_task_list(text, path)
-        except classeval.TaskFileError as exc:
+            found = shape.read_file(text, path)
+        except BadInput as exc:
             raise TaskFileError(str(exc)) from None
         return TaskSet(name=name or path.name, digest=digest, problems=found, source=str(path))
     problems: dict[str, Problem] = {}

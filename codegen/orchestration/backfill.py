@@ -30,7 +30,7 @@ from codegen.orchestration.run_queue import KIND_EVALUATION, kind_tags
 from codegen.settings import PROJECT_ROOT, Settings
 
 if TYPE_CHECKING:
-    from codegen.evaluation.backfill_plan import BackfillPlan
+    from codegen.evaluation.session import BackfillPlan
 
 CODE_MODULE = "codegen.orchestration.definitions"
 LOCATION_NAME = "multiagent_codegen"
@@ -60,7 +60,7 @@ def stdout_to_stderr() -> Iterator[None]:
 
 def configure_pools(instance: DagsterInstance, settings: Settings) -> dict[str, int]:
     """Set the "llm" and "sandbox" pool limits from settings (dagster.yaml only has a default)."""
-    from codegen.evaluation.backfill_plan import LLM_POOL, SANDBOX_POOL
+    from codegen.evaluation.session import LLM_POOL, SANDBOX_POOL
 
     limits = {
         LLM_POOL: settings.eval.llm_concurrency,
@@ -112,11 +112,11 @@ def submit_backfill(
 def submit_plan(
     instance: DagsterInstance, settings: Settings, plan: BackfillPlan
 ) -> tuple[str, dict[str, int]]:
-    """Submit an evaluation's backfill (``codegen.evaluation.backfill_plan``): its task file's
+    """Submit an evaluation's backfill (``codegen.evaluation.session``): its task file's
     partitions added, the pools set from settings; returns (backfill id, pool limits)."""
     from dagster import AssetKey
 
-    from codegen.evaluation.backfill_plan import TASK_SET_PARTITIONS
+    from codegen.evaluation.session import TASK_SET_PARTITIONS
     from codegen.orchestration.definitions import build_definitions
 
     if plan.new_partitions:

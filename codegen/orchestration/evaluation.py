@@ -1,6 +1,6 @@
 """Evaluation wiring on the orchestration side: each registered benchmark's jobs, and the
 session the CLI and the benchmark scripts drive, built from settings through the same
-resources the assets get (codegen/evaluation/session.py is the session itself)."""
+resources the assets get (codegen/evaluation/session/ is the session itself)."""
 
 from __future__ import annotations
 

@@ -388,7 +388,8 @@ class EvalSettings(Section):
     # score; set by `codegen eval humaneval --samples-file FILE --backfill`.
     samples_file: str | None = None
     # Modules that register benchmarks of their own (codegen.evaluation.benchmarks.register):
-    # each gets its asset family (<name>_samples, ...) beside HumanEval's.
+    # each gets its asset family (<name>_samples, ...) beside HumanEval's; or task shapes of
+    # their own (codegen.evaluation.shapes.register_shape), imported before a task file is read.
     benchmarks: list[str] = Field(default_factory=list)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from codegen.agents.replies import RESPONSE_MARKERS, AgentOutputError, extract_module, extract_tests
 from codegen.agents.replies.extract import after_prompt_echo
-from codegen.evaluation.classeval import extract_code
+from codegen.evaluation.classeval.tasks import extract_code
 
 SKELETON = '''import math
 

@@ -13,8 +13,8 @@ from codegen.agents.crew import run_crew
 from codegen.agents.llm import CANDIDATE_HEADER, ROUND_HEADER, TASK_HEADER, LLMClient
 from codegen.agents.options import CrewOptions
 from codegen.agents.types import Status
-from codegen.evaluation.crew_generator import crew_generator
 from codegen.evaluation.harness import PublicTask
+from codegen.evaluation.session.crew_generator import crew_generator
 from codegen.replay.scripted import (
     PRIMES_BUGGY_SOLUTION,
     PRIMES_SOLUTION,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from codegen.evaluation.classeval import candidate_module, extract_code
-from codegen.evaluation.classeval_report import class_summary
-from codegen.evaluation.classeval_scoring import DIRECT_NOTE, score_classes
+from codegen.evaluation.classeval.figures import class_summary
+from codegen.evaluation.classeval.scoring import DIRECT_NOTE, score_classes
+from codegen.evaluation.classeval.tasks import candidate_module, extract_code
 from codegen.evaluation.samples_file import SamplesFileError, read_samples
 from codegen.evaluation.tasks import TaskFileError, TaskSet, read_task_file
 from codegen.sandbox.api import Sandbox

@@ -4,7 +4,7 @@ the reference solutions with ``--canonical`` and an authors'-shape replies file 
 
 The command switches the sandbox to the 'classeval' package set, whose image CI does not
 build. These fixtures import nothing outside the standard library, so the tests replace that
-switch (``evaluate._classeval_sandbox``) with one that keeps the default set, and check that
+switch (``evaluate._shape_sandbox``) with one that keeps the default set, and check that
 the command asked for it.
 """
 
@@ -35,11 +35,11 @@ def switched(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The package-set switch, kept at the default set; the sets it was asked to leave."""
     asked: list[str] = []
 
-    def keep_default(settings: Settings) -> Settings:
+    def keep_default(settings: Settings, shape: object) -> Settings:
         asked.append(settings.sandbox.package_set)
         return settings
 
-    monkeypatch.setattr("codegen.orchestration.cli.evaluate._classeval_sandbox", keep_default)
+    monkeypatch.setattr("codegen.orchestration.cli.evaluate._shape_sandbox", keep_default)
     return asked
 
 
@@ -138,11 +138,11 @@ def test_a_backfill_scores_under_the_commands_package_set(
     monkeypatch.setenv("CODEGEN_SANDBOX__PACKAGE_SET", "none")
     get_settings.cache_clear()
 
-    def default_set(settings: Settings) -> Settings:
+    def default_set(settings: Settings, shape: object) -> Settings:
         sandbox = settings.sandbox.model_copy(update={"package_set": "default"})
         return settings.model_copy(update={"sandbox": sandbox})
 
-    monkeypatch.setattr("codegen.orchestration.cli.evaluate._classeval_sandbox", default_set)
+    monkeypatch.setattr("codegen.orchestration.cli.evaluate._shape_sandbox", default_set)
     code, out, err = run(capsys, "--canonical", "--backfill", "--json")
     assert code == 0, err
     result = json.loads(out[out.find("{") :])  # the driven daemon logs to the captured stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen.evaluation.classeval_scoring import score_classes
+from codegen.evaluation.classeval.scoring import score_classes
 from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.scoring import score_candidates
 from codegen.evaluation.tasks import read_task_file

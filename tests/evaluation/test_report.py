@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from codegen.evaluation.records import Candidate
-from codegen.evaluation.report import (
+from codegen.evaluation.report.summary import (
     history_entry,
     plot_history,
     summarize,
     summary_markdown,
 )
 from codegen.evaluation.scoring import SampleScore
-from codegen.evaluation.store import EvalStore
+from codegen.evaluation.store.files import EvalStore
+from codegen.evaluation.store.records import Candidate
 
 
 def put(store: EvalStore, key: str, cands: list[Candidate], scores: list[SampleScore]) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codegen.evaluation.records import Candidate
-from codegen.evaluation.report import summarize, summary_markdown
+from codegen.evaluation.report.summary import summarize, summary_markdown
 from codegen.evaluation.scoring import SampleScore
-from codegen.evaluation.store import EvalStore
+from codegen.evaluation.store.files import EvalStore
+from codegen.evaluation.store.records import Candidate
 
 
 def test_the_mean_grade_is_over_the_graded_samples_and_labelled(tmp_path: Path) -> None:

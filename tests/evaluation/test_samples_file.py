@@ -214,7 +214,7 @@ def test_a_verdict_holds_for_the_environment_it_was_reached_in(tmp_path: Path) -
     """The verdict cache is keyed by the sandbox's environment (its package set): a verdict
     reached where numpy was missing is not reused where it is installed, or the other way."""
     from codegen.evaluation.harness import score_samples
-    from codegen.evaluation.store import EvalStore
+    from codegen.evaluation.store.files import EvalStore
     from codegen.sandbox import open_sandbox
 
     problem = get_problem("HumanEval-0")
@@ -242,7 +242,7 @@ def test_a_verdict_decided_by_the_time_limit_is_never_cached(tmp_path: Path) -> 
 
     from codegen.evaluation.harness import score_samples
     from codegen.evaluation.scoring import Category, SampleScore
-    from codegen.evaluation.store import EvalStore
+    from codegen.evaluation.store.files import EvalStore
     from codegen.sandbox import open_sandbox
 
     problem = get_problem("HumanEval-0")

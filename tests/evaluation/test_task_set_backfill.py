@@ -16,7 +16,7 @@ import pytest
 from dagster import AssetKey, DagsterInstance, instance_for_test
 
 from codegen.evaluation.staged import split_partition_key
-from codegen.evaluation.store import EvalStore
+from codegen.evaluation.store.files import EvalStore
 from codegen.orchestration.backfill import drive_backfill
 from codegen.orchestration.cli import main
 from codegen.settings import get_settings

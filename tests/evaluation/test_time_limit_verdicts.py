@@ -95,8 +95,8 @@ def test_a_classeval_test_class_killed_at_the_time_limit_is_named_with_the_load(
     bwrap_host: None,
 ) -> None:
     # The fixtures import only the standard library: the default package set will do.
-    monkeypatch.setattr("codegen.orchestration.cli.evaluate._classeval_sandbox", lambda s: s)
-    monkeypatch.setattr("codegen.evaluation.classeval_scoring.TEST_CLASS_TIMEOUT_S", 1.0)
+    monkeypatch.setattr("codegen.orchestration.cli.evaluate._shape_sandbox", lambda s, _: s)
+    monkeypatch.setattr("codegen.evaluation.classeval.scoring.TEST_CLASS_TIMEOUT_S", 1.0)
     tasks = {t["task_id"]: t for t in json.loads(CLASSEVAL_TASKS.read_text())}
     reference = tasks["ClassEval_T0"]["solution_code"]
     slow = reference.replace(
@@ -162,8 +162,8 @@ def test_a_crew_test_run_stopped_by_the_time_limit_says_so_with_the_load() -> No
 
 
 def test_several_loads_show_their_range_and_an_old_score_says_its_load_is_unknown() -> None:
+    from codegen.evaluation.report.time_limits import TimeLimitVerdicts
     from codegen.evaluation.scoring import SampleScore
-    from codegen.evaluation.time_limit_report import TimeLimitVerdicts
 
     def slow(load: float) -> SampleScore:
         return SampleScore(False, "timeout", time_limit_s=5.0, load_1m=load)

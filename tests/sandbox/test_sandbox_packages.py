@@ -173,8 +173,9 @@ def test_package_set_builds_the_image_the_sets_commands_look_for(
 ) -> None:
     """`codegen sandbox build --package-set classeval` builds the tag `codegen eval classeval`
     opens (the setting untouched); a real build takes minutes, so build_image is recorded."""
+    from codegen.evaluation.classeval.figures import CLASSEVAL_SHAPE
     from codegen.orchestration.cli import main
-    from codegen.orchestration.cli.evaluate import _classeval_sandbox
+    from codegen.orchestration.cli.evaluate import _shape_sandbox
     from codegen.settings import get_settings
 
     built: list[tuple[str, str]] = []
@@ -185,7 +186,7 @@ def test_package_set_builds_the_image_the_sets_commands_look_for(
 
     monkeypatch.setattr("codegen.sandbox.image.build_image", build_image)
     assert main(["sandbox", "build", "--offline", "--package-set", "classeval"]) == 0
-    wanted = sandbox_image(_classeval_sandbox(get_settings()).sandbox)
+    wanted = sandbox_image(_shape_sandbox(get_settings(), CLASSEVAL_SHAPE).sandbox)
     assert built == [(wanted, "classeval")] and capsys.readouterr().out.strip() == wanted
     assert main(["sandbox", "build", "--offline"]) == 0  # without it: the setting's set
     assert built[-1] == (DEFAULT_IMAGE, "default")

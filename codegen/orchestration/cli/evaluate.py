@@ -14,7 +14,8 @@ import click
 
 from codegen.agents.report import counted
 from codegen.evaluation.harness import CANONICAL, CREW, SAMPLES, Progress, TaskOutcome
-from codegen.evaluation.session_report import EvalOutage, HarnessBroken, Report
+from codegen.evaluation.report import EvalOutage, HarnessBroken, Report
+from codegen.evaluation.shapes import package_set_of, shapes_in
 from codegen.evaluation.staged import StagedFileError, StagedFiles
 from codegen.evaluation.store import EvalStore
 from codegen.evaluation.tasks import TaskSet
@@ -25,9 +26,9 @@ from codegen.orchestration.instance import configured_instance
 from codegen.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from codegen.evaluation.backfill_plan import BackfillPlan
     from codegen.evaluation.samples_file import SamplesFile
-    from codegen.evaluation.session import EvalSession
+    from codegen.evaluation.session import BackfillPlan, EvalSession
+    from codegen.evaluation.task_shape import TaskShape
     from codegen.orchestration.backfill import BackfillProgress
     from codegen.orchestration.cli.replay import RecordingRun
 
@@ -63,7 +64,7 @@ def list_command(as_json: bool) -> None:
     """Every stored evaluation run as one table (task set, mode, model, candidates,
     retriever, pass@1, plus, precision, tokens, cost, wall time, date), and a PNG of pass@1
     per configuration."""
-    from codegen.evaluation.runs import plot_runs, run_rows, runs_text
+    from codegen.evaluation.store import plot_runs, run_rows, runs_text
 
     store = EvalStore(get_settings().eval_dir)
     rows = run_rows(store)
@@ -150,28 +151,35 @@ def classeval(task_file: Path, **options: Unpack[RunOptions]) -> None:
     sandbox (package set 'classeval'); reports class success, method success, their partial
     variants and pass@k as the benchmark's authors define them. --samples-file also takes
     the authors' replies files ([{task_id, predict: [reply, ...]}]), read by their rules."""
-    from codegen.evaluation.classeval import is_classeval
+    from codegen.evaluation.classeval import SHAPE
 
     found = _task_set(task_file, "ClassEval")
-    if not is_classeval(found.problems):
+    if not any(p.shape == SHAPE for p in found.problems.values()):
         raise click.UsageError(f"--tasks: {task_file} is not a ClassEval task file (a JSON list)")
     _evaluate(found, **options)
 
 
-def _classeval_sandbox(settings: Settings) -> Settings:
-    """ClassEval's tests import numpy, pandas, nltk, ...: its runs use the sandbox's
-    'classeval' package set (a backfill's runs too: its plan carries the set in a run tag)."""
-    if settings.sandbox.package_set == "classeval":
+def _shape_sandbox(settings: Settings, shape: TaskShape) -> Settings:
+    """A task shape whose tests need a package set (ClassEval's import numpy, pandas, nltk,
+    ...) runs with it (a backfill's runs too: its plan carries the set in a run tag)."""
+    wanted = shape.package_set
+    if wanted is None or settings.sandbox.package_set == wanted:
         return settings
-    click.echo("ClassEval: the sandbox runs with package set 'classeval'", err=True)
-    sandbox = settings.sandbox.model_copy(update={"package_set": "classeval"})
+    click.echo(f"{shape.title}: the sandbox runs with package set {wanted!r}", err=True)
+    sandbox = settings.sandbox.model_copy(update={"package_set": wanted})
     return settings.model_copy(update={"sandbox": sandbox})
 
 
 def _task_set(path: Path, name: str | None) -> TaskSet:
-    """The task file at ``path``, checked whole (a bad one is refused: ``exits.py``)."""
+    """The task file at ``path``, checked whole (a bad one is refused: ``exits.py``), read
+    after the modules of ``[eval] benchmarks`` registered their own task shapes."""
+    from codegen.evaluation.benchmarks import BenchmarkError, registered
     from codegen.evaluation.tasks import read_task_file
 
+    try:
+        registered(get_settings().eval.benchmarks)
+    except BenchmarkError as exc:
+        raise click.UsageError(str(exc)) from None
     return read_task_file(path, name=f"{name} ({path.name})" if name else None)
 
 
@@ -246,8 +254,9 @@ def _evaluate(task_set: TaskSet, **options: Unpack[RunOptions]) -> None:
         raise click.UsageError(str(exc)) from None
     backfill = options["backfill"] or options["submit_only"]
     settings = _with_overrides(get_settings(), options, backfill)
-    if any(p.classeval is not None for p in task_set.problems.values()):
-        settings = _classeval_sandbox(settings)
+    shaped = package_set_of(task_set.problems.values())
+    if shaped is not None:
+        settings = _shape_sandbox(settings, shaped)
     if options["samples_file"] is not None:
         _score_samples_file(settings, options["samples_file"], task_set, options)
         return
@@ -303,7 +312,7 @@ def _backfill(
 ) -> None:
     """``keys`` as a Dagster asset backfill of the task set's family; driven from here (then
     re-picked and reported as a direct run is) unless ``--submit-only``."""
-    from codegen.evaluation.backfill_plan import plan_backfill
+    from codegen.evaluation.session import plan_backfill
 
     task_set, mode = session.tasks, session.mode
     samples_digest = None
@@ -460,37 +469,11 @@ def _print_text(report: Report, session: EvalSession, wall: float) -> None:
         f"tokens {summary.prompt_tokens + summary.completion_tokens}, cost {cost}, "
         f"time {wall:.1f}s ({result['seconds_per_task']:.2f}s/task)"
     )
-    if isinstance(result.get("classeval"), dict):
-        _print_classes(result["classeval"], session.mode == CANONICAL)  # type: ignore[arg-type]
+    for shape in shapes_in(session.tasks.problems.values()):
+        figures = result.get(shape.name)
+        if shape.describe is not None and isinstance(figures, dict):
+            for line in shape.describe(figures, session.mode == CANONICAL):
+                click.echo(line)
     for failure in report.result.get("canonical_failures", []):  # type: ignore[union-attr]
         click.echo(f"canonical fails {failure['task']}: {failure['why']}")  # type: ignore[index]
     click.echo(f"results {result['results_dir']}; plot {result['plot']}")
-
-
-def _print_classes(figures: JSONObject, every_failure: bool) -> None:
-    """ClassEval's figures; the failing test classes (all of them for --canonical)."""
-    for name in (
-        "class_success",
-        "class_partial_success",
-        "method_success",
-        "method_partial_success",
-        "test_class_success",
-        "test_class_partial_success",
-    ):
-        shown = ", ".join(f"{k} = {v:.4f}" for k, v in figures[name].items())  # type: ignore[union-attr]
-        click.echo(f"{name.replace('_', ' ')}: {shown or 'n/a'}")
-    click.echo(
-        f"classes solved {figures['classes_solved']}/{figures['classes']}; verdicts decided "
-        f"isolated {figures['verdicts_isolated']}/{figures['verdicts']} (the rest ran the "
-        "candidate in the test's process; each says why in --json)"
-    )
-    failures = figures["failures"]
-    assert isinstance(failures, list)
-    for failure in failures if every_failure else failures[:10]:
-        assert isinstance(failure, dict)
-        click.echo(
-            f"  {failure['task']} #{failure['sample']} {failure['test_class']}: "
-            f"{failure['result']}: {str(failure['reason'])[:200]}"
-        )
-    if len(failures) > 10 and not every_failure:
-        click.echo(f"  ... {len(failures) - 10} more failing test classes (all in --json)")

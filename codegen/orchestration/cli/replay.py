@@ -17,7 +17,7 @@ from codegen.orchestration.cli.files import OUTPUT_FILE
 from codegen.replay.importers import FORMATS
 
 if TYPE_CHECKING:
-    from codegen.evaluation.session_report import Report
+    from codegen.evaluation.report import Report
 
 
 class RecordingRun:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypedDict
 
-from codegen.evaluation.store import EvalStore, read_object
+from codegen.evaluation.store.files import EvalStore, read_object
 from codegen.json_types import JSONObject, JSONValue
 
 COLUMNS = (

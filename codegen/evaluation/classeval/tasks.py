@@ -35,6 +35,7 @@ from codegen.json_types import JSONObject, JSONValue
 from codegen.untrusted import BadInput, loads_json
 
 NAME = "ClassEval"
+SHAPE = "classeval"  # its problems' task shape (``classeval_report.CLASSEVAL_SHAPE``)
 
 
 class TaskFileError(BadInput):
@@ -117,9 +118,20 @@ def candidate_module(problem: Problem, reply: str) -> str:
     return "\n".join(imports) + "\n" + extract_code(reply)
 
 
-def is_classeval(problems: Mapping[str, Problem]) -> bool:
-    """``problems`` (a task set's) are ClassEval tasks (scored per unittest class)."""
-    return any(p.classeval is not None for p in problems.values())
+def is_task_list(text: str) -> bool:
+    """The text is one JSON list of task objects (ClassEval's file), not JSONL (whose line may
+    itself be a list: an error there); ``read_task_file`` sends such a file here."""
+    head = text.lstrip()
+    if not head.startswith("["):
+        return False
+    first_line, _, rest = head.partition("\n")
+    try:
+        first = loads_json(first_line)
+    except ValueError:
+        # A list that goes on past its first line is ClassEval's; one line that does not parse
+        # is a JSONL line's error, reported with its line number.
+        return bool(rest.strip())
+    return isinstance(first, list) and bool(first) and isinstance(first[0], dict)
 
 
 def _field(record: JSONObject, name: str, where: str, kind: type) -> JSONValue:
@@ -197,12 +209,13 @@ def parse_task(record: JSONValue, where: str) -> Problem:
         canonical_solution="\n".join(imports) + "\n" + solution if solution.strip() else "",
         test=test,
         classeval=ClassTask(imports, names, _method_tests(record, names, where)),
+        shape=SHAPE,
     )
 
 
 def parse_task_list(text: str, path: Path) -> dict[str, Problem]:
     """A ClassEval task file's decoded text (a JSON list) as problems by key, in file order;
-    raises TaskFileError. ``read_task_file`` sends a file here when its text is a JSON list."""
+    raises TaskFileError."""
     try:
         records = loads_json(text)
     except ValueError as exc:

@@ -18,7 +18,7 @@ from codegen.agents.llm import LLMClient, candidate_at
 from codegen.agents.options import CrewOptions
 from codegen.agents.report import parse_grade
 from codegen.evaluation.harness import Generator, PublicTask
-from codegen.evaluation.records import Candidate
+from codegen.evaluation.store import Candidate
 from codegen.json_types import JSONObject
 from codegen.retrieval.types import Retriever
 from codegen.sandbox.api import Sandbox

@@ -18,10 +18,9 @@ from codegen.agents.types import MODEL_ENDED, Status
 from codegen.evaluation.harness import CREW
 from codegen.evaluation.learned import load_learned, load_learned_task
 from codegen.evaluation.passk import mean_pass_at_k, reportable_ks
-from codegen.evaluation.records import Candidate, HistoryEntry
+from codegen.evaluation.report.time_limits import TimeLimitVerdicts
 from codegen.evaluation.scoring import FAILURE_CATEGORIES, SampleScore, ScoreDict
-from codegen.evaluation.store import EvalStore
-from codegen.evaluation.time_limit_report import TimeLimitVerdicts
+from codegen.evaluation.store import Candidate, EvalStore, HistoryEntry
 from codegen.json_types import JSONObject
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import cast
 
 from codegen.durable import atomic_write_text
-from codegen.evaluation.records import ConfigDoc, HistoryEntry, SamplesDoc, ScoresDoc
+from codegen.evaluation.store.records import ConfigDoc, HistoryEntry, SamplesDoc, ScoresDoc
 from codegen.json_types import JSONObject, JSONValue
 
 

@@ -16,10 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from codegen.evaluation.classeval_scoring import ERROR, PARTIAL, SUCCESS
+from codegen.evaluation.classeval import tasks as classeval
+from codegen.evaluation.classeval.scoring import (
+    ERROR,
+    PARTIAL,
+    SCORING_VERSION,
+    SUCCESS,
+    score_classes,
+)
 from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.passk import mean_pass_at_k, reportable_ks
 from codegen.evaluation.scoring import SampleScore
+from codegen.evaluation.task_shape import TaskShape
 from codegen.json_types import JSONObject
 
 KS = (1, 3, 5)  # the authors' table: pass@1, pass@3, pass@5
@@ -88,3 +96,68 @@ def class_summary(scored: Sequence[tuple[Problem, Sequence[SampleScore]]]) -> JS
         "verdicts_isolated": isolated,
         "failures": failures,
     }
+
+
+FIGURES = (
+    "class_success",
+    "class_partial_success",
+    "method_success",
+    "method_partial_success",
+    "test_class_success",
+    "test_class_partial_success",
+)
+FAILURES_SHOWN = 10  # failing test classes printed (all of them for --canonical, and in --json)
+METADATA_FAILURES = 50  # failing test classes the Dagster metadata lists
+
+
+def describe(figures: JSONObject, every_failure: bool) -> list[str]:
+    """ClassEval's figures as text; the failing test classes (all of them if
+    ``every_failure``)."""
+    lines = []
+    for name in FIGURES:
+        shown = ", ".join(f"{k} = {v:.4f}" for k, v in figures[name].items())  # type: ignore[union-attr]
+        lines.append(f"{name.replace('_', ' ')}: {shown or 'n/a'}")
+    lines.append(
+        f"classes solved {figures['classes_solved']}/{figures['classes']}; verdicts decided "
+        f"isolated {figures['verdicts_isolated']}/{figures['verdicts']} (the rest ran the "
+        "candidate in the test's process; each says why in --json)"
+    )
+    failures = figures["failures"]
+    assert isinstance(failures, list)
+    for failure in failures if every_failure else failures[:FAILURES_SHOWN]:
+        assert isinstance(failure, dict)
+        lines.append(
+            f"  {failure['task']} #{failure['sample']} {failure['test_class']}: "
+            f"{failure['result']}: {str(failure['reason'])[:200]}"
+        )
+    if len(failures) > FAILURES_SHOWN and not every_failure:
+        more = len(failures) - FAILURES_SHOWN
+        lines.append(f"  ... {more} more failing test classes (all in --json)")
+    return lines
+
+
+def metadata(figures: JSONObject) -> JSONObject:
+    """The figures with the first failing test classes only (all of them are in --json)."""
+    failures = figures["failures"]
+    assert isinstance(failures, list)
+    return {**figures, "failures": failures[:METADATA_FAILURES], "failures_total": len(failures)}
+
+
+def _is_replies_file(text: str) -> bool:
+    return text.lstrip().startswith("[")  # the authors' replies: [{task_id, predict: [...]}]
+
+
+CLASSEVAL_SHAPE = TaskShape(
+    name=classeval.SHAPE,
+    title=classeval.NAME,
+    claims_file=classeval.is_task_list,
+    read_file=classeval.parse_task_list,
+    claims_replies=_is_replies_file,
+    read_replies=classeval.replies_modules,
+    score=score_classes,
+    scoring_version=SCORING_VERSION,
+    figures=class_summary,
+    describe=describe,
+    metadata=metadata,
+    package_set="classeval",  # its tests import numpy, pandas, nltk, ...
+)

@@ -38,12 +38,20 @@ from codegen.evaluation.harness import (
     run_samples_task,
     score_task,
 )
-from codegen.evaluation.records import Candidate
-from codegen.evaluation.report import Summary, history_entry, plot_history, summarize
+from codegen.evaluation.report import (
+    Ran,
+    Report,
+    Summary,
+    add_absent,
+    build_report,
+    history_entry,
+    plot_history,
+    summarize,
+)
 from codegen.evaluation.samples_file import SamplesFile
 from codegen.evaluation.scoring import SampleScore
-from codegen.evaluation.session_report import Ran, Report, add_absent, build_report
-from codegen.evaluation.store import EvalStore
+from codegen.evaluation.shapes import shapes_in
+from codegen.evaluation.store import Candidate, EvalStore
 from codegen.evaluation.tasks import TaskSet, humaneval_tasks
 from codegen.json_types import JSONObject
 from codegen.retrieval.types import Retriever
@@ -97,7 +105,7 @@ def crew_config(
     tasks: TaskSet | None = None,
 ) -> EvalConfig:
     """The crew's configuration (and cache key) over ``tasks``; builds it without a call."""
-    from codegen.evaluation.crew_generator import crew_identity
+    from codegen.evaluation.session.crew_generator import crew_identity
 
     identity = {
         **crew_identity(llm.client(), llm.crew_options(), dict(retriever.identity())),
@@ -207,7 +215,7 @@ class EvalSession:
             return canonical_generator(self.tasks)
         if self.llm is None or self.retriever is None:
             raise ValueError(f"{self.mode} mode has no generator")
-        from codegen.evaluation.crew_generator import crew_generator
+        from codegen.evaluation.session.crew_generator import crew_generator
 
         overrides: JSONObject = {"limits": sandbox_limits} if sandbox_limits else {}  # type: ignore[dict-item]
         options = self.llm.crew_options(overrides)
@@ -339,17 +347,21 @@ class EvalSession:
         history = [e for e in self.store.history() if e["mode"] == self.mode]
         return plot_history(history, self.store.plot_path)
 
-    def class_summary(self, keys: Sequence[str]) -> JSONObject:
-        """ClassEval's figures over the stored scores of ``keys`` (``classeval_report``)."""
-        from codegen.evaluation.classeval_report import class_summary
-
-        scored = []
-        for key in keys:
-            stored = self.store.load_scores(self.config.config_id, key)
-            if stored:
-                found = [SampleScore.from_dict(s) for s in stored["scores"]]
-                scored.append((self.tasks.get(key), found))
-        return class_summary(scored)
+    def shape_figures(self, keys: Sequence[str]) -> dict[str, JSONObject]:
+        """Each task shape's own figures (ClassEval's) over the stored scores of ``keys``, by
+        the shape's name; shapes without figures of their own are left out."""
+        figures: dict[str, JSONObject] = {}
+        for shape in shapes_in(self.tasks.get(k) for k in keys):
+            if shape.figures is None:
+                continue
+            scored = []
+            for key in keys:
+                stored = self.store.load_scores(self.config.config_id, key)
+                if stored and self.tasks.get(key).shape == shape.name:
+                    found = [SampleScore.from_dict(s) for s in stored["scores"]]
+                    scored.append((self.tasks.get(key), found))
+            figures[shape.name] = shape.figures(scored)
+        return figures
 
     def report(
         self,
@@ -368,8 +380,9 @@ class EvalSession:
         unscored = add_absent(summary, absent, self.tasks)
         if not errors and not unscored and not summary.crew_statuses.get("error"):
             self.record(summary, wall_s=wall)
-        if any(self.tasks.get(k).classeval is not None for k in keys):
-            extra = {**(extra or {}), "classeval": self.class_summary(keys)}
+        figures = self.shape_figures(keys)
+        if figures:
+            extra = {**(extra or {}), **figures}
         if self.samples_file is not None:
             extra = {
                 "samples_file": str(self.samples_file.path),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from codegen.agents.report import counted
 from codegen.evaluation.harness import CANONICAL, TaskOutcome
-from codegen.evaluation.report import Summary
+from codegen.evaluation.report.summary import Summary
 from codegen.evaluation.tasks import TaskSet
 from codegen.json_types import JSONObject
 

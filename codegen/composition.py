@@ -29,7 +29,7 @@ from codegen.retrieval.embedders import EmbedderConfig
 from codegen.retrieval.index import StoreConfig
 from codegen.sandbox import Limits, backend_names
 from codegen.sandbox.errors import SandboxError
-from codegen.sandbox.packages import PackageSet, image_tag, package_set, sandbox_distributions
+from codegen.sandbox.image import PackageSet, image_tag, package_set, sandbox_distributions
 from codegen.settings import (
     BadSettings,
     CandidateModel,

@@ -10,7 +10,8 @@ its face (its ``__init__`` and the names in its ``__all__``), and so is each roo
 nothing of the pick; no folder of ``agents/`` or ``evaluation/`` holds more than
 ``ROOM_MAX_MODULES`` modules. Every import
 counts: at module level, under ``TYPE_CHECKING``, inside a function, and
-``importlib.import_module`` of a literal name.
+``importlib.import_module`` of a literal name. ``sandbox/`` has rooms too (``backends/``,
+``image/``), entered and sized the same way.
 """
 
 from __future__ import annotations
@@ -229,22 +230,28 @@ def test_replay_is_imported_only_by_the_recorder_and_the_replay_commands() -> No
     assert importers <= set(REPLAY_IMPORTERS), sorted(importers - set(REPLAY_IMPORTERS))
 
 
-# -- the rooms of agents/ and evaluation/ ---------------------------------------------------
+# -- the rooms of agents/, evaluation/ and sandbox/ ---------------------------------------
 AGENTS = "codegen.agents"
 EVALUATION = "codegen.evaluation"
-ROOMED = (AGENTS, EVALUATION)  # the packages cut into rooms
+SANDBOX = "codegen.sandbox"
+ROOMED = (AGENTS, EVALUATION, SANDBOX)  # the packages cut into rooms
+# Not a room: the code that runs in the box, shipped as files; nothing imports it
+# (tests/sandbox/test_inside.py).
+NOT_ROOMS = {f"{SANDBOX}.inside"}
 ROOM_MAX_MODULES = 15  # a folder a reader takes in at a glance (issue 47)
 # The model client's room and the one it must not reach, directly or through anything else.
 CLIENT, PICK = f"{AGENTS}.llm", f"{AGENTS}.pick"
 
 
 def rooms(root: Path = PACKAGE) -> dict[str, Path]:
-    """Every subpackage of ``agents/`` and ``evaluation/`` (at any depth), by its dotted name:
-    the rooms."""
+    """Every subpackage of a package in ``ROOMED`` (at any depth), by its dotted name: the
+    rooms."""
     return {
         name: path
         for name, path in modules(root).items()
-        if name.startswith(tuple(f"{p}." for p in ROOMED)) and path.name == "__init__.py"
+        if any(name.startswith(p + ".") for p in ROOMED)
+        and path.name == "__init__.py"
+        and name not in NOT_ROOMS
     }
 
 
@@ -312,6 +319,10 @@ def test_agents_and_evaluation_have_their_rooms() -> None:
     assert {f"{EVALUATION}.{r}" for r in rooms_of_evaluation} <= set(ROOMS)
 
 
+def test_sandbox_has_its_rooms() -> None:
+    assert {f"{SANDBOX}.{r}" for r in ("backends", "image")} <= set(ROOMS)
+
+
 def test_nothing_outside_a_room_imports_past_its_face() -> None:
     # The product and the benchmarks; a test may reach inside a room to test what it hides.
     found = past_faces({**GRAPH, **benchmark_graph()}, set(ROOMS))
@@ -340,8 +351,9 @@ def test_the_model_client_imports_nothing_of_the_pick() -> None:
     assert not found, found
 
 
-def test_no_folder_of_agents_or_evaluation_holds_more_than_a_room_of_modules() -> None:
-    folders = [PACKAGE / "agents", PACKAGE / "evaluation", *(p.parent for p in ROOMS.values())]
+def test_no_folder_of_agents_or_sandbox_holds_more_than_a_room_of_modules() -> None:
+    folders = [PACKAGE / "agents", PACKAGE / "evaluation", PACKAGE / "sandbox"]
+    folders += [PACKAGE / "sandbox" / "inside", *(p.parent for p in ROOMS.values())]
     counts = {
         str(f.relative_to(PACKAGE)): len([p for p in f.glob("*.py") if p.name != "__init__.py"])
         for f in folders

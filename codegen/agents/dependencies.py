@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from packaging.utils import canonicalize_name
 
 from codegen.agents.spec import Spec
-from codegen.sandbox.packages import (
+from codegen.sandbox.image import (
     Distribution,
     PackageSet,
     build_command,
@@ -29,7 +29,7 @@ class SandboxPackages:
 
     set_name: str  # [sandbox] package_set
     extra: tuple[str, ...]  # [sandbox] packages as set now
-    available: tuple[Distribution, ...]  # codegen.sandbox.packages.sandbox_distributions
+    available: tuple[Distribution, ...]  # codegen.sandbox.image.sandbox_distributions
     # The set as declared (its label and pinned requirements), shown in the request's report.
     declared: PackageSet | None = None
 

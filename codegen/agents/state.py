@@ -17,7 +17,7 @@ from codegen.agents.spec import Spec
 from codegen.agents.types import CrewOutcome, Status
 from codegen.json_types import JSONObject
 from codegen.retrieval.grounding import Grounding
-from codegen.sandbox.packages import PackageSet
+from codegen.sandbox.image import PackageSet
 from codegen.sandbox.types import TestReport
 
 

@@ -304,7 +304,7 @@ def build_postgres_image(
 
 
 def build_all(*, force: bool = False, progress: Progress = _say) -> dict[str, str]:
-    from codegen.sandbox.docker_backend import docker_client
+    from codegen.sandbox.image import docker_client
 
     client = docker_client(timeout=1800)
     try:

@@ -1,7 +1,9 @@
 """Isolated execution of untrusted code: Docker (default) or bubblewrap, never the bare host.
 
-The backends are registered in ``backends.py``; each declares its properties in a
-``BackendKind`` (backend_kind.py).
+The core is here (the ``Sandbox`` interface, the shared base, the wire protocol, files, limits
+and results); around it two rooms, each entered through its ``__init__``: ``backends/`` (each
+backend one ``BackendKind``, registered once) and ``image/`` (the package set, the image and
+the bubblewrap root). ``inside/`` holds the code that runs in the box, shipped as files.
 
     with open_sandbox() as sb:
         report = sb.run_pytest(solution_source, test_source, Limits(timeout_s=10))
@@ -14,14 +16,13 @@ another way.
 from __future__ import annotations
 
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.backend_kind import BackendKind, OpenRequest
-from codegen.sandbox.backends import backend_names, open_backend, register
+from codegen.sandbox.backends import BackendKind, OpenRequest, backend_names, open_backend, register
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable, UnsafePathError
 from codegen.sandbox.files import Symlink
-from codegen.sandbox.packages import DEFAULT_SET, image_tag, package_set
+from codegen.sandbox.image import DEFAULT_SET, image_tag, package_set
 from codegen.sandbox.types import ExecResult, Limits, TestCaseResult, TestReport
 
-# The default package set's image (packages.py: its name and a digest of its pinned list).
+# The default package set's image (image/packages.py: its name and a digest of its pinned list).
 DEFAULT_IMAGE = image_tag(package_set())
 
 __all__ = [

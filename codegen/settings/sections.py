@@ -233,11 +233,11 @@ class SandboxSettings(Section):
     # name here, below the registry; composition.sandbox_backend checks it.
     backend: str = Field(default="auto", min_length=1)
     # None keeps the sandbox's own value, defined once there: the image tag is the package
-    # set's (codegen.sandbox.packages.image_tag), each limit a field of codegen.sandbox.Limits
+    # set's (codegen.sandbox.image.image_tag), each limit a field of codegen.sandbox.Limits
     # (composition.sandbox_limits fills in what is set here).
     image: str | None = Field(default=None, min_length=1)
     # The sandbox's third-party Python distributions, installed into the image and the
-    # bubblewrap root at build time only (codegen/sandbox/packages.py): a named set, plus
+    # bubblewrap root at build time only (codegen/sandbox/image/packages.py): a named set, plus
     # extra requirements ("name==version"; one of a set's names replaces its pin).
     package_set: Literal["none", "default", "classeval"] = "default"
     packages: list[str] = []

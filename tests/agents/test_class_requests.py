@@ -21,7 +21,7 @@ from codegen.agents.types import Status
 from codegen.json_types import JSONObject
 from codegen.replay.scripted import ScriptedOpenAIServer
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.packages import package_set, sandbox_distributions
+from codegen.sandbox.image import package_set, sandbox_distributions
 
 LEDGER_SPEC: JSONObject = {
     "purpose": "A ledger that keeps a balance and the history of its movements.",

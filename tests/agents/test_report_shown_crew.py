@@ -17,7 +17,7 @@ from codegen.agents.types import Status
 from codegen.json_types import JSONObject
 from codegen.replay.scripted import ScriptedOpenAIServer
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.packages import package_set, sandbox_distributions
+from codegen.sandbox.image import package_set, sandbox_distributions
 
 
 def method(name: str, signature: str) -> JSONObject:

@@ -26,7 +26,7 @@ from codegen.agents.state import (
 from codegen.agents.types import Status
 from codegen.replay.scripted import PRIMES_SPEC
 from codegen.retrieval.grounding import Grounding
-from codegen.sandbox.packages import PackageSet
+from codegen.sandbox.image import PackageSet
 from codegen.sandbox.types import TestCaseResult, TestReport
 
 # The keys report.json has always had (readers outside this package rely on them).

@@ -22,7 +22,7 @@ from codegen.agents.types import Status
 from codegen.json_types import JSONObject, JSONValue
 from codegen.replay.scripted import PRIMES_SPEC, ScriptedOpenAIServer, primes_handler
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.packages import package_set, sandbox_distributions
+from codegen.sandbox.image import package_set, sandbox_distributions
 
 LRU_SPEC: JSONObject = {
     "purpose": "A least-recently-used cache of fixed capacity.",

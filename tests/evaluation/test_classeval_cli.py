@@ -172,7 +172,7 @@ def test_a_missing_image_names_the_command_that_builds_it_and_that_command_does(
     default set's command built the wrong image); run as printed, that command builds the
     very tag the evaluation looked for, with the classeval set. (The real build takes
     minutes and CI does not make this image: build_image is recorded, not run.)"""
-    from codegen.sandbox.packages import package_set
+    from codegen.sandbox.image import package_set
 
     missing = "multiagent-codegen-sandbox:no-such-version"
     env = {**os.environ, "CODEGEN_SANDBOX__IMAGE": missing, "CODEGEN_SANDBOX__BACKEND": "docker"}

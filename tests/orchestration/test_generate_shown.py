@@ -13,7 +13,7 @@ from codegen.agents.spec import Spec
 from codegen.agents.state import CrewState, SolutionResult, SpecResult, TestsResult
 from codegen.assets.codegen_metadata import solution_metadata, spec_metadata
 from codegen.orchestration.cli.outcome import show_outcome, summarize
-from codegen.sandbox.packages import PackageSet
+from codegen.sandbox.image import PackageSet
 from codegen.sandbox.types import TestCaseResult as Case
 from codegen.sandbox.types import TestReport as Report
 

@@ -10,8 +10,8 @@ import pytest
 
 from codegen.sandbox import Limits
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.bwrap_backend import processes_of_uid
-from codegen.sandbox.docker_backend import LABEL, OWNER_LABEL, owner_tag
+from codegen.sandbox.backends.bwrap import processes_of_uid
+from codegen.sandbox.backends.docker import LABEL, OWNER_LABEL, owner_tag
 
 # Small limits keep the hostile suite quick on a 2-core machine.
 SMALL = Limits(
@@ -97,8 +97,7 @@ def assert_still_works(sb: Sandbox) -> None:
 
 def ensure_docker_image() -> str:
     from codegen.sandbox import DEFAULT_IMAGE
-    from codegen.sandbox.docker_backend import docker_client
-    from codegen.sandbox.image import build_image, image_exists
+    from codegen.sandbox.image import build_image, docker_client, image_exists
 
     client = docker_client()
     try:
@@ -113,8 +112,12 @@ def ensure_docker_image() -> str:
 
 def ensure_rootfs_or_skip() -> None:
     from codegen.sandbox import DEFAULT_IMAGE
-    from codegen.sandbox.image import ensure_image_rootfs, image_rootfs_path, rootfs_ready
-    from codegen.sandbox.packages import package_set
+    from codegen.sandbox.image import (
+        ensure_image_rootfs,
+        image_rootfs_path,
+        package_set,
+        rootfs_ready,
+    )
 
     # bubblewrap's root for the default image: the debootstrapped tree plus its package set.
     if rootfs_ready(image_rootfs_path(DEFAULT_IMAGE)):

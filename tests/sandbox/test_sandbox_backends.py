@@ -148,7 +148,7 @@ def test_strict_isolation_uses_a_fresh_sandbox(sb: Sandbox) -> None:
 
 @pytest.mark.docker
 def test_leftover_containers_of_a_dead_process_are_removed(docker_sandbox: Sandbox) -> None:
-    from codegen.sandbox.docker_backend import LABEL, OWNER_LABEL, reap_leftovers
+    from codegen.sandbox.backends.docker import LABEL, OWNER_LABEL, reap_leftovers
 
     api = docker_sandbox.client.api  # type: ignore[attr-defined]
     import socket
@@ -170,7 +170,7 @@ def test_a_container_created_but_never_started_is_removed_once_abandoned(
     """A run container killed between create and start leaves its sandbox container
     created on a host nobody else is: the reaper removes it once no creator can still start
     it, and not before."""
-    from codegen.sandbox.docker_backend import LABEL, OWNER_LABEL, reap_leftovers
+    from codegen.sandbox.backends.docker import LABEL, OWNER_LABEL, reap_leftovers
 
     client = docker_sandbox.client  # type: ignore[attr-defined]
     cid = client.api.create_container(
@@ -273,7 +273,7 @@ def test_unsafe_host_only_by_name_and_still_limited() -> None:
     ) as box:
         if box.backend != "unsafe-host":  # bwrap works here, so it is never chosen
             assert box.backend == "bwrap"
-            from codegen.sandbox.bwrap_backend import BwrapSandbox
+            from codegen.sandbox.backends.bwrap import BwrapSandbox
 
             box = BwrapSandbox(unsafe_host=True, default_limits=box.default_limits)
         ok = box.run({"a.py": "import os; print(os.path.exists('a.py'))"}, ["python3", "a.py"])

@@ -16,15 +16,17 @@ from codegen.composition import sandbox_image, sandbox_packages
 from codegen.orchestration.cli.info import sandbox_line
 from codegen.sandbox import DEFAULT_IMAGE, Limits, SandboxError, SandboxUnavailable
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.image import build_image, bwrap_root, image_rootfs_path
-from codegen.sandbox.packages import (
+from codegen.sandbox.image import (
     NAMED_SETS,
+    build_image,
+    bwrap_root,
+    image_rootfs_path,
     image_tag,
     missing_distributions,
     package_set,
     sandbox_distributions,
 )
-from codegen.sandbox.wheelhouse import target_args
+from codegen.sandbox.image.wheelhouse import target_args
 from codegen.settings import SandboxSettings
 
 # The sandbox's own default limits (512 MB): what the package set has to work under.
@@ -146,8 +148,8 @@ def test_a_missing_image_or_root_names_the_build_command_of_its_set(
 
     import docker.errors
 
-    from codegen.sandbox.bwrap_backend import BwrapSandbox
-    from codegen.sandbox.docker_backend import DockerSandbox
+    from codegen.sandbox.backends.bwrap import BwrapSandbox
+    from codegen.sandbox.backends.docker import DockerSandbox
 
     def inspect_image(image: str) -> None:
         raise docker.errors.ImageNotFound(image)

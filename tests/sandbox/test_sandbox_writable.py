@@ -18,7 +18,7 @@ from sandbox_support import ROOMY, assert_clean, assert_still_works
 from codegen.sandbox import SandboxUnavailable, open_sandbox
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.backends import backend_label
-from codegen.sandbox.bwrap_backend import processes_of_uid
+from codegen.sandbox.backends.bwrap import processes_of_uid
 from codegen.sandbox.image import HOST_BACKEND
 
 MIB = 1 << 20

@@ -18,7 +18,7 @@ from codegen.agents.state import CrewState, HumanVerdict
 from codegen.agents.types import Status
 from codegen.json_types import JSONObject, JSONValue
 from codegen.retrieval.grounding import Grounding
-from codegen.sandbox.packages import PackageSet
+from codegen.sandbox.image import PackageSet
 
 REPORT_FILE = "report.json"
 

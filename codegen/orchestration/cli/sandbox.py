@@ -16,7 +16,7 @@ import click
 from codegen.composition import sandbox_backend, sandbox_image, sandbox_limits, sandbox_packages
 from codegen.orchestration.cli.exits import Refused
 from codegen.sandbox import backend_names
-from codegen.sandbox.packages import NAMED_SETS
+from codegen.sandbox.image import NAMED_SETS
 from codegen.settings import get_settings
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from codegen.sandbox.errors import SandboxError
-from codegen.sandbox.packages import SANDBOX_PYTHON, PackageSet
+from codegen.sandbox.image.packages import SANDBOX_PYTHON, PackageSet
 
 # Where the set lives inside the sandbox; a .pth file in the interpreter's site dir adds it.
 SITE_MOUNT = "/opt/sandbox-site"

@@ -29,7 +29,7 @@ from codegen.sandbox.errors import SandboxError
 # Debian bookworm's python3 (the debootstrapped root) and python:3.11-slim (the online base).
 SANDBOX_PYTHON = "3.11"
 IMAGE_REPO = "multiagent-codegen-sandbox"
-# Bump when codegen/sandbox/Dockerfile or the layout of the package layer changes.
+# Bump when codegen/sandbox/image/Dockerfile or the layout of the package layer changes.
 IMAGE_VERSION = "2"
 
 NAMED_SETS: dict[str, tuple[str, ...]] = {
@@ -131,7 +131,7 @@ def is_packaged_tag(tag: str) -> bool:
     )
 
 
-# Here rather than in image.py, which imports this module: the manifest lives under it too.
+# Here rather than in build.py, which imports this module: the manifest lives under it too.
 def default_cache_dir() -> Path:
     """World-traversable for root (bubblewrap drops to an unprivileged uid), else XDG."""
     explicit = os.environ.get("CODEGEN_SANDBOX_CACHE")

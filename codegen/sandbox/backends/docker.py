@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     import docker
     from docker.types import HostConfig
 
-from codegen.sandbox.backend_kind import BackendKind, NotHere, OpenRequest
+from codegen.sandbox.backends.kind import BackendKind, NotHere, OpenRequest
+from codegen.sandbox.backends.pool import DEADLINE_GRACE_S, Deadline, PooledSandbox
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable
-from codegen.sandbox.packages import DEFAULT_SET, build_command
-from codegen.sandbox.pool import DEADLINE_GRACE_S, Deadline, PooledSandbox
+from codegen.sandbox.image import DEFAULT_SET, build_command, docker_client
 from codegen.sandbox.protocol import (
     SANDBOX_ENV,
     SANDBOX_UID,
@@ -75,17 +75,6 @@ def _owner_alive(tag: str) -> bool:
     except PermissionError:
         pass
     return _proc_start_time(pid) == started  # a recycled pid is a different process
-
-
-def docker_client(timeout: float = 60.0) -> docker.DockerClient:
-    import docker
-
-    try:
-        client = docker.from_env(timeout=int(timeout))
-        client.ping()
-    except Exception as exc:
-        raise SandboxUnavailable(f"no Docker daemon answers: {exc}") from exc
-    return client
 
 
 def reap_leftovers(

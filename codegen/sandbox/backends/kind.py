@@ -1,7 +1,7 @@
 """What a sandbox backend is to the rest of the platform: one ``BackendKind`` declaring its
 properties, so that callers read a property instead of comparing backend names.
 
-Each backend module defines its kind beside its class; ``backends.py`` registers the kinds
+Each backend module defines its kind beside its class; ``registry.py`` registers the kinds
 once and is where ``open_sandbox``, the settings check, the CLI and ``codegen info`` list them.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codegen.sandbox.errors import SandboxUnavailable
-from codegen.sandbox.packages import DEFAULT_SET
+from codegen.sandbox.image import DEFAULT_SET
 from codegen.sandbox.types import Limits
 
 if TYPE_CHECKING:

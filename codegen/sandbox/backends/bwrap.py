@@ -11,7 +11,7 @@ the only writable places are the size-capped tmpfs dirs the supervisor wipes aft
 inside applies rlimits to each job (address space for memory, CPU seconds, processes, file
 size), enforces the timeout, caps output while streaming, and kills every process of the job
 and wipes the dirs after it (the same reset guarantee as the Docker pool, see
-``codegen/sandbox/pool.py``); when a sandbox's PID namespace ends the kernel kills anything
+``pool.py``); when a sandbox's PID namespace ends the kernel kills anything
 left. Pooled sandboxes are reused, ``strict`` starts one per execution. Run as root, bwrap is
 started under an unprivileged uid per slot (a block of uids per host process), so the job
 never holds a uid that owns anything.
@@ -23,11 +23,9 @@ in a process's address space, so every tmpfs has a size (the job's ``workdir_mb`
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import math
 import os
-import queue
 import select
 import shutil
 import signal
@@ -38,14 +36,21 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TypeAlias
+from typing import IO
 
-from codegen.sandbox.backend_kind import BackendKind, NotHere, OpenRequest
-from codegen.sandbox.docker_backend import owner_tag
+from codegen.sandbox.backends.docker import owner_tag
+from codegen.sandbox.backends.kind import BackendKind, NotHere, OpenRequest
+from codegen.sandbox.backends.pool import Deadline, PooledSandbox
+from codegen.sandbox.backends.spawner import Spawner
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable
-from codegen.sandbox.image import HOST_BACKEND, bwrap_root, rootfs_path, rootfs_ready
-from codegen.sandbox.packages import DEFAULT_SET, build_command
-from codegen.sandbox.pool import Deadline, PooledSandbox
+from codegen.sandbox.image import (
+    DEFAULT_SET,
+    HOST_BACKEND,
+    build_command,
+    bwrap_root,
+    rootfs_path,
+    rootfs_ready,
+)
 from codegen.sandbox.protocol import (
     SANDBOX_ENV,
     WORKDIR,
@@ -173,45 +178,6 @@ class _PipeBox:
         return " ".join(text.split())[-500:]
 
 
-# What the spawner thread runs, and where its result (or exception) goes.
-_Spawn: TypeAlias = tuple[
-    Callable[[], "subprocess.Popen[bytes]"], "concurrent.futures.Future[subprocess.Popen[bytes]]"
-]
-
-
-class _Spawner:
-    """Starts every bwrap from one long-lived thread.
-
-    ``--die-with-parent`` is PR_SET_PDEATHSIG, which fires when the parent *thread* exits:
-    a sandbox started from a short-lived worker thread would be killed with that thread.
-    This thread lives exactly as long as the sandbox object, so its boxes do too.
-    """
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[_Spawn | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._loop, name="sandbox-bwrap", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            fn, future = item
-            try:
-                future.set_result(fn())
-            except BaseException as exc:
-                future.set_exception(exc)
-
-    def call(self, fn: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
-        future: concurrent.futures.Future[subprocess.Popen[bytes]] = concurrent.futures.Future()
-        self._queue.put((fn, future))
-        return future.result()
-
-    def stop(self) -> None:
-        self._queue.put(None)
-
-
 def open_bwrap(request: OpenRequest) -> BwrapSandbox:
     """On the image's root (or ``request.rootfs``); NotHere where it cannot run."""
     if not sys.platform.startswith("linux"):
@@ -283,7 +249,7 @@ class BwrapSandbox(PooledSandbox):
         self._privileged = os.geteuid() == 0
         self._used_slots: set[int] = set()
         self._bwrap = shutil.which("bwrap") or "bwrap"
-        self._spawner = _Spawner()
+        self._spawner = Spawner()
         if rootfs is None:
             candidate = rootfs_path()
             self.rootfs = candidate if rootfs_ready(candidate) else None

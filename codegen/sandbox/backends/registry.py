@@ -1,7 +1,7 @@
 """The sandbox backends, registered once: ``open_sandbox`` opens them, and the settings check
 (``codegen.composition``), the CLI's ``--backend`` and ``codegen info`` list them from here.
 
-A new backend is a module defining its ``BackendKind`` (backend_kind.py) and one ``register``
+A new backend is a module defining its ``BackendKind`` (kind.py) and one ``register``
 line below; ``auto`` tries the registered kinds in this order.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.backend_kind import BackendKind, NotHere, OpenRequest
-from codegen.sandbox.bwrap_backend import BWRAP, UNSAFE_HOST
-from codegen.sandbox.docker_backend import DOCKER
+from codegen.sandbox.backends.bwrap import BWRAP, UNSAFE_HOST
+from codegen.sandbox.backends.docker import DOCKER
+from codegen.sandbox.backends.kind import BackendKind, NotHere, OpenRequest
 from codegen.sandbox.errors import SandboxUnavailable
 from codegen.sandbox.image import image_rootfs_path, rootfs_path, rootfs_ready
 

@@ -2,7 +2,8 @@
 
 Offline: ``debootstrap --variant=minbase --include=python3,python3-pytest bookworm DIR``, cached
 under the cache dir so a second build is fast; ``docker import`` of that directory as the base
-image; then ``codegen/sandbox/Dockerfile`` on top of it (the same pytest and user layers as online).
+image; then the Dockerfile beside this module on top of it (the same pytest and user layers as
+online).
 The debootstrapped directory is the base of the bubblewrap backend's read-only root.
 
 The package set (``packages.py``) is part of both: its wheels are downloaded and installed
@@ -27,10 +28,13 @@ import tempfile
 from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import docker
 
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable
-from codegen.sandbox.packages import (
+from codegen.sandbox.image.packages import (
     DEFAULT_SET,
     SANDBOX_PYTHON,
     PackageSet,
@@ -41,7 +45,7 @@ from codegen.sandbox.packages import (
     package_set,
     write_manifest,
 )
-from codegen.sandbox.wheelhouse import PTH_NAME, SITE_MOUNT, ensure_site, installed
+from codegen.sandbox.image.wheelhouse import PTH_NAME, SITE_MOUNT, ensure_site, installed
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -124,6 +128,18 @@ def ensure_rootfs(
     return path
 
 
+# Here, below both the build and the Docker backend (backends/docker.py), which use it.
+def docker_client(timeout: float = 60.0) -> docker.DockerClient:
+    import docker
+
+    try:
+        client = docker.from_env(timeout=int(timeout))
+        client.ping()
+    except Exception as exc:
+        raise SandboxUnavailable(f"no Docker daemon answers: {exc}") from exc
+    return client
+
+
 def image_exists(client: object, tag: str) -> bool:
     import docker.errors
 
@@ -154,7 +170,7 @@ def import_base(client: object, rootfs: Path, progress: Progress = _quiet) -> st
 
 
 def dockerfile_text() -> str:
-    return resources.files("codegen.sandbox").joinpath("Dockerfile").read_text("utf-8")
+    return resources.files("codegen.sandbox.image").joinpath("Dockerfile").read_text("utf-8")
 
 
 def ensure_packaged_rootfs(
@@ -285,8 +301,6 @@ def _build_image(
     cache_dir: Path | None,
     progress: Progress,
 ) -> str:
-    from codegen.sandbox.docker_backend import docker_client
-
     cache = cache_dir or default_cache_dir()
     client = docker_client(timeout=600)
     try:
@@ -303,7 +317,7 @@ def _build_image(
         buildargs = {}
         if offline:
             buildargs["BASE"] = import_base(client, rootfs_path(cache_dir), progress)
-        progress(f"building {tag} from codegen/sandbox/Dockerfile with {packages.describe()}")
+        progress(f"building {tag} from codegen/sandbox/image/Dockerfile with {packages.describe()}")
         try:
             with tempfile.TemporaryFile() as context:
                 _write_context(site, context)

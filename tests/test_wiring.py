@@ -195,15 +195,3 @@ def test_assets_import_nothing_of_orchestration() -> None:
         "codegen.assets.index, codegen.assets.evaluation_family, codegen.assets.resources"
     )
     assert not [m for m in modules if m.startswith("codegen.orchestration")]
-
-
-AGENTS_MODULE_MAX_LINES = 400  # issue 20: the crew as small modules
-
-
-def test_no_agents_module_is_over_the_size_limit() -> None:
-    sizes = {
-        path.name: len(path.read_text().splitlines()) for path in (PACKAGE / "agents").rglob("*.py")
-    }
-    assert sizes, "no modules found under codegen/agents"
-    too_long = {name: n for name, n in sizes.items() if n > AGENTS_MODULE_MAX_LINES}
-    assert not too_long, f"split these modules (over {AGENTS_MODULE_MAX_LINES} lines): {too_long}"

@@ -25,14 +25,13 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import replay_server
-from benchmarks.pick.replay_candidates import run_json, stored, write_task_file
+from benchmarks.pick.replay_candidates import import_runs, run_json, stored, write_task_file
 
 HELD_OUT_SEED = 41
 HELD_OUT_COUNT = 40
@@ -98,18 +97,6 @@ def _fresh_home(
         write_task_file(rows, mbpp_set, home / "tasks.jsonl")
         tasks_args = ["--tasks", str(home / "tasks.jsonl")]
     return home, env, tasks_args
-
-
-def _import_runs(codegen: str, sources: list[str], env: dict[str, str]) -> None:
-    """``codegen replay import`` of the runs into one recording."""
-    imported = subprocess.run(
-        [codegen, "replay", "import", "--format", "mapcoder", *sources],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if imported.returncode != 0:
-        raise SystemExit(f"learned_pick: error: import: {imported.stderr[-800:]}")
 
 
 def _score_drafts(
@@ -186,7 +173,7 @@ def main() -> None:
     task_set = ["mbpp", *tasks_args] if mbpp else ["humaneval"]
     extra = ["--workers", str(args.workers)] if args.workers else []
     extra += ["--limit", str(args.limit)] if args.limit else []
-    _import_runs(codegen, [*map(str, files), str(recording), *tasks_args], env)
+    import_runs(codegen, [*map(str, files), str(recording), *tasks_args], env, "learned_pick")
     with replay_server(codegen, recording, log, env, "learned_pick") as base_url:
         run_env = {**env, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "none"}
         command = [codegen, "eval", *task_set, "--candidates", str(len(files)), "--json", *extra]

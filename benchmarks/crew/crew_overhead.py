@@ -282,7 +282,7 @@ def previous_multiprocess_job() -> Any:
     return Definitions.merge(defs, Definitions(jobs=[job])).resolve_job_def(job.name)
 
 
-def main() -> None:
+def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per model call")
     parser.add_argument("--requests", type=int, default=3, help="requests per path")
@@ -296,9 +296,12 @@ def main() -> None:
     parser.add_argument(
         "--skip-import-profile", action="store_true", help="no extra -X importtime request"
     )
-    args = parser.parse_args()
-    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    return parser.parse_args()
 
+
+def _use_fresh_home(backend: str) -> None:
+    """Points this process and its children at a fresh home: no LLM cache, the embedded
+    SQLite instance, a one-box pool of ``backend``."""
     home = Path(tempfile.mkdtemp(prefix="crew-overhead-"))
     os.environ.update(
         {
@@ -306,29 +309,98 @@ def main() -> None:
             "DAGSTER_HOME": str(home / "dagster_home"),
             "CODEGEN_CONFIG": str(home / "codegen.toml"),
             "CODEGEN_LLM__CACHE": "false",
-            "CODEGEN_SANDBOX__BACKEND": args.backend,
+            "CODEGEN_SANDBOX__BACKEND": backend,
             "CODEGEN_SANDBOX__POOL_SIZE": "1",
             "OPENAI_API_KEY": "sk-benchmark",
         }
     )
     os.environ.pop("DAGSTER_POSTGRES_URL", None)  # the embedded SQLite instance
 
+
+def _request_text(i: int, path: str) -> str:
+    return f"Write primes_up_to(n) with the Sieve of Eratosthenes ({path} #{i})."
+
+
+def _measure_round(
+    i: int,
+    args: argparse.Namespace,
+    log: CallLog,
+    rows: dict[str, list[dict[str, Any]]],
+    context: dict[str, Any],
+) -> None:
+    """Request ``i`` once on every path, measured into ``rows``; ``context``: the model client
+    (``llm``), the open sandbox (``box``), ``settings``, the Dagster ``instance`` and the
+    ``previous`` executor's job."""
     from dagster import execute_job
+
+    from codegen.agents.crew import run_crew
+    from codegen.assets.codegen import requests_partitions
+    from codegen.orchestration.cli.generate import run_in_this_process
+    from codegen.requests.store import RequestStore
+
+    settings, instance = context["settings"], context["instance"]
+
+    def loop(i: int = i) -> None:
+        out = run_crew(_request_text(i, "loop"), llm=context["llm"], sandbox=context["box"])
+        assert out.status.value == "passed", out.reason
+
+    def cli(i: int = i, checkout: Path | None = None) -> str:
+        env = dict(os.environ)
+        if checkout is not None:
+            env["PYTHONPATH"] = str(checkout)
+        proc = subprocess.run(
+            [CODEGEN, "generate", _request_text(i, "cli"), *CLI_FLAGS],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        summary = json.loads(proc.stdout)
+        assert summary["status"] == "passed"
+        return summary["run_id"]
+
+    def warm(i: int = i) -> str:
+        req = RequestStore(settings.requests_dir).add(_request_text(i, "warm"))
+        run_id, success = run_in_this_process(instance, req.id)
+        assert success
+        return run_id
+
+    def multiprocess(i: int = i) -> None:
+        req = RequestStore(settings.requests_dir).add(_request_text(i, "previous"))
+        instance.add_dynamic_partitions(requests_partitions.name, [req.id])
+        result = execute_job(
+            context["previous"],
+            instance=instance,
+            tags={"dagster/partition": req.id},
+            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        )
+        assert result.success
+
+    rows["in_process_loop"].append(measure(log, loop))
+    # Which checkout goes first alternates, so a drift in load falls on both.
+    sides = [("codegen_generate", None), ("baseline_generate", args.baseline)]
+    for path, checkout in sides[:: 1 if i % 2 == 0 else -1]:
+        if path in rows:
+            rows[path].append(measure(log, partial(cli, i, checkout), instance))
+    rows["warm_process"].append(measure(log, warm, instance))
+    if not args.skip_previous:
+        rows["previous_multiprocess"].append(measure(log, multiprocess))
+
+
+def _measure_paths(
+    args: argparse.Namespace,
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    """Every request on every path against the scripted server: the measurements per path,
+    and the import profile (empty with ``--skip-import-profile``)."""
     from dagster._core.definitions.reconstruct import ReconstructableJob
 
     import codegen.orchestration.definitions  # noqa: F401  (loaded once, as a worker would)
-    from codegen.agents.crew import run_crew
-    from codegen.assets.codegen import requests_partitions
     from codegen.assets.resources import LLMResource, close_shared_sandboxes
-    from codegen.orchestration.cli.generate import run_in_this_process
     from codegen.orchestration.instance import configured_instance
     from codegen.replay.scripted import ScriptedOpenAIServer
-    from codegen.requests.store import RequestStore
     from codegen.sandbox import open_sandbox
     from codegen.settings import get_settings
-
-    def text(i: int, path: str) -> str:
-        return f"Write primes_up_to(n) with the Sieve of Eratosthenes ({path} #{i})."
 
     log = CallLog(args.latency)
     rows: dict[str, list[dict[str, Any]]] = {
@@ -350,68 +422,38 @@ def main() -> None:
         previous = ReconstructableJob.for_file(__file__, "previous_multiprocess_job")
         box = open_sandbox(args.backend, pool_size=1)
         try:
-            llm = llm_resource.client()
+            context = {
+                "llm": llm_resource.client(),
+                "box": box,
+                "settings": settings,
+                "instance": instance,
+                "previous": previous,
+            }
             for i in range(args.requests):
-
-                def loop(i: int = i) -> None:
-                    out = run_crew(text(i, "loop"), llm=llm, sandbox=box)
-                    assert out.status.value == "passed", out.reason
-
-                def cli(i: int = i, checkout: Path | None = None) -> str:
-                    env = dict(os.environ)
-                    if checkout is not None:
-                        env["PYTHONPATH"] = str(checkout)
-                    proc = subprocess.run(
-                        [CODEGEN, "generate", text(i, "cli"), *CLI_FLAGS],
-                        capture_output=True,
-                        text=True,
-                        env=env,
-                        check=False,
-                    )
-                    assert proc.returncode == 0, proc.stderr[-2000:]
-                    summary = json.loads(proc.stdout)
-                    assert summary["status"] == "passed"
-                    return summary["run_id"]
-
-                def warm(i: int = i) -> str:
-                    req = RequestStore(settings.requests_dir).add(text(i, "warm"))
-                    run_id, success = run_in_this_process(instance, req.id)
-                    assert success
-                    return run_id
-
-                def multiprocess(i: int = i) -> None:
-                    req = RequestStore(settings.requests_dir).add(text(i, "previous"))
-                    instance.add_dynamic_partitions(requests_partitions.name, [req.id])
-                    result = execute_job(
-                        previous,
-                        instance=instance,
-                        tags={"dagster/partition": req.id},
-                        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-                    )
-                    assert result.success
-
-                rows["in_process_loop"].append(measure(log, loop))
-                # Which checkout goes first alternates, so a drift in load falls on both.
-                sides = [("codegen_generate", None), ("baseline_generate", args.baseline)]
-                for path, checkout in sides[:: 1 if i % 2 == 0 else -1]:
-                    if path in rows:
-                        rows[path].append(measure(log, partial(cli, i, checkout), instance))
-                rows["warm_process"].append(measure(log, warm, instance))
-                if not args.skip_previous:
-                    rows["previous_multiprocess"].append(measure(log, multiprocess))
+                _measure_round(i, args, log, rows, context)
             if not args.skip_import_profile:
-                imports = import_profile(dict(os.environ), text(0, "importtime"))
+                imports = import_profile(dict(os.environ), _request_text(0, "importtime"))
         finally:
             box.close()
             close_shared_sandboxes()
+    return rows, imports
 
-    def median(path: str, key: str) -> float:
-        ok = [r[key] for r in rows[path] if "error" not in r and r.get(key) is not None]
-        return round(statistics.median(ok), 2) if ok else float("nan")
 
-    baseline = median("in_process_loop", "overhead_s")
+def _median(rows: dict[str, list[dict[str, Any]]], path: str, key: str) -> float:
+    ok = [r[key] for r in rows[path] if "error" not in r and r.get(key) is not None]
+    return round(statistics.median(ok), 2) if ok else float("nan")
+
+
+def _result(
+    args: argparse.Namespace,
+    rows: dict[str, list[dict[str, Any]]],
+    imports: dict[str, Any],
+    load_at_start: list[float],
+) -> dict[str, Any]:
+    """The JSON printed."""
+    baseline = _median(rows, "in_process_loop", "overhead_s")
     cli_paths = [p for p in ("codegen_generate", "baseline_generate") if p in rows]
-    result: dict[str, Any] = {
+    return {
         "benchmark": "crew_overhead",
         "command": ".venv/bin/python -m benchmarks.crew.crew_overhead " + " ".join(sys.argv[1:]),
         "machine": machine(),
@@ -425,17 +467,19 @@ def main() -> None:
             else {}
         ),
         "this_checkout_commit": commit_of(ROOT),
-        "median_overhead_s": {p: median(p, "overhead_s") for p in rows},
-        "median_wall_s": {p: median(p, "wall_s") for p in rows},
-        "median_cpu_s": {p: median(p, "cpu_s") for p in rows},
+        "median_overhead_s": {p: _median(rows, p, "overhead_s") for p in rows},
+        "median_wall_s": {p: _median(rows, p, "wall_s") for p in rows},
+        "median_cpu_s": {p: _median(rows, p, "cpu_s") for p in rows},
         "overhead_vs_baseline_s": {
-            p: round(median(p, "overhead_s") - baseline, 2) for p in rows if p != "in_process_loop"
+            p: round(_median(rows, p, "overhead_s") - baseline, 2)
+            for p in rows
+            if p != "in_process_loop"
         },
         "test_designer_and_programmer_overlap": {
             p: all(r["first_calls_overlap_s"] > 0 for r in rows[p]) for p in rows
         },
         "target": "codegen_generate overhead <= 3.5 s per request, first calls overlapping",
-        "target_met": median("codegen_generate", "overhead_s") <= 3.5
+        "target_met": _median(rows, "codegen_generate", "overhead_s") <= 3.5
         and all(r["first_calls_overlap_s"] > 0 for r in rows["codegen_generate"]),
         "failed_requests": {p: sum("error" in r for r in rows[p]) for p in rows},
         **{f"{p}_idle_gaps_s": median_gaps(rows[p]) for p in [*cli_paths, "warm_process"]},
@@ -456,7 +500,14 @@ def main() -> None:
         "load_average_at_start": load_at_start,
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
-    print(json.dumps(result, indent=2))
+
+
+def main() -> None:
+    args = _parse_args()
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    _use_fresh_home(args.backend)
+    rows, imports = _measure_paths(args)
+    print(json.dumps(_result(args, rows, imports, load_at_start), indent=2))
 
 
 if __name__ == "__main__":

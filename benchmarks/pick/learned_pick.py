@@ -25,14 +25,13 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import replay_server
-from benchmarks.pick.replay_candidates import run_json, stored, write_task_file
+from benchmarks.pick.replay_candidates import import_runs, run_json, stored, write_task_file
 
 HELD_OUT_SEED = 41
 HELD_OUT_COUNT = 40
@@ -69,17 +68,20 @@ def figures(
     }
 
 
-def main() -> None:
+def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--mbpp-set", type=Path, default=None)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--limit", type=int, default=None)
-    args = parser.parse_args()
-    files = sorted(args.data.glob("*.jsonl"))
-    names = [f.stem for f in files]
-    mbpp = "mbpp" in args.data.name.lower()
-    codegen = shutil.which("codegen", path=str(Path(sys.executable).parent)) or "codegen"
+    return parser.parse_args()
+
+
+def _fresh_home(
+    names: list[str], files: list[Path], mbpp_set: Path | None, mbpp: bool
+) -> tuple[Path, dict[str, str], list[str]]:
+    """A fresh home configured with one model name per run: the home, the environment that
+    points at it, and the ``--tasks`` arguments (MBPP: the task file written there)."""
     home = Path(tempfile.mkdtemp(prefix="learned-pick-"))
     (home / "dagster").mkdir()
     env = {**os.environ, "CODEGEN_HOME": str(home), "DAGSTER_HOME": str(home / "dagster")}
@@ -87,40 +89,30 @@ def main() -> None:
     # One model name per run, as five models would be configured; no reliability.
     entries = ", ".join(f'{{model = "{n}"}}' for n in names)
     (home / "codegen.toml").write_text(f"[llm]\ncandidates = [{entries}]\n")
-    recording, log = home / "recording.jsonl", home / "replay-log.jsonl"
     tasks_args: list[str] = []
     if mbpp:
-        if args.mbpp_set is None:
+        if mbpp_set is None:
             raise SystemExit("learned_pick: error: MBPP needs --mbpp-set (the 397-task set)")
         rows = [json.loads(x) for x in files[0].read_text().splitlines() if x.strip()]
-        write_task_file(rows, args.mbpp_set, home / "tasks.jsonl")
+        write_task_file(rows, mbpp_set, home / "tasks.jsonl")
         tasks_args = ["--tasks", str(home / "tasks.jsonl")]
-    task_set = ["mbpp", *tasks_args] if mbpp else ["humaneval"]
-    extra = ["--workers", str(args.workers)] if args.workers else []
-    extra += ["--limit", str(args.limit)] if args.limit else []
-    sources = [*map(str, files), str(recording), *tasks_args]
-    imported = subprocess.run(
-        [codegen, "replay", "import", "--format", "mapcoder", *sources],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if imported.returncode != 0:
-        raise SystemExit(f"learned_pick: error: import: {imported.stderr[-800:]}")
-    with replay_server(codegen, recording, log, env, "learned_pick") as base_url:
-        run_env = {**env, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "none"}
-        command = [codegen, "eval", *task_set, "--candidates", str(len(files)), "--json", *extra]
-        result = run_json(command, run_env)
-    repick = result.get("repick") or {}
-    calls = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
-    during = [c for c in calls if repick and repick["started_at"] <= c["at"] <= repick["ended_at"]]
-    results_dir = Path(result["results_dir"])
-    samples = stored(results_dir, "samples")
-    # Every draft on the hidden tests (not part of the timed run), N per task.
+    return home, env, tasks_args
+
+
+def _score_drafts(
+    codegen: str,
+    samples: dict[str, Any],
+    runs: int,
+    home: Path,
+    task_set: list[str],
+    env: dict[str, str],
+) -> dict[str, Any]:
+    """Every draft on the hidden tests (not part of the timed run), N per task: the stored
+    scores."""
     lines = []
     for doc in samples.values():
         sample = doc["candidates"][0]
-        codes = sample.get("drafts") or [sample.get("code") or ""] * len(files)
+        codes = sample.get("drafts") or [sample.get("code") or ""] * runs
         for code in codes:
             lines.append(json.dumps({"task_id": doc["task_id"], "solution": code or "# none\n"}))
     (home / "drafts.jsonl").write_text("\n".join(lines) + "\n")
@@ -128,9 +120,16 @@ def main() -> None:
         [codegen, "eval", *task_set, "--samples-file", str(home / "drafts.jsonl"), "--json"],
         env,
     )
-    draft_scores = stored(Path(scored["results_dir"]), "scores")
-    first_scores = stored(results_dir, "scores")
-    learned_scores = stored(results_dir, "learned")
+    return stored(Path(scored["results_dir"]), "scores")
+
+
+def _passed(
+    samples: dict[str, Any],
+    draft_scores: dict[str, Any],
+    first_scores: dict[str, Any],
+    learned_scores: dict[str, Any],
+) -> tuple[dict[str, list[bool]], dict[str, bool], dict[str, bool]]:
+    """Per task: whether each draft, the crew's first pick and the learned pick passed."""
     drafts = {
         doc["task_id"]: [bool(s["passed"]) for s in draft_scores[k]["scores"]]
         for k, doc in samples.items()
@@ -142,24 +141,57 @@ def main() -> None:
         )
         for k in samples
     }
+    return drafts, first, learned
+
+
+def _eval_figures(result: dict[str, Any]) -> dict[str, Any]:
+    """The evaluation's own figures, as its JSON gave them."""
+    return {
+        k: result.get(k)
+        for k in (
+            "solved_tasks",
+            "tasks_scored",
+            "pass_at_k",
+            "wall_s",
+            "repick_seconds",
+            "repick_share",
+            "crew_statuses",
+            "_exit",
+            "errors",
+        )
+    }
+
+
+def main() -> None:
+    args = _parse_args()
+    files = sorted(args.data.glob("*.jsonl"))
+    names = [f.stem for f in files]
+    mbpp = "mbpp" in args.data.name.lower()
+    codegen = shutil.which("codegen", path=str(Path(sys.executable).parent)) or "codegen"
+    home, env, tasks_args = _fresh_home(names, files, args.mbpp_set, mbpp)
+    recording, log = home / "recording.jsonl", home / "replay-log.jsonl"
+    task_set = ["mbpp", *tasks_args] if mbpp else ["humaneval"]
+    extra = ["--workers", str(args.workers)] if args.workers else []
+    extra += ["--limit", str(args.limit)] if args.limit else []
+    import_runs(codegen, [*map(str, files), str(recording), *tasks_args], env, "learned_pick")
+    with replay_server(codegen, recording, log, env, "learned_pick") as base_url:
+        run_env = {**env, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "none"}
+        command = [codegen, "eval", *task_set, "--candidates", str(len(files)), "--json", *extra]
+        result = run_json(command, run_env)
+    repick = result.get("repick") or {}
+    calls = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+    during = [c for c in calls if repick and repick["started_at"] <= c["at"] <= repick["ended_at"]]
+    results_dir = Path(result["results_dir"])
+    samples = stored(results_dir, "samples")
+    draft_scores = _score_drafts(codegen, samples, len(files), home, task_set, env)
+    drafts, first, learned = _passed(
+        samples, draft_scores, stored(results_dir, "scores"), stored(results_dir, "learned")
+    )
     every = list(drafts)
     out: dict[str, Any] = {
         "command": " ".join(Path(command[0]).name if i == 0 else c for i, c in enumerate(command)),
         "data": str(args.data),
-        "eval": {
-            k: result.get(k)
-            for k in (
-                "solved_tasks",
-                "tasks_scored",
-                "pass_at_k",
-                "wall_s",
-                "repick_seconds",
-                "repick_share",
-                "crew_statuses",
-                "_exit",
-                "errors",
-            )
-        },
+        "eval": _eval_figures(result),
         "picks": result.get("picks"),
         "estimates": repick.get("estimates"),
         "moved": repick.get("moved"),

@@ -370,7 +370,7 @@ def ceiling_for(
     return entry
 
 
-def main() -> None:
+def _parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--workdir", default=".codegen/bench/embedder_ceiling")
     ap.add_argument("--model-cache", default=".codegen/bench/retrieval_quality/cache")
@@ -391,7 +391,53 @@ def main() -> None:
         action="store_true",
         help="also one profiled pass of the default per set: kernel time share per operator",
     )
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def _embedders(
+    model_cache: str, openvino: bool, workdir: Path, report: dict[str, Any]
+) -> dict[str, Any]:
+    """The embedders timed: the torch baseline, the default (ONNX), and with ``openvino``
+    MiniLM under OpenVINO (its precision noted in ``report``)."""
+    embedders = {
+        "minilm-torch": MiniLMEmbedder(),
+        "minilm": OnnxMiniLMEmbedder(cache_dir=model_cache),
+    }
+    if openvino:
+        from benchmarks.retrieval.openvino_minilm import OpenVinoMiniLM
+
+        log("OpenVINO: building MiniLM's int8 QDQ graph")
+        built = OpenVinoMiniLM.build(embedders["minilm"], workdir, available_cpus())
+        embedders["minilm-openvino"] = built
+        report["openvino"] = {"inference_precision": built.runner.inference_precision}
+    return embedders
+
+
+def _shares_of_ceiling(
+    by_round: dict[str, list[float]],
+    int8_by_round: dict[str, list[float]],
+    texts: int,
+    dense: float,
+) -> dict[str, Any]:
+    """Per int8 embedder, each round's throughput as a share of the ceiling its own int8 GEMM
+    rate of that round sets for ``texts`` texts of ``dense`` MACs."""
+    paired: dict[str, Any] = {}
+    for name, int8_rates in int8_by_round.items():
+        shares = [
+            rate / (texts / (dense / int8))
+            for rate, int8 in zip(by_round[name], int8_rates, strict=True)
+        ]
+        key = SHARES[name]
+        paired |= {
+            f"{key}_timing_int8_gmacs_per_s_by_round": [round(v / 1e9, 2) for v in int8_rates],
+            f"{key}_share_of_ceiling_by_round": [round(v, 3) for v in shares],
+            f"{key}_share_of_ceiling_paired": round(statistics.median(shares), 3),
+        }
+    return paired
+
+
+def main() -> None:
+    args = _parse_args()
     if args.openvino:
         from benchmarks.retrieval.openvino_minilm import require_openvino
 
@@ -423,18 +469,8 @@ def main() -> None:
         log(f"GEMM rates (GMAC/s) {when}: {rounded}")
 
     measure_gemm("start")
-    embedders = {
-        "minilm-torch": MiniLMEmbedder(),
-        "minilm": OnnxMiniLMEmbedder(cache_dir=args.model_cache),
-    }
+    embedders = _embedders(args.model_cache, args.openvino, workdir, report)
     default_cap = embedders["minilm"].max_seq_length
-    if args.openvino:
-        from benchmarks.retrieval.openvino_minilm import OpenVinoMiniLM
-
-        log("OpenVINO: building MiniLM's int8 QDQ graph")
-        openvino = OpenVinoMiniLM.build(embedders["minilm"], workdir, available_cpus())
-        embedders["minilm-openvino"] = openvino
-        report["openvino"] = {"inference_precision": openvino.runner.inference_precision}
     sets, corpus_total = timed_text_sets(args.sample, args.corpus_sample, args.chunks, workdir)
     measured: dict[str, dict[str, float]] = {}
     paired: dict[str, dict[str, Any]] = {}
@@ -443,18 +479,7 @@ def main() -> None:
         by_round, int8_by_round = measured_throughput(embedders, texts, args.rounds)
         measured[label] = {name: statistics.median(v) for name, v in by_round.items()}
         dense, _ = macs(token_counts(texts, default_cap), shape)
-        paired[label] = {}
-        for name, int8_rates in int8_by_round.items():
-            shares = [
-                rate / (len(texts) / (dense / int8))
-                for rate, int8 in zip(by_round[name], int8_rates, strict=True)
-            ]
-            key = SHARES[name]
-            paired[label] |= {
-                f"{key}_timing_int8_gmacs_per_s_by_round": [round(v / 1e9, 2) for v in int8_rates],
-                f"{key}_share_of_ceiling_by_round": [round(v, 3) for v in shares],
-                f"{key}_share_of_ceiling_paired": round(statistics.median(shares), 3),
-            }
+        paired[label] = _shares_of_ceiling(by_round, int8_by_round, len(texts), dense)
         if args.openvino:
             vectors = [embedders[n].embed_documents(texts) for n in ("minilm", "minilm-openvino")]
             cosine = float(np.mean(np.sum(vectors[0] * vectors[1], axis=1)))

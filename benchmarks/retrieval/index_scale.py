@@ -41,7 +41,9 @@ import sys
 import sysconfig
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -224,7 +226,7 @@ def filtered_and_hybrid(
     }
 
 
-def main() -> None:
+def _parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--n", type=int, default=2_000_000)
     ap.add_argument("--source", choices=SOURCES, default="quality-index")
@@ -249,45 +251,56 @@ def main() -> None:
     )
     ap.add_argument("--index-type", default=None, help="override the store default")
     ap.add_argument("--faiss-sweep", nargs="*", type=int, default=[16], help="forced nprobe")
-    args = ap.parse_args()
-    import pyarrow as pa
+    return ap.parse_args()
 
-    started = time.perf_counter()
-    load_at_start = [round(x, 2) for x in os.getloadavg()]
-    embedder = make_embedder(EmbedderConfig(name=args.embedder, cache_dir=args.model_cache))
-    base, origin = real_embeddings(
-        args.source, Path(args.quality_index), embedder, Path(args.embeddings_cache)
-    )
-    log(f"{len(base)} real embeddings ({origin})")
+
+def _query_vectors(
+    embedder: Embedder, queries: int, calibration_queries: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Real docstring queries, embedded: the benchmark's and, disjoint, the calibration's."""
     _, eval_queries = stdlib_eval_set(
         Path(sysconfig.get_paths()["stdlib"]),
-        max_queries=args.queries + args.calibration_queries,
+        max_queries=queries + calibration_queries,
         seed=7,
     )
     # Disjoint: the benchmark scores the first ones, the calibration sees only the rest.
     query_vectors = embedder.embed_documents([q.query for q in eval_queries])
-    queries, calibration = query_vectors[: args.queries], query_vectors[args.queries :]
-    if args.prepare_only:
-        return
+    return query_vectors[:queries], query_vectors[queries:]
 
-    workdir = Path(args.workdir)
-    shutil.rmtree(workdir, ignore_errors=True)
-    store = LanceDBStore(uri=str(workdir / "lance"))
-    store.reset(embedder.identity, embedder.dim)
-    store.ann_index_type = args.index_type or store.ann_index_type
+
+@dataclass
+class _Built:
+    """The filled store, the exact-baseline matrix, and what building them took."""
+
+    store: LanceDBStore
+    matrix: np.ndarray
+    ann: dict[str, Any]
+    write_s: float
+    keyword_s: float
+    index_s: float
+    load_at_build: list[float]
+
+
+def _write_rows(
+    store: LanceDBStore, source: str, base: np.ndarray, n: int, block: int, dim: int
+) -> tuple[np.ndarray, float]:
+    """``n`` generated rows written to the store in one streamed add; the same vectors as a
+    matrix (for the exact baseline) and the write's seconds."""
+    import pyarrow as pa
+
     table = store._table()
     schema = table.schema
-    matrix = np.empty((args.n, embedder.dim), dtype=np.float32)  # for the exact baseline
+    matrix = np.empty((n, dim), dtype=np.float32)  # for the exact baseline
     t0 = time.perf_counter()
     written = 0
 
     def batches() -> Iterator[pa.RecordBatch]:
         nonlocal written
         offset = 0
-        for block in vectors(args.source, base, args.n, args.block):
-            matrix[offset : offset + len(block)] = block
-            yield rows(block, offset, schema)
-            offset += len(block)
+        for chunk in vectors(source, base, n, block):
+            matrix[offset : offset + len(chunk)] = chunk
+            yield rows(chunk, offset, schema)
+            offset += len(chunk)
             written = offset
             if offset % 500_000 == 0:
                 log(f"generated {offset} rows")
@@ -297,6 +310,19 @@ def main() -> None:
     table.add(pa.RecordBatchReader.from_batches(schema, batches()))
     write_s = time.perf_counter() - t0
     log(f"wrote {written} rows in {write_s:.0f}s; building the indexes")
+    return matrix, write_s
+
+
+def _build(
+    args: argparse.Namespace, embedder: Embedder, base: np.ndarray, calibration: np.ndarray
+) -> _Built:
+    """A fresh store in ``--workdir`` with ``--n`` rows and its indexes, each timed."""
+    workdir = Path(args.workdir)
+    shutil.rmtree(workdir, ignore_errors=True)
+    store = LanceDBStore(uri=str(workdir / "lance"))
+    store.reset(embedder.identity, embedder.dim)
+    store.ann_index_type = args.index_type or store.ann_index_type
+    matrix, write_s = _write_rows(store, args.source, base, args.n, args.block, embedder.dim)
     # What LanceDBStore.refresh does, timed per index: BM25, then both vector indexes (the
     # faiss sidecar with its calibration, LanceDB's IVF_SQ).
     t0 = time.perf_counter()
@@ -310,8 +336,12 @@ def main() -> None:
     ann = store.ann_info()
     assert ann is not None
     log(f"calibrated nprobe {ann['nprobe']}: {ann['calibration']['at_nprobe']}")
+    return _Built(store, matrix, ann, write_s, keyword_s, index_s, load_at_build)
 
-    # Exact baseline: numpy brute force, one query at a time (how a query arrives).
+
+def _brute_force(matrix: np.ndarray, queries: np.ndarray) -> tuple[list[float], list[float]]:
+    """Exact baseline: numpy brute force, one query at a time (how a query arrives); each
+    query's true 10th-neighbour score and milliseconds."""
     kths: list[float] = []
     brute_ms: list[float] = []
     for q in queries:
@@ -319,32 +349,47 @@ def main() -> None:
         kths.append(exact_kth(matrix, q))
         brute_ms.append((time.perf_counter() - t0) * 1000)
     log(f"brute force p50 {statistics.median(brute_ms):.1f} ms")
-    p95_brute = float(np.percentile(brute_ms, 95))
+    return kths, brute_ms
 
+
+def _faiss_searches(
+    built: _Built,
+    n: int,
+    nprobes: list[int],
+    queries: np.ndarray,
+    baseline: tuple[list[float], float],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Full searches through the faiss sidecar at the calibrated probe count and at each
+    forced one; ``baseline``: the exact 10th-neighbour scores and the brute force's p95."""
+    kths, p95_brute = baseline
+    store = built.store
     sidecar = store._faiss()
     assert sidecar is not None
     # Position i of the sidecar is row i of the table (scan order = insertion order here).
-    assert all(sidecar.row(p)["id"] == f"v{p:08d}" for p in (0, args.n // 2, args.n - 1))
+    assert all(sidecar.row(p)["id"] == f"v{p:08d}" for p in (0, n // 2, n - 1))
     store.faiss_nprobe = None  # the stored, calibrated probe count
     at_stored = full_search(store, queries, kths, p95_brute)
-    log(f"full search at the calibrated nprobe {ann['nprobe']}: {at_stored}")
+    log(f"full search at the calibrated nprobe {built.ann['nprobe']}: {at_stored}")
     faiss_sweep = {}
-    for nprobe in args.faiss_sweep:
+    for nprobe in nprobes:
         store.faiss_nprobe = nprobe
         faiss_sweep[f"faiss_nprobe={nprobe}"] = full_search(store, queries, kths, p95_brute)
         log(f"faiss nprobe {nprobe}: {faiss_sweep[f'faiss_nprobe={nprobe}']}")
     store.faiss_nprobe = None
+    return at_stored, faiss_sweep
 
-    filtered = filtered_and_hybrid(store, matrix, queries[: args.filtered_queries])
-    log(f"filtered and hybrid: {filtered}")
 
-    # LanceDB's own index (object-store URIs and the window before a refresh use it).
+def _lancedb_sweep(
+    store: LanceDBStore, settings: list[str], queries: np.ndarray, kths: list[float]
+) -> dict[str, Any]:
+    """LanceDB's own index (object-store URIs and the window before a refresh use it), at
+    each ``nprobes:refine`` setting."""
     sweep = {}
-    if args.sweep:
+    if settings:
         store.ann_backend = "lance"
         for q in queries[:5]:
             store.search("", q, K, mode="vector")
-    for setting in args.sweep:
+    for setting in settings:
         nprobes, refine = (int(x) for x in setting.split(":"))
         store.nprobes, store.refine_factor = nprobes, refine
         index_ms: list[float] = []
@@ -360,49 +405,69 @@ def main() -> None:
             "search_hits_ms_p95": round(float(np.percentile(index_ms, 95)), 2),
         }
         log(f"{setting}: {sweep[f'nprobes={nprobes},refine={refine}']}")
-    report = {
+    return sweep
+
+
+def _report(
+    args: argparse.Namespace,
+    dim: int,
+    source: tuple[int, str, int, int],
+    built: _Built,
+    searched: dict[str, Any],
+    brute: tuple[list[float], float],
+    clock: tuple[list[float], float],
+) -> dict[str, Any]:
+    """The JSON printed. ``source``: the real embeddings' count and origin, the benchmark's
+    and the calibration's query counts; ``searched``: the full search at the calibrated probe
+    count, the faiss sweep, the filtered and hybrid figures and the LanceDB sweep;
+    ``brute``: the brute force's milliseconds and p95; ``clock``: the load average at the
+    start and when the clock started."""
+    base_count, origin, query_count, calibration_count = source
+    brute_ms, p95_brute = brute
+    load_at_start, started = clock
+    return {
         "vectors": args.n,
-        "dim": embedder.dim,
+        "dim": dim,
         "source": args.source,
         "vector_source": (
-            f"{len(base)} real all-MiniLM-L6-v2 embeddings ({origin}); each vector = "
+            f"{base_count} real all-MiniLM-L6-v2 embeddings ({origin}); each vector = "
             + (
-                f"e_(r mod {len(base)}) + N(0, {DUPLICATE_NOISE}^2 I), normalised"
+                f"e_(r mod {base_count}) + N(0, {DUPLICATE_NOISE}^2 I), normalised"
                 if args.source == "duplicates"
                 else "normalise(e_i + U(0,0.3)*e_j + N(0, 0.01^2 I))"
             )
         ),
-        "queries": len(queries),
+        "queries": query_count,
         "query_source": "real MiniLM embeddings of stdlib docstring first sentences",
         "recall_rule": "recall@10; a hit as close as the true 10th neighbour (ties) counts",
-        "probes": ann["nprobe"],
+        "probes": built.ann["nprobe"],
         "calibration": {
-            **ann["calibration"],
+            **built.ann["calibration"],
             "own_sample": "held-out rows of the index (each scored without itself)",
             "real_queries": (
-                f"{len(calibration)} docstring-sentence queries disjoint from the benchmark's"
+                f"{calibration_count} docstring-sentence queries disjoint from the benchmark's"
             ),
         },
-        "full_search": at_stored,
+        "full_search": searched["at_stored"],
         "faiss_sidecar": {
             "type": (
                 f"IVF{nlist_for(args.n)},SQfp16 (faiss, inner product on unit vectors; the "
                 f"{RERANK} x k best rescored exactly from float32)"
             ),
-            "by_forced_nprobe": faiss_sweep,
+            "by_forced_nprobe": searched["faiss_sweep"],
         },
-        "filtered_and_hybrid": filtered,
+        "filtered_and_hybrid": searched["filtered"],
         "filtered_and_hybrid_path": (
             "dense leg: the faiss sidecar (filters as an IDSelectorBitmap); lexical leg: "
             "LanceDB's BM25 index; RRF in process"
         ),
-        "lancedb_index_by_nprobes_refine": sweep,
-        "write_seconds": round(write_s, 1),
-        "keyword_index_seconds": round(keyword_s, 1),
-        "vector_indexes_seconds": round(index_s, 1),
+        "lancedb_index_by_nprobes_refine": searched["sweep"],
+        "write_seconds": round(built.write_s, 1),
+        "keyword_index_seconds": round(built.keyword_s, 1),
+        "vector_indexes_seconds": round(built.index_s, 1),
         "vector_indexes_note": "faiss sidecar + calibration + LanceDB IVF_SQ, as main's "
         "index_build_seconds (main built no BM25 index in this script)",
-        "build_seconds_total": round(write_s + keyword_s + index_s, 1),
+        "build_seconds_total": round(built.write_s + built.keyword_s + built.index_s, 1),
         "baseline": "numpy brute force (exact), same queries, same process",
         "bruteforce_query_ms_p50": round(statistics.median(brute_ms), 2),
         "bruteforce_query_ms_p95": round(p95_brute, 2),
@@ -410,15 +475,56 @@ def main() -> None:
         "peak_rss_note": "whole process: the 3.07 GB numpy matrix for the baseline included",
         "load_average": {
             "start": load_at_start,
-            "vector_index_build": load_at_build,
+            "vector_index_build": built.load_at_build,
             "end": [round(x, 2) for x in os.getloadavg()],
         },
         "cpus": os.cpu_count(),
         "total_seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def main() -> None:
+    args = _parse_args()
+    import pyarrow  # noqa: F401  (loaded before the clock starts)
+
+    started = time.perf_counter()
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    embedder = make_embedder(EmbedderConfig(name=args.embedder, cache_dir=args.model_cache))
+    base, origin = real_embeddings(
+        args.source, Path(args.quality_index), embedder, Path(args.embeddings_cache)
+    )
+    log(f"{len(base)} real embeddings ({origin})")
+    queries, calibration = _query_vectors(embedder, args.queries, args.calibration_queries)
+    if args.prepare_only:
+        return
+
+    built = _build(args, embedder, base, calibration)
+    kths, brute_ms = _brute_force(built.matrix, queries)
+    p95_brute = float(np.percentile(brute_ms, 95))
+    at_stored, faiss_sweep = _faiss_searches(
+        built, args.n, args.faiss_sweep, queries, (kths, p95_brute)
+    )
+    filtered = filtered_and_hybrid(built.store, built.matrix, queries[: args.filtered_queries])
+    log(f"filtered and hybrid: {filtered}")
+    sweep = _lancedb_sweep(built.store, args.sweep, queries, kths)
+    searched = {
+        "at_stored": at_stored,
+        "faiss_sweep": faiss_sweep,
+        "filtered": filtered,
+        "sweep": sweep,
+    }
+    report = _report(
+        args,
+        embedder.dim,
+        (len(base), origin, len(queries), len(calibration)),
+        built,
+        searched,
+        (brute_ms, p95_brute),
+        (load_at_start, started),
+    )
     print(json.dumps(report, indent=2))
     if not args.keep:
-        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(Path(args.workdir), ignore_errors=True)
 
 
 if __name__ == "__main__":

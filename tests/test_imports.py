@@ -3,9 +3,10 @@
 No file imports another in a circle; nothing imports upward against the layer order; only
 ``orchestration/`` and ``assets/`` import Dagster; nothing in the product imports the test
 doubles (``codegen/testing/``); ``replay/`` is imported only by the recorder behind
-``--record`` and the ``codegen replay`` commands. Each room (a subpackage) of the packages in
-``ROOMED`` is entered through its face (its ``__init__`` and the names in its ``__all__``); the
-model client imports nothing of the pick. Every import counts: at module level, under
+``--record`` and the ``codegen replay`` commands. Every subpackage of ``codegen/`` is a room,
+entered through its face (its ``__init__`` and the names in its ``__all__``); ``ROOMED`` names
+the packages that hold rooms, and a test that it names them all. The model client imports
+nothing of the pick. Every import counts: at module level, under
 ``TYPE_CHECKING``, inside a function, and ``importlib.import_module`` of a literal name. (How
 many modules a folder may hold is a size rule: tests/test_sizes.py.)
 """
@@ -226,11 +227,15 @@ def test_replay_is_imported_only_by_the_recorder_and_the_replay_commands() -> No
     assert importers <= set(REPLAY_IMPORTERS), sorted(importers - set(REPLAY_IMPORTERS))
 
 
-# -- the rooms of agents/, evaluation/ and sandbox/ ---------------------------------------
+# -- the rooms: every subpackage -----------------------------------------------------------
 AGENTS = "codegen.agents"
 EVALUATION = "codegen.evaluation"
 SANDBOX = "codegen.sandbox"
-ROOMED = (AGENTS, EVALUATION, SANDBOX)  # the packages cut into rooms
+CORPUS = "codegen.corpus"
+RETRIEVAL = "codegen.retrieval"
+ROOMED = (AGENTS, EVALUATION, SANDBOX, CORPUS, RETRIEVAL)  # the packages cut into rooms
+# Holds a room (cli/) not yet checked: its faces land in their own change (issue 47).
+ROOMED_ELSEWHERE = {"codegen.orchestration"}
 # Not a room: the code that runs in the box, shipped as files; nothing imports it
 # (tests/sandbox/test_inside.py).
 NOT_ROOMS = {f"{SANDBOX}.inside"}
@@ -316,6 +321,16 @@ def test_agents_and_evaluation_have_their_rooms() -> None:
 
 def test_sandbox_has_its_rooms() -> None:
     assert {f"{SANDBOX}.{r}" for r in ("backends", "image")} <= set(ROOMS)
+
+
+def test_every_package_that_holds_a_room_is_checked() -> None:
+    # A new subpackage anywhere is a room: its face is checked like the others'.
+    holding = {
+        ".".join(name.split(".")[:2])
+        for name, path in modules(PACKAGE).items()
+        if path.name == "__init__.py" and name.count(".") >= 2
+    }
+    assert holding - ROOMED_ELSEWHERE == set(ROOMED), "add the package to ROOMED"
 
 
 def test_nothing_outside_a_room_imports_past_its_face() -> None:

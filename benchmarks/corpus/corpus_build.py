@@ -25,7 +25,7 @@ from typing import Any
 
 
 def _copy_stdlib(dest: Path, subset: int | None) -> Path:
-    from codegen.corpus.connectors.local import SKIPPED_DIRS, stdlib_path
+    from codegen.corpus.connectors import SKIPPED_DIRS, stdlib_path
 
     src = stdlib_path()
     ignore = shutil.ignore_patterns(*SKIPPED_DIRS, "*.pyc", "*.so")

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from codegen.corpus.connectors.github import GitHubConfig
+from codegen.corpus.connectors import GitHubConfig
 from codegen.corpus.sources import refresh_source
 from codegen.corpus.store import raw_path, read_documents
 

@@ -38,8 +38,13 @@ import numpy as np
 
 from codegen.corpus.chunk import Budget, chunk_spans, make_chunks
 from codegen.corpus.model import Chunk, Document
-from codegen.retrieval.embedders.minilm import encode_capped, fast_tokenizer, token_batches
-from codegen.retrieval.embedders.torch_minilm import DeviceMiniLMEmbedder, write_converted_copy
+from codegen.retrieval.embedders import (
+    DeviceMiniLMEmbedder,
+    encode_capped,
+    fast_tokenizer,
+    token_batches,
+    write_converted_copy,
+)
 
 NO_GPU_EXIT = 3
 

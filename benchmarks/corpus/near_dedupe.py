@@ -47,7 +47,7 @@ from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
 
-from codegen.corpus.connectors.local import SKIPPED_DIRS, stdlib_path
+from codegen.corpus.connectors import SKIPPED_DIRS, stdlib_path
 from codegen.corpus.dedupe import (
     Candidate,
     DedupeParams,

@@ -55,9 +55,9 @@ from codegen.retrieval.embedders import (
     MiniLMEmbedder,
     OnnxMiniLMEmbedder,
     available_cpus,
+    onnx_session_options,
     verified_minilm_dir,
 )
-from codegen.retrieval.embedders.onnx_minilm import onnx_session_options
 from codegen.retrieval.evaluation import stdlib_eval_set
 
 TARGET_SPEEDUP = 8.0
@@ -89,7 +89,7 @@ def dense_macs_per_token_layer(shape: dict[str, int]) -> int:
 def token_counts(texts: list[str], max_length: int) -> np.ndarray:
     """Tokens per text as the default embedder feeds them (its tokenizer, its truncation,
     no padding)."""
-    from codegen.retrieval.embedders.minilm import fast_tokenizer
+    from codegen.retrieval.embedders import fast_tokenizer
 
     path, _ = verified_minilm_dir()
     encodings = fast_tokenizer(str(path), max_length).encode_batch(texts)
@@ -169,8 +169,7 @@ def gemm_rates(
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from codegen.retrieval.embedders.onnx_export import constant_activation_scales
-    from codegen.retrieval.embedders.onnx_minilm import onnx_session
+    from codegen.retrieval.embedders import constant_activation_scales, onnx_session
 
     module = _layer_module(shape)
     x = np.random.default_rng(0).standard_normal((ROWS, shape["hidden"])).astype(np.float32)

@@ -41,9 +41,13 @@ from typing import Any
 import numpy as np
 
 from benchmarks.retrieval.embedder_ceiling import timed_text_sets
-from codegen.retrieval.embedders import OnnxMiniLMEmbedder, available_cpus, verified_minilm_dir
-from codegen.retrieval.embedders.onnx_export import export_minilm_onnx
-from codegen.retrieval.embedders.onnx_minilm import onnx_session_options
+from codegen.retrieval.embedders import (
+    OnnxMiniLMEmbedder,
+    available_cpus,
+    export_minilm_onnx,
+    onnx_session_options,
+    verified_minilm_dir,
+)
 
 # FusionOptions flags per variant (all else as the default's).
 FUSIONS: dict[str, dict[str, bool]] = {

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from codegen.retrieval.embedders import OnnxMiniLMEmbedder
-from codegen.retrieval.embedders.onnx_export import (
+from codegen.retrieval.embedders import (
+    OnnxMiniLMEmbedder,
     activation_quantizers,
     calibration_feeds,
     export_fp32_graph,

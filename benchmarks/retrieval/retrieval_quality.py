@@ -40,8 +40,8 @@ from codegen.retrieval.embedders import (
     Embedder,
     EmbedderConfig,
     make_embedder,
+    resolve_device,
 )
-from codegen.retrieval.embedders.build import resolve_device
 from codegen.retrieval.evaluation import EvalQuery, evaluate, stdlib_eval_set
 from codegen.retrieval.index import IndexRetriever, sync_index
 from codegen.retrieval.lancedb_store import LanceDBStore

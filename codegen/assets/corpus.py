@@ -20,7 +20,7 @@ from dagster import (
 from codegen.assets.resources import SettingsResource
 from codegen.composition import chunk_budget, dedupe_params, source_config
 from codegen.corpus import pipeline
-from codegen.corpus.connectors.base import SourceReport
+from codegen.corpus.connectors import SourceReport
 from codegen.corpus.sources import SOURCES, load_reports, refresh_source
 from codegen.corpus.store import chunks_path, clean_path, deduped_path, raw_path
 from codegen.settings import Settings

@@ -14,20 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, cast
 
-from codegen.corpus.connectors.base import (
+from codegen.corpus.connectors import (
+    LocalScanStats,
     Progress,
     SourceDisabled,
     SourceError,
     SourceReport,
     SourceState,
+    iter_local_documents,
     load_report,
     load_state,
     save_report,
     save_state,
-)
-from codegen.corpus.connectors.local import (
-    LocalScanStats,
-    iter_local_documents,
     stdlib_path,
     tree_fingerprint,
 )
@@ -41,11 +39,13 @@ from codegen.corpus.store import (
 )
 
 if TYPE_CHECKING:
-    from codegen.corpus.connectors.base import ReportRecord
-    from codegen.corpus.connectors.docs import DocsConfig
-    from codegen.corpus.connectors.feeds import FeedsConfig
-    from codegen.corpus.connectors.github import GitHubConfig
-    from codegen.corpus.connectors.stackexchange import StackExchangeConfig
+    from codegen.corpus.connectors import (
+        DocsConfig,
+        FeedsConfig,
+        GitHubConfig,
+        ReportRecord,
+        StackExchangeConfig,
+    )
 
 # The config dataclass of each source (``SourceSpec.config_path``).
 SourceConfig: TypeAlias = (
@@ -108,7 +108,7 @@ class SourceSpec:
         return cast("type[SourceConfig]", _load(self.config_path))
 
 
-_GITHUB = "codegen.corpus.connectors.github"
+_CONNECTORS = "codegen.corpus.connectors"  # its face loads each remote connector on first use
 REGISTRY: dict[str, SourceSpec] = {
     "local": SourceSpec(
         "codegen.corpus.sources:fetch_local",
@@ -117,26 +117,34 @@ REGISTRY: dict[str, SourceSpec] = {
         incremental=False,
     ),
     "github_repos": SourceSpec(
-        f"{_GITHUB}:fetch_repos", f"{_GITHUB}:GitHubConfig", "github", "GITHUB_TOKEN", "token"
+        f"{_CONNECTORS}:fetch_repos",
+        f"{_CONNECTORS}:GitHubConfig",
+        "github",
+        "GITHUB_TOKEN",
+        "token",
     ),
     "github_issues": SourceSpec(
-        f"{_GITHUB}:fetch_issues", f"{_GITHUB}:GitHubConfig", "github", "GITHUB_TOKEN", "token"
+        f"{_CONNECTORS}:fetch_issues",
+        f"{_CONNECTORS}:GitHubConfig",
+        "github",
+        "GITHUB_TOKEN",
+        "token",
     ),
     "stackoverflow": SourceSpec(
-        "codegen.corpus.connectors.stackexchange:fetch_questions",
-        "codegen.corpus.connectors.stackexchange:StackExchangeConfig",
+        f"{_CONNECTORS}:fetch_questions",
+        f"{_CONNECTORS}:StackExchangeConfig",
         "stackoverflow",
         "STACKEXCHANGE_KEY",
         "key",
     ),
     "docs": SourceSpec(
-        "codegen.corpus.connectors.docs:fetch_docs",
-        "codegen.corpus.connectors.docs:DocsConfig",
+        f"{_CONNECTORS}:fetch_docs",
+        f"{_CONNECTORS}:DocsConfig",
         "docs",
     ),
     "blogs": SourceSpec(
-        "codegen.corpus.connectors.feeds:fetch_feeds",
-        "codegen.corpus.connectors.feeds:FeedsConfig",
+        f"{_CONNECTORS}:fetch_feeds",
+        f"{_CONNECTORS}:FeedsConfig",
         "blogs",
     ),
 }

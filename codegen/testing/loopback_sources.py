@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict
 from urllib.parse import parse_qs, urlparse
 
 if TYPE_CHECKING:
-    from codegen.corpus.connectors.stackexchange import Answer, Question
+    from codegen.corpus.connectors import Answer, Question
 
 Response = tuple[int, dict[str, str], bytes]
 

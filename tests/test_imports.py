@@ -3,10 +3,11 @@
 No file imports another in a circle; nothing imports upward against the layer order; only
 ``orchestration/`` and ``assets/`` import Dagster; nothing in the product imports the test
 doubles (``codegen/testing/``); ``replay/`` is imported only by the recorder behind
-``--record`` and the ``codegen replay`` commands. Inside ``agents/`` each room (a subpackage:
-``llm/``, ``replies/``, ``pick/``, ``pick/inputs/``, ``spec/``, ``report/``) is entered through
-its face (its ``__init__`` and the names in its ``__all__``); the model client imports nothing
-of the pick; no folder of ``agents/`` holds more than ``ROOM_MAX_MODULES`` modules. Every import
+``--record`` and the ``codegen replay`` commands. Inside ``agents/`` and ``orchestration/``
+each room (a subpackage: ``llm/``, ``replies/``, ``pick/``, ``pick/inputs/``, ``spec/``,
+``report/``; ``instance/``, ``launch/``, ``cli/``) is entered through its face (its
+``__init__`` and the names in its ``__all__``); the model client imports nothing of the pick;
+no folder of either holds more than ``ROOM_MAX_MODULES`` modules. Every import
 counts: at module level, under ``TYPE_CHECKING``, inside a function, and
 ``importlib.import_module`` of a literal name.
 """
@@ -227,19 +228,22 @@ def test_replay_is_imported_only_by_the_recorder_and_the_replay_commands() -> No
     assert importers <= set(REPLAY_IMPORTERS), sorted(importers - set(REPLAY_IMPORTERS))
 
 
-# -- the rooms of agents/ ------------------------------------------------------------------
+# -- the rooms of agents/ and orchestration/ -----------------------------------------------
 AGENTS = "codegen.agents"
+ORCHESTRATION = "codegen.orchestration"
+ROOMED = (AGENTS, ORCHESTRATION)  # the packages cut into rooms
 ROOM_MAX_MODULES = 15  # a folder a reader takes in at a glance (issue 47)
 # The model client's room and the one it must not reach, directly or through anything else.
 CLIENT, PICK = f"{AGENTS}.llm", f"{AGENTS}.pick"
 
 
 def rooms(root: Path = PACKAGE) -> dict[str, Path]:
-    """Every subpackage of ``agents/`` (at any depth), by its dotted name: the rooms."""
+    """Every subpackage of ``agents/`` and ``orchestration/`` (at any depth), by its dotted
+    name: the rooms."""
     return {
         name: path
         for name, path in modules(root).items()
-        if name.startswith(AGENTS + ".") and path.name == "__init__.py"
+        if any(name.startswith(p + ".") for p in ROOMED) and path.name == "__init__.py"
     }
 
 
@@ -305,6 +309,10 @@ def test_agents_has_its_rooms() -> None:
     assert {f"{AGENTS}.{r}" for r in ("llm", "replies", "pick", "pick.inputs")} <= set(ROOMS)
 
 
+def test_orchestration_has_its_rooms() -> None:
+    assert {f"{ORCHESTRATION}.{r}" for r in ("instance", "launch", "cli")} <= set(ROOMS)
+
+
 def test_nothing_outside_a_room_imports_past_its_face() -> None:
     # The product and the benchmarks; a test may reach inside a room to test what it hides.
     found = past_faces({**GRAPH, **benchmark_graph()}, set(ROOMS))
@@ -333,8 +341,8 @@ def test_the_model_client_imports_nothing_of_the_pick() -> None:
     assert not found, found
 
 
-def test_no_folder_of_agents_holds_more_than_a_room_of_modules() -> None:
-    folders = [PACKAGE / "agents", *(p.parent for p in ROOMS.values())]
+def test_no_folder_of_agents_or_orchestration_holds_more_than_a_room_of_modules() -> None:
+    folders = [PACKAGE / "agents", PACKAGE / "orchestration", *(p.parent for p in ROOMS.values())]
     counts = {
         str(f.relative_to(PACKAGE)): len([p for p in f.glob("*.py") if p.name != "__init__.py"])
         for f in folders
@@ -357,6 +365,11 @@ def test_the_room_checks_see_a_violation(tmp_path: Path) -> None:
         "agents/pick/inputs/seeds.py": "from codegen.agents.pick import vote\n",
         "agents/llm/__init__.py": "from codegen.agents.llm.client import c\n",
         "agents/llm/client.py": "from codegen.agents.steps import f\n",
+        "orchestration/__init__.py": "",
+        "orchestration/definitions.py": "from codegen.orchestration.launch.jobs import j\n",
+        "orchestration/launch/__init__.py": "from codegen.orchestration.launch.jobs import j\n",
+        "orchestration/launch/jobs.py": "from codegen.orchestration.instance import k\n",
+        "orchestration/instance/__init__.py": "k = 1\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -364,7 +377,9 @@ def test_the_room_checks_see_a_violation(tmp_path: Path) -> None:
     graph, _ = import_graph(tmp_path)
     assert past_faces(graph, set(rooms(tmp_path))) == [
         "codegen.agents.steps (line 2) imports codegen.agents.pick.vote: use its face, "
-        "codegen.agents.pick"
+        "codegen.agents.pick",
+        "codegen.orchestration.definitions (line 1) imports codegen.orchestration.launch.jobs: "
+        "use its face, codegen.orchestration.launch",
     ]
     client = {m for m in graph if m.startswith(CLIENT)}
     assert "codegen.agents.pick.vote" in reached(graph, client)  # through steps

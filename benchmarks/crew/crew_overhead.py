@@ -320,8 +320,8 @@ def main() -> None:
     from codegen.agents.crew import run_crew
     from codegen.assets.codegen import requests_partitions
     from codegen.assets.resources import LLMResource, close_shared_sandboxes
-    from codegen.orchestration.cli.generate import run_in_this_process
     from codegen.orchestration.instance import configured_instance
+    from codegen.orchestration.launch import run_in_this_process
     from codegen.replay.scripted import ScriptedOpenAIServer
     from codegen.requests.store import RequestStore
     from codegen.sandbox import open_sandbox

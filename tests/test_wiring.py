@@ -114,7 +114,7 @@ def test_only_one_top_level_package_is_installed() -> None:
 
 def test_jobs_and_sensors_do_not_import_the_definitions() -> None:
     assert "codegen.orchestration.definitions" not in imported_after(
-        "import codegen.orchestration.jobs, codegen.orchestration.sensors"
+        "import codegen.orchestration.launch"
     )
 
 

@@ -80,7 +80,7 @@ def main() -> None:
 
     from dagster import DagsterInstance
 
-    from codegen.orchestration.corpus import build_corpus
+    from codegen.orchestration.launch import build_corpus
     from codegen.settings import get_settings
 
     get_settings.cache_clear()

@@ -335,7 +335,7 @@ def _measure_round(
 
     from codegen.agents.crew import run_crew
     from codegen.assets.codegen import requests_partitions
-    from codegen.orchestration.cli.generate import run_in_this_process
+    from codegen.orchestration.launch import run_in_this_process
     from codegen.requests.store import RequestStore
 
     settings, instance = context["settings"], context["instance"]

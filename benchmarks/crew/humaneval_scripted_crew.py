@@ -30,7 +30,7 @@ def main() -> None:
     from codegen.evaluation.harness import CREW, evaluate
     from codegen.evaluation.humaneval import get_problem, hidden_check_lines, select_keys
     from codegen.evaluation.report import summarize
-    from codegen.orchestration.evaluation import open_session, sandbox_resource
+    from codegen.orchestration.launch import open_session, sandbox_resource
     from codegen.replay.scripted import ScriptedOpenAIServer, estimate_tokens
     from codegen.settings import get_settings
     from codegen.testing.scripted_crew import make_handler

@@ -236,7 +236,7 @@ def default_corpus_texts(workdir: Path) -> list[str]:
     from dagster import DagsterInstance
 
     from codegen.corpus.store import chunks_path
-    from codegen.orchestration.corpus import build_corpus
+    from codegen.orchestration.launch import build_corpus
     from codegen.settings import get_settings
 
     get_settings.cache_clear()

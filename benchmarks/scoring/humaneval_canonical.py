@@ -36,7 +36,7 @@ def main() -> None:
     from codegen.evaluation.harness import CANONICAL, evaluate
     from codegen.evaluation.humaneval import select_keys
     from codegen.evaluation.report import summarize
-    from codegen.orchestration.evaluation import open_session, sandbox_resource
+    from codegen.orchestration.launch import open_session, sandbox_resource
     from codegen.settings import get_settings
 
     settings = get_settings()

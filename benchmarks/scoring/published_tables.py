@@ -147,7 +147,7 @@ def categorize(
 
 def score_file(settings: Any, box: Sandbox, home: Path, name: str, lines: list[dict]) -> Any:
     """Write ``lines`` as a samples file and score it the way ``--samples-file`` does."""
-    from codegen.orchestration.evaluation import score_samples_file
+    from codegen.orchestration.launch import score_samples_file
 
     path = home / f"{Path(name).stem}.samples.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))

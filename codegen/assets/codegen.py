@@ -93,8 +93,8 @@ def _learn_from(settings: Settings, request_id: str, state: CrewState) -> None:
         ReliabilityHistory(settings.home / HISTORY_FILE).record_request(request_id, votes)
 
 
-# The job that brings a verdict (codegen/orchestration/review.py); named here so the asset can
-# tell it.
+# The job that brings a verdict (codegen/orchestration/launch/review.py); named here so the
+# asset can tell it.
 REVIEW_JOB = "review_request"
 
 

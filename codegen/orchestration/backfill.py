@@ -26,7 +26,7 @@ from codegen.orchestration.dagster_private import (
     PartitionBackfill,
     make_new_backfill_id,
 )
-from codegen.orchestration.run_queue import KIND_EVALUATION, kind_tags
+from codegen.orchestration.instance import KIND_EVALUATION, kind_tags
 from codegen.settings import PROJECT_ROOT, Settings
 
 if TYPE_CHECKING:

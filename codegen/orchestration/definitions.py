@@ -19,13 +19,22 @@ from dagster import (
 
 from codegen.assets import codegen, codegen_checks, corpus, evaluation, index
 from codegen.evaluation.benchmarks import registered
-from codegen.orchestration.corpus import CORPUS_JOBS, CORPUS_SCHEDULES, CORPUS_SENSORS
-from codegen.orchestration.evaluation import eval_jobs
-from codegen.orchestration.indexing import INDEX_JOBS, INDEX_SENSORS
-from codegen.orchestration.jobs import CODEGEN_JOB, codegen_request_job, submit_request_job
+from codegen.orchestration.launch import (
+    CODEGEN_JOB,
+    CORPUS_JOBS,
+    CORPUS_SCHEDULES,
+    CORPUS_SENSORS,
+    INDEX_JOBS,
+    INDEX_SENSORS,
+    REVIEW_JOB,
+    build_inbox_sensor,
+    build_review_sensor,
+    codegen_request_job,
+    eval_jobs,
+    review_request_job,
+    submit_request_job,
+)
 from codegen.orchestration.resources import resources_for
-from codegen.orchestration.review import REVIEW_JOB, build_review_sensor, review_request_job
-from codegen.orchestration.sensors import build_inbox_sensor
 from codegen.settings import get_settings
 
 ASSET_MODULES = [corpus, codegen, codegen_checks, index]

@@ -11,8 +11,8 @@ import pytest
 from dagster import instance_for_test
 
 import codegen.settings as config
-from codegen.orchestration.corpus import build_corpus, corpus_reindex_schedule
 from codegen.orchestration.definitions import build_definitions
+from codegen.orchestration.launch import build_corpus, corpus_reindex_schedule
 from codegen.testing.loopback_sources import FakeGitHub, FakeRepo
 from tests.corpus.test_pipeline import make_tree, read_chunks
 

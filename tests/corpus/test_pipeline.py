@@ -15,7 +15,7 @@ from dagster import DagsterInstance, instance_for_test
 import codegen.settings as config
 from codegen.corpus.model import Chunk
 from codegen.corpus.store import chunks_path
-from codegen.orchestration.corpus import build_corpus
+from codegen.orchestration.launch import build_corpus
 
 AWS_KEY = "AKIA" + "ZXCVBNMASDFGHJKL"
 GH_TOKEN = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"

@@ -12,7 +12,7 @@ import pytest
 
 from codegen.deploy.images import WORKER_TAG
 from codegen.deploy.stack import LOCATION
-from codegen.orchestration.jobs import CODEGEN_JOB
+from codegen.orchestration.launch import CODEGEN_JOB
 
 if TYPE_CHECKING:
     from tests.deploy.conftest import Deployment

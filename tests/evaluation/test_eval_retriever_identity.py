@@ -11,7 +11,7 @@ from codegen.assets.resources import RetrieverResource, VectorIndexResource
 from codegen.corpus.chunk import chunk_id
 from codegen.corpus.model import Chunk
 from codegen.evaluation.harness import CREW, EvalConfig
-from codegen.orchestration.evaluation import eval_config
+from codegen.orchestration.launch import eval_config
 from codegen.orchestration.resources import resources_for
 from codegen.retrieval.lancedb_store import LanceDBStore
 from codegen.settings import get_settings

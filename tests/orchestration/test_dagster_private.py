@@ -15,7 +15,7 @@ import codegen
 from codegen.orchestration import dagster_private
 
 RELIED_ON = {
-    # The threaded in-process executor (orchestration/executor.py).
+    # The threaded in-process executor (orchestration/launch/executor.py).
     "EngineEventData": "dagster._core.events",
     "ExecuteRunWithPlanIterable": "dagster._core.execution.api",
     "create_compute_log_file_key": "dagster._core.execution.compute_logs",
@@ -30,7 +30,7 @@ RELIED_ON = {
     "get_retries_config": "dagster._core.execution.retries",
     "StepDependencyConfig": "dagster._core.execution.step_dependency_config",
     "get_step_dependency_config_field": "dagster._core.execution.step_dependency_config",
-    # SQLite storage over long-lived connections (orchestration/storage.py).
+    # SQLite storage over long-lived connections (orchestration/instance/storage.py).
     "DagsterStorage": "dagster._core.storage.base_storage",
     "SqliteEventLogStorage": "dagster._core.storage.event_log.sqlite.sqlite_event_log",
     "INDEX_SHARD_NAME": "dagster._core.storage.event_log.sqlite.sqlite_event_log",

@@ -21,8 +21,8 @@ from dagster import (
     reconstructable,
 )
 
-from codegen.orchestration.executor import threaded_in_process_executor
 from codegen.orchestration.instance import storage_overrides
+from codegen.orchestration.launch import threaded_in_process_executor
 
 pytestmark = pytest.mark.dagster_instance
 

@@ -25,7 +25,7 @@ import codegen.settings as config
 from codegen.assets import corpus as corpus_assets
 from codegen.assets.corpus import CORPUS_SOURCES
 from codegen.assets.resources import SettingsResource, VectorIndexResource
-from codegen.orchestration.corpus import first_build_sensor
+from codegen.orchestration.launch import first_build_sensor
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ from codegen.agents.artifacts import is_request_id, new_request_id
 from codegen.agents.roles import BadRequest
 from codegen.assets.resources import SettingsResource
 from codegen.orchestration.instance import storage_overrides
-from codegen.orchestration.jobs import codegen_request_job, submit_request_job
-from codegen.orchestration.sensors import build_inbox_sensor
+from codegen.orchestration.launch import build_inbox_sensor, codegen_request_job, submit_request_job
 from codegen.requests.inbox import parse_request_file
 from codegen.requests.store import RequestStore
 

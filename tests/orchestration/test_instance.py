@@ -20,8 +20,13 @@ from dagster._core.run_coordinator import QueuedRunCoordinator
 from dagster._core.storage.runs import SqliteRunStorage
 from dagster_postgres import PostgresRunStorage
 
-from codegen.orchestration.instance import INSTANCE_TEMPLATE, POSTGRES_URL_ENV, configured_instance
-from codegen.orchestration.run_queue import KIND_TAG, KINDS
+from codegen.orchestration.instance import (
+    INSTANCE_TEMPLATE,
+    KIND_TAG,
+    KINDS,
+    POSTGRES_URL_ENV,
+    configured_instance,
+)
 from codegen.replay.scripted import ScriptedOpenAIServer, primes_handler
 from codegen.settings import get_settings
 from tests.conftest import fresh_database
@@ -135,16 +140,23 @@ def test_three_concurrent_requests_on_a_fresh_sqlite_home(
     assert all(run.is_success for run in runs.values())
 
 
-def test_a_home_made_before_the_package_move_still_loads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "earlier_module",
+    [
+        "orchestration.storage",  # before the move into the codegen package
+        "codegen.orchestration.storage",  # before orchestration/ was cut into rooms
+    ],
+)
+def test_a_home_made_before_a_move_of_the_storage_module_still_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier_module: str
 ) -> None:
-    # The dagster.yaml such a home holds named the storage module by its pre-package path.
+    # The dagster.yaml such a home holds names the storage module by an earlier path.
     home = tmp_path / "dagster_home"
     home.mkdir()
     old = INSTANCE_TEMPLATE.read_text().replace(
-        "module: codegen.orchestration.storage", "module: orchestration.storage"
+        "module: codegen.orchestration.instance.storage", f"module: {earlier_module}"
     )
-    assert "module: orchestration.storage" in old
+    assert f"module: {earlier_module}\n" in old
     (home / "dagster.yaml").write_text(old + "# the user's own line\n")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.delenv(POSTGRES_URL_ENV, raising=False)
@@ -154,4 +166,6 @@ def test_a_home_made_before_the_package_move_still_loads(
     finally:
         instance.dispose()
     text = (home / "dagster.yaml").read_text()
-    assert "module: codegen.orchestration.storage" in text and "# the user's own line" in text
+    assert (
+        "module: codegen.orchestration.instance.storage" in text and "# the user's own line" in text
+    )

@@ -12,8 +12,7 @@ from dagster import SensorResult, build_sensor_context, instance_for_test
 
 import codegen.settings as config
 from codegen.assets.resources import SettingsResource
-from codegen.orchestration.jobs import codegen_request_job
-from codegen.orchestration.sensors import build_inbox_sensor
+from codegen.orchestration.launch import build_inbox_sensor, codegen_request_job
 from codegen.requests.store import RequestStore
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -1,7 +1,7 @@
 """The SQLite storage dagster.yaml picks without DAGSTER_POSTGRES_URL: Dagster's own, over
-connections that stay open (codegen/orchestration/storage.py). What must not change with it: a live
-run is followed as its events arrive, another process reads what this one wrote, and a
-long-lived process does not keep every run's database open."""
+connections that stay open (codegen/orchestration/instance/storage.py). What must not change
+with it: a live run is followed as its events arrive, another process reads what this one
+wrote, and a long-lived process does not keep every run's database open."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from dagster import DagsterInstance, job, op
 
 from codegen.orchestration.instance import POSTGRES_URL_ENV, configured_instance
-from codegen.orchestration.storage import (
+from codegen.orchestration.instance.storage import (
     OPEN_SHARDS,
     SqliteEventLogStorageOpen,
     SqliteRunStorageOpen,

@@ -14,8 +14,7 @@ from dagster import DagsterInstance, SensorResult, build_sensor_context, instanc
 
 from codegen.assets.resources import SettingsResource
 from codegen.orchestration.instance import storage_overrides
-from codegen.orchestration.jobs import codegen_request_job
-from codegen.orchestration.sensors import build_inbox_sensor
+from codegen.orchestration.launch import build_inbox_sensor, codegen_request_job
 from codegen.requests.store import RequestStore
 
 pytestmark = pytest.mark.dagster_instance

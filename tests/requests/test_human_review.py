@@ -38,7 +38,7 @@ from codegen.assets.resources import (
 )
 from codegen.orchestration.cli import main
 from codegen.orchestration.instance import storage_overrides
-from codegen.orchestration.review import build_review_sensor, review_request_job
+from codegen.orchestration.launch import build_review_sensor, review_request_job
 from codegen.replay.scripted import PRIMES_SOLUTION, ScriptedOpenAIServer, primes_handler
 from codegen.requests.review import ReviewError, ReviewStore
 from codegen.requests.store import RequestStore

@@ -22,6 +22,8 @@ from codegen.orchestration.cli.exits import REFUSED_EXIT
 from codegen.settings import BadSettings, get_settings
 from codegen.untrusted import BadInput
 
+__all__ = ["COMMAND_MODULES", "cli", "main", "run"]
+
 # command name -> (module path, attribute holding its click command or group)
 COMMAND_MODULES: dict[str, tuple[str, str]] = {
     "info": ("codegen.orchestration.cli.info", "info"),

@@ -101,7 +101,7 @@ def build(
 
 
 def _build(settings: Settings, chosen: list[str], with_index: bool, as_json: bool) -> None:
-    from codegen.orchestration.corpus import StageResult, build_corpus, build_index
+    from codegen.orchestration.launch import StageResult, build_corpus, build_index
 
     instance = configured_instance(settings)
     start = time.monotonic()  # the build itself, after imports and instance start-up

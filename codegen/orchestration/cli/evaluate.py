@@ -245,7 +245,7 @@ def _evaluate(task_set: TaskSet, **options: Unpack[RunOptions]) -> None:
     """Generate candidates for ``task_set``'s tasks (or score its canonical solutions or a
     samples file) and score them on the hidden tests: here, or as a Dagster backfill."""
     from codegen.composition import llm_route, unset_key_envs
-    from codegen.orchestration.evaluation import open_session
+    from codegen.orchestration.launch import open_session
 
     _usage_errors(task_set, options)
     try:
@@ -287,7 +287,7 @@ def _run_here(
     recording: RecordingRun | None = None,
 ) -> None:
     """The session's tasks in this process, then its report (and ``recording``'s outcome)."""
-    from codegen.orchestration.evaluation import sandbox_resource
+    from codegen.orchestration.launch import sandbox_resource
     from codegen.sandbox import SandboxUnavailable
 
     try:
@@ -338,7 +338,7 @@ def _backfill(
     backfill_id, progress, wall = ran
     extra: JSONObject = {"backfill_id": backfill_id, "backfill_status": progress.status}
     if mode == CREW and not progress.runs_failed:
-        from codegen.orchestration.evaluation import sandbox_resource
+        from codegen.orchestration.launch import sandbox_resource
 
         with sandbox_resource(settings).open() as box:
             extra.update(session.learn(keys, box, note=lambda line: click.echo(line, err=True)))
@@ -367,7 +367,7 @@ def _score_samples_file(
 ) -> None:
     """``--samples-file``: validate the whole file, then score its tasks (or backfill them)."""
     from codegen.evaluation.samples_file import read_samples
-    from codegen.orchestration.evaluation import open_session
+    from codegen.orchestration.launch import open_session
 
     samples = read_samples(path, task_set)  # a bad file is refused whole (exits.py)
     session = open_session(settings, None, SAMPLES, samples_file=samples)

@@ -15,7 +15,6 @@ from codegen.agents.options import REVIEW_MODES, BadOptions, RequestOptions, Sto
 from codegen.agents.report import RequestReport
 from codegen.agents.roles import BadRequest, read_request_file, validate_request
 from codegen.agents.types import SPEC_ENDED
-from codegen.json_types import JSONObject
 from codegen.orchestration.cli.exits import Refused
 from codegen.orchestration.cli.outcome import show_outcome, summarize
 from codegen.orchestration.instance import configured_instance
@@ -126,35 +125,6 @@ def daemon_running(instance: DagsterInstance) -> bool:
     return all(status.healthy for status in statuses.values())
 
 
-def run_in_this_process(
-    instance: DagsterInstance,
-    request_id: str,
-    job_name: str = "request_job",
-    run_config: JSONObject | None = None,
-    tags: dict[str, str] | None = None,
-) -> tuple[str, bool]:
-    """Execute a job of ``codegen.orchestration.definitions`` (``job_name``: its resolving function)
-    for the request's partition, in this process."""
-    from dagster import build_reconstructable_job, execute_job
-
-    from codegen.assets.codegen import requests_partitions
-
-    instance.add_dynamic_partitions(requests_partitions.name, [request_id])
-    job = build_reconstructable_job("codegen.orchestration.definitions", job_name)
-    result = execute_job(
-        job,
-        instance=instance,
-        tags={"dagster/partition": request_id, "codegen/source": "cli", **(tags or {})},
-        # Step events go to the instance (and our progress lines, report.json and the one-line
-        # outcome); the console gets none of Dagster's log lines, a failed step's included.
-        run_config={
-            **(run_config or {}),
-            "loggers": {"console": {"config": {"log_level": "CRITICAL"}}},
-        },
-    )
-    return result.run_id, result.success
-
-
 # How long a failed run may go without Dagster's retry verdict before the failure is final.
 RETRY_VERDICT_WAIT_S = 60.0
 
@@ -253,6 +223,8 @@ def run_request(
 
             tags[RECORD_TAG] = str(record_to)
         with _Progress(instance, stored.id):
+            from codegen.orchestration.launch import run_in_this_process
+
             run_id, success = run_in_this_process(instance, stored.id, tags=tags)
     folder = artifact_dir(settings.artifacts_dir, stored.id)
     report = RequestReport.load(folder)

@@ -13,7 +13,6 @@ from codegen.agents.report import RequestReport
 from codegen.agents.types import Status
 from codegen.json_types import JSONObject
 from codegen.orchestration.cli.exits import Refused
-from codegen.orchestration.cli.generate import run_in_this_process
 from codegen.orchestration.cli.outcome import show_outcome, summarize
 from codegen.orchestration.instance import configured_instance
 from codegen.requests.review import ReviewError, ReviewStore
@@ -70,7 +69,7 @@ def review(
         )
     except ReviewError as exc:  # unknown request, not awaiting review, already decided
         raise Refused(str(exc)) from exc
-    from codegen.orchestration.review import verdict_run_config
+    from codegen.orchestration.launch import run_in_this_process, verdict_run_config
 
     click.echo(
         f"request {request_id}: {kind} (review round {claim.verdict.review_round})", err=True

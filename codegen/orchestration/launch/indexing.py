@@ -13,7 +13,7 @@ from dagster import (
 )
 
 from codegen.assets import index as index_assets
-from codegen.orchestration.run_queue import KIND_CORPUS, kind_tags
+from codegen.orchestration.instance import KIND_CORPUS, kind_tags
 
 index_job = define_asset_job(
     "index_job",

@@ -1,9 +1,9 @@
 """The Dagster instance: Postgres when ``DAGSTER_POSTGRES_URL`` is set, else SQLite.
 
-Every instance the project makes reads the project's ``codegen/orchestration/dagster.yaml`` (``make
-run`` installs it into ``DAGSTER_HOME``, the CLI copies it into a fresh home). Its
-``storage`` section names ``codegen.orchestration.storage.EnvironmentStorage``, which picks the
-backend when the instance loads: dagster-postgres' ``DagsterPostgresStorage`` (runs, event
+Every instance the project makes reads the project's ``dagster.yaml`` (beside this module;
+``make run`` installs it into ``DAGSTER_HOME``, the CLI copies it into a fresh home). Its
+``storage`` section names ``codegen.orchestration.instance.storage.EnvironmentStorage``, which
+picks the backend when the instance loads: dagster-postgres' ``DagsterPostgresStorage`` (runs, event
 log, schedules) for ``DAGSTER_POSTGRES_URL=postgresql://user@host:port/db``, else Dagster's
 SQLite storage under ``$DAGSTER_HOME/storage``. So ``dagster dev``, the daemon, run workers
 and the CLI agree without two copies of the file, and a run worker started by the daemon
@@ -66,17 +66,18 @@ def _home_lock(home: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-# The storage line of dagster.yaml files installed before the code moved into the codegen
-# package; a home made then still loads once the line names the module where it lives now.
-_PRE_PACKAGE_STORAGE = "module: orchestration.storage"
+# The storage line of the project's dagster.yaml, and the lines of copies installed before
+# the storage module moved (into the codegen package, then into this room): a home made then
+# still loads once its line names the module where the storage lives now.
+STORAGE_LINE = f"module: {__package__}.storage"  # storage.py beside this module
+_EARLIER_STORAGE_LINES = ("module: orchestration.storage", "module: codegen.orchestration.storage")
 
 
 def install_instance_yaml(home: Path) -> None:
     """Give ``home`` the project's dagster.yaml, or bring an older copy up to date.
 
-    A copy from before the move into the ``codegen`` package names the storage module by its
-    old path; that one line is rewritten in place (atomically), and nothing else in a user's
-    copy is touched.
+    A copy from before a move of the storage module names it by an old path; that one line is
+    rewritten in place (atomically), and nothing else in a user's copy is touched.
     """
     target = home / "dagster.yaml"
     if not target.exists():
@@ -85,8 +86,9 @@ def install_instance_yaml(home: Path) -> None:
             shutil.copy(INSTANCE_TEMPLATE, target)
         return
     text = target.read_text()
-    if _PRE_PACKAGE_STORAGE in text:
-        upgraded = text.replace(_PRE_PACKAGE_STORAGE, "module: codegen.orchestration.storage")
+    earlier = [line for line in _EARLIER_STORAGE_LINES if line in text]
+    if earlier:
+        upgraded = text.replace(earlier[0], STORAGE_LINE)
         partial = target.with_suffix(".yaml.partial")
         partial.write_text(upgraded)
         os.replace(partial, target)
@@ -106,7 +108,3 @@ def configured_instance(settings: Settings) -> DagsterInstance:
         os.environ["DAGSTER_HOME"] = str(home)
         # Loading the instance builds its storages, which create their tables.
         return DagsterInstance.get()
-
-
-if __name__ == "__main__":  # `make home`: install or upgrade $DAGSTER_HOME/dagster.yaml
-    install_instance_yaml(Path(os.environ["DAGSTER_HOME"]))

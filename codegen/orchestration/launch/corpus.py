@@ -35,8 +35,8 @@ from codegen.assets.corpus_builds import COMMAND_TAG, CORPUS_BUILD, FIRST_BUILD
 from codegen.assets.resources import SettingsResource, VectorIndexResource
 from codegen.corpus.store import chunks_path
 from codegen.json_types import JSONObject, JSONValue
+from codegen.orchestration.instance import KIND_CORPUS, kind_tags
 from codegen.orchestration.resources import resources_for
-from codegen.orchestration.run_queue import KIND_CORPUS, kind_tags
 from codegen.settings import Settings, get_settings
 
 DOWNSTREAM = [

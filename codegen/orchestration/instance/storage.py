@@ -1,6 +1,6 @@
 """dagster.yaml's storage: Postgres when DAGSTER_POSTGRES_URL is set, else SQLite.
 
-See codegen/orchestration/instance.py for how every entry point gets this file.
+See codegen/orchestration/instance/home.py for how every entry point gets this file.
 
 The SQLite storage is Dagster's own, with one change to how it connects. Stock, every event
 of a run opens a new SQLite connection, commits with an fsync and closes, which checkpoints
@@ -39,7 +39,7 @@ from codegen.orchestration.dagster_private import (
     _runs_directory,
     _schedule_directory,
 )
-from codegen.orchestration.instance import postgres_url, sqlalchemy_url
+from codegen.orchestration.instance.home import postgres_url, sqlalchemy_url
 from codegen.settings import default_dagster_home
 
 if TYPE_CHECKING:

@@ -27,8 +27,8 @@ from dagster import (
 from codegen.assets.codegen import REQUEST_ASSETS, REVIEW_JOB, requests_partitions
 from codegen.assets.resources import SettingsResource
 from codegen.orchestration.dagster_private import UnresolvedAssetJobDefinition
-from codegen.orchestration.executor import threaded_in_process_executor
-from codegen.orchestration.run_queue import KIND_REQUEST, kind_tags
+from codegen.orchestration.instance import KIND_REQUEST, kind_tags
+from codegen.orchestration.launch.executor import threaded_in_process_executor
 from codegen.requests.review import ReviewError, ReviewStore
 
 REVIEW_SENSOR = "review_sensor"

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codegen.orchestration.run_queue import KIND_EVALUATION, kind_tags
+from codegen.orchestration.instance import KIND_EVALUATION, kind_tags
 
 if TYPE_CHECKING:
     from codegen.assets.resources import LLMResource, RetrieverResource, SandboxResource

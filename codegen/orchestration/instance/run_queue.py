@@ -1,5 +1,5 @@
 """Kinds of work, as the run tag the queued run coordinator limits
-(codegen/orchestration/dagster.yaml).
+(codegen/orchestration/instance/dagster.yaml).
 
 Every job of the code location carries ``codegen/kind``; dagster.yaml caps how many runs of
 each kind run at once, under a global cap, and queues the rest.

@@ -53,18 +53,9 @@ from codegen.settings.models import (
 )
 from codegen.settings.origins import Origin, setting_origins
 from codegen.settings.ranges import (
-    AT_LEAST_ONE,
     DRAFTS,
-    MAX_CANDIDATES,
-    MAX_TOKENS,
-    MEMORY_MB,
-    MODEL_NAME,
-    NOT_NEGATIVE,
-    POSITIVE,
     ROUNDS,
     SAMPLES,
-    SHARE,
-    TEMPERATURE,
     TOKEN_BUDGET,
     TOP_K,
     USD_BUDGET,
@@ -93,21 +84,12 @@ from codegen.settings.sections import (
 from codegen.settings.wording import describe
 
 __all__ = [
-    "AT_LEAST_ONE",
     "DRAFTS",
     "ENV_DELIMITER",
     "ENV_PREFIX",
-    "MAX_CANDIDATES",
-    "MAX_TOKENS",
-    "MEMORY_MB",
-    "MODEL_NAME",
-    "NOT_NEGATIVE",
-    "POSITIVE",
     "PROJECT_ROOT",
     "ROUNDS",
     "SAMPLES",
-    "SHARE",
-    "TEMPERATURE",
     "TOKEN_BUDGET",
     "TOP_K",
     "USD_BUDGET",

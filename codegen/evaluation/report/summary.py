@@ -20,7 +20,7 @@ from codegen.evaluation.learned import load_learned, load_learned_task
 from codegen.evaluation.passk import mean_pass_at_k, reportable_ks
 from codegen.evaluation.report.time_limits import TimeLimitVerdicts
 from codegen.evaluation.scoring import FAILURE_CATEGORIES, SampleScore, ScoreDict
-from codegen.evaluation.store import Candidate, EvalStore, HistoryEntry
+from codegen.evaluation.store import Candidate, EvalStore, HistoryEntry, save_figure
 from codegen.json_types import JSONObject
 
 
@@ -451,10 +451,4 @@ def plot_history(entries: Sequence[HistoryEntry], path: Path) -> Path:
     bottom.plot(xs, [float("nan") if v is None else v for v in cost], marker="o", color="C1")
     bottom.set_ylabel("cost per solved task (USD)")
     bottom.set_xticks(xs, labels, rotation=30, ha="right", fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=80)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return save_figure(fig, path)

@@ -11,6 +11,7 @@ from codegen.evaluation.store.files import (
     digest,
     read_json,
     read_object,
+    save_figure,
     write_json_atomic,
 )
 from codegen.evaluation.store.records import (
@@ -48,5 +49,6 @@ __all__ = [
     "run_rows",
     "runs_markdown",
     "runs_text",
+    "save_figure",
     "write_json_atomic",
 ]

@@ -20,7 +20,10 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 from codegen.durable import atomic_write_text
 from codegen.evaluation.store.records import ConfigDoc, HistoryEntry, SamplesDoc, ScoresDoc
@@ -126,3 +129,17 @@ class EvalStore:
             if isinstance(entry, dict):
                 entries.append(cast(HistoryEntry, entry))
         return entries
+
+
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Write a matplotlib figure to ``path`` as PNG, atomically (a reader never sees half a
+    picture), and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=80)
+    plt.close(fig)
+    tmp.replace(path)
+    return path

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypedDict
 
-from codegen.evaluation.store.files import EvalStore, read_object
+from codegen.evaluation.store.files import EvalStore, read_object, save_figure
 from codegen.json_types import JSONObject, JSONValue
 
 COLUMNS = (
@@ -155,10 +155,4 @@ def plot_runs(rows: Sequence[RunRow], path: Path) -> Path:
     ax.set_title("pass@1 per configuration (latest run)")
     ax.set_xticks(xs, [k[:28] for k in labels], rotation=30, ha="right", fontsize=6)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=80)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return save_figure(fig, path)

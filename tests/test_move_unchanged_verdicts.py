@@ -67,6 +67,10 @@ def test_a_classeval_task_with_another_final_code_is_not_identical() -> None:
     assert (got["identical"], got["differing"]) == (False, 1)
     assert got["statuses"] == {"old": {"passed": 1}, "new": {"passed": 1}}
     assert classeval_compared(old, old)["identical"] is True
+    other_status = {"ClassEval_1": {"status": "unrecorded", "code": "class A: pass"}}
+    got = classeval_compared(old, other_status)
+    assert (got["identical"], got["differing"], got["picks_differing"]) == (False, 1, 0)
+    assert classeval_compared(old, new)["picks_differing"] == 1
 
 
 def test_the_recorded_files_become_samples_and_mbpp_rows_their_own_tests(tmp_path: Path) -> None:

@@ -132,8 +132,11 @@ def fidelity_compared(old: dict[str, Any], new: dict[str, Any]) -> dict[str, dic
 
 
 def classeval_compared(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """Per task, the crew's final code and status compared."""
+    """Per task, the crew's final code and status compared; ``picks_differing`` counts the
+    final code alone (a status may differ where the crew's own tests of a class that draws
+    random numbers pass in one run and fail in the next, and the repair is not recorded)."""
     row = compare(old, new)
+    row["picks_differing"] = compare(old, new, verdict=lambda r: r["code"])["differing"]
     row["statuses"] = {
         side: dict(Counter(r["status"] for r in records.values()))
         for side, records in (("old", old), ("new", new))

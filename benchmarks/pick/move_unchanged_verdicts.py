@@ -17,7 +17,7 @@ The sibling of ``move_unchanged`` (MapCoder's HumanEval and MBPP picks) for the 
   compared; the failure messages compared too, apart (``messages_differing``).
 * ``classeval``: each tree's ``classeval_replay_crew.run_crew_config`` on the five greedy
   ``class_H`` files, five candidates per task, on the held-out tasks: per task, the crew's
-  final code and status compared.
+  final code and status compared (``picks_differing``: the final code alone).
 
 ``--limit N``: the first N tasks of each file (fidelity) and the first N held-out tasks
 (classeval). Prints one JSON object: per set ``identical``, ``compared``, ``differing``,

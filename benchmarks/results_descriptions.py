@@ -486,7 +486,7 @@ DESCRIPTIONS: dict[str, Description] = {
         ),
     ),
     "move_unchanged_verdicts": Description(
-        title="Verdicts and the ClassEval pick before and after issue 47's move into rooms",
+        title="Verdicts and the ClassEval pick before and after the move into rooms",
         module="benchmarks.pick.move_unchanged_verdicts",
         what=(
             "The commit before the move (e704e59, a git worktree) and this tree, each in a"

@@ -485,4 +485,52 @@ DESCRIPTIONS: dict[str, Description] = {
             *GROUP_MEMBER_ROWS,
         ),
     ),
+    "move_unchanged_verdicts": Description(
+        title="Verdicts and the ClassEval pick before and after the move into rooms",
+        module="benchmarks.pick.move_unchanged_verdicts",
+        what=(
+            "The commit before the move (e704e59, a git worktree) and this tree, each in a"
+            " subprocess of its own with its own code on the path and a fresh CODEGEN_HOME (no"
+            " tree reads the other's cached verdicts): MapCoder's recorded HumanEval and MBPP"
+            " samples scored as `published_tables` and `mbpp_published` score them (per sample:"
+            " passed and category; the failure messages counted apart), and the crew's pick"
+            " among ClassEval's five greedy files on the held-out tasks by replay (per task: the"
+            " final code and status). `--limit` takes the first tasks of each file; the command"
+            " says which. The ClassEval run used the `default` package set where its command"
+            " says so (the `classeval` image needs gensim, which this machine's wheels lack):"
+            " both trees ran without the same packages. The crew's status of one ClassEval task"
+            " (ClassEval_54, a board drawn with `random.choice`) is not stable: its own tests"
+            " fail now and then and the crew asks for a repair the replay does not hold"
+            " (`unrecorded`); in three runs of the 30 held-out tasks it was `unrecorded` once"
+            " in each tree and `passed` otherwise, its final code the same every time."
+            " MapCoder's picks are compared by `benchmarks.pick.move_unchanged`."
+        ),
+        rows=(
+            Row("every set identical", "identical"),
+            Row(
+                "HumanEval fidelity: samples compared",
+                "sets.humaneval_fidelity.compared",
+                "with another verdict",
+                "sets.humaneval_fidelity.differing",
+            ),
+            Row("HumanEval fidelity: passed (this tree)", "sets.humaneval_fidelity.passed.new"),
+            Row(
+                "MBPP fidelity: samples compared",
+                "sets.mbpp_fidelity.compared",
+                "with another verdict",
+                "sets.mbpp_fidelity.differing",
+            ),
+            Row("MBPP fidelity: passed (this tree)", "sets.mbpp_fidelity.passed.new"),
+            Row(
+                "ClassEval five greedy: tasks compared",
+                "sets.classeval_five_greedy.compared",
+                "with another final code or status",
+                "sets.classeval_five_greedy.differing",
+            ),
+            Row(
+                "ClassEval five greedy: tasks with another final code (the pick)",
+                "sets.classeval_five_greedy.picks_differing",
+            ),
+        ),
+    ),
 }

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from codegen.assets.resources import close_shared_sandboxes
 from codegen.orchestration.cli import main
 from codegen.sandbox.types import Limits
 
@@ -41,9 +43,13 @@ SLOW = {
 
 
 @pytest.fixture
-def bwrap_host(monkeypatch: pytest.MonkeyPatch) -> None:
+def bwrap_host(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("CODEGEN_SANDBOX__BACKEND", "bwrap")
     monkeypatch.setenv("CODEGEN_SANDBOX__BWRAP_HOST_USR", "true")
+    yield
+    # The in-process `codegen eval` keeps its warm bwrap pool for the process's life; a later
+    # test in this worker counts every supervisor it left as a leak (test_sandbox_writable).
+    close_shared_sandboxes()
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# Imported before the toy registers, as any earlier test in the worker may have: the CLI
+# must still list a backend registered after it was loaded.
+import codegen.orchestration.cli.sandbox  # noqa: F401
 from codegen.orchestration.cli import main
 from codegen.sandbox import (
     BackendKind,

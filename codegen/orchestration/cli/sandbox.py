@@ -23,14 +23,21 @@ if TYPE_CHECKING:
     from codegen.sandbox.types import ExecResult
 
 
-class _BackendChoices(Sequence[str]):
-    """The registered backends, read when ``--backend`` is checked or shown, not at import."""
+class _BackendChoice(click.Choice[str]):
+    """The registered backends, read each time ``--backend`` is checked or shown: a
+    ``click.Choice`` copies its choices when built, at import, and would miss a backend
+    registered after this module was first imported."""
 
-    def __getitem__(self, index: int) -> str:  # type: ignore[override]
-        return backend_names()[index]
+    def __init__(self) -> None:
+        super().__init__(())
 
-    def __len__(self) -> int:
-        return len(backend_names())
+    @property  # type: ignore[override]
+    def choices(self) -> Sequence[str]:
+        return backend_names()
+
+    @choices.setter
+    def choices(self, _value: Sequence[str]) -> None:
+        pass  # click.Choice.__init__ stores a snapshot; the registry is the one list
 
 
 def _progress(message: str) -> None:
@@ -92,7 +99,7 @@ def build(offline: bool, force: bool, tag: str | None, package_set: str | None) 
 )
 @click.option("--timeout", type=click.FloatRange(min=0.1, max=3600), default=None)
 @click.option("--memory", type=click.IntRange(min=16, max=65536), default=None, help="MB")
-@click.option("--backend", type=click.Choice(_BackendChoices()), default=None)
+@click.option("--backend", type=_BackendChoice(), default=None)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def exec_command(
     directory: Path,

@@ -30,7 +30,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -39,6 +38,8 @@ from pathlib import Path
 
 import pytest
 import requests
+
+from tests.orchestration.test_ui_browser import dom, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -87,12 +88,6 @@ def read_recipe() -> Recipe:
         request=only("`codegen generate`", r"\bcodegen generate\b"),
         prose=section[end:],
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def newcomer_env(home: Path) -> dict[str, str]:
@@ -195,32 +190,6 @@ def ui_ready(base: str) -> bool:
     return loaded and {"SENSOR", "QUEUED_RUN_COORDINATOR"} <= healthy
 
 
-def dom(url: str, profile: Path) -> str:
-    """The page's DOM once its scripts have run, in headless Chromium."""
-    done = subprocess.run(
-        [
-            "chromium",
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            f"--user-data-dir={profile}",
-            "--virtual-time-budget=30000",
-            "--dump-dom",
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
-
 def stop(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
@@ -246,8 +215,8 @@ def zombie(pid: int) -> bool:
 class Walk:
     """The recipe's lines run in the block's order, on one fresh home, each step checked."""
 
-    def __init__(self, recipe: Recipe, home: Path, profile: Path) -> None:
-        self.recipe, self.home, self.profile = recipe, home, profile
+    def __init__(self, recipe: Recipe, home: Path) -> None:
+        self.recipe, self.home = recipe, home
         self.env = newcomer_env(home)
         self.ui_port, self.endpoint_port = free_port(), free_port()
         # The endpoint's port, as the block names it, is the one substituted everywhere.
@@ -351,7 +320,7 @@ class Walk:
         args = shlex.split(self.recipe.request.split("codegen generate", 1)[1])
         words = html.escape(next(a for a in args if not a.startswith("-"))[:40], quote=False)
         began = time.monotonic()
-        page = dom(f"{self.base}/runs/{self.run_id}", self.profile)
+        page = dom(f"{self.base}/runs/{self.run_id}")
         self.timings["its run page in Chromium"] = time.monotonic() - began
         seen = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))  # the page's text
         assert f"partition: {self.request_id}" in seen, seen[-3000:]
@@ -386,7 +355,7 @@ class Walk:
 def test_the_readme_offline_recipe_end_to_end_on_a_fresh_home(tmp_path: Path) -> None:
     started = time.monotonic()
     recipe = read_recipe()
-    walk = Walk(recipe, tmp_path / "checkout-home" / ".codegen", tmp_path / "chromium")
+    walk = Walk(recipe, tmp_path / "checkout-home" / ".codegen")
     try:
         for line in recipe.lines:
             walk.step(line)

@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,23 +31,29 @@ def free_port() -> int:
 
 
 def dom(url: str) -> str:
-    """The page's DOM once its scripts have run (virtual time lets the UI's queries finish)."""
-    done = subprocess.run(
-        [
-            "chromium",
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-background-networking",
-            "--disable-gpu",
-            "--virtual-time-budget=30000",
-            "--dump-dom",
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    """The page's DOM once its scripts have run, in headless Chromium with a fresh profile and
+    no background networking (virtual time lets the UI's queries finish)."""
+    with tempfile.TemporaryDirectory(prefix="codegen-chromium-") as profile:
+        done = subprocess.run(
+            [
+                "chromium",
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                f"--user-data-dir={profile}",
+                "--virtual-time-budget=30000",
+                "--dump-dom",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 

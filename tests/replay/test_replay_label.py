@@ -13,8 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,7 @@ from codegen.replay.openai_server import OpenAICompatibleServer
 from codegen.replay.recording import Entry, read_recording, write_recording
 from codegen.replay.scripted import ScriptedOpenAIServer, primes_handler
 from codegen.replay.server import ReplayServer
+from tests.replay.test_record_round_trip import replay_serve
 
 CODEGEN = str(Path(sys.executable).parent / "codegen")
 PRICES = {"gpt-4o-mini": {"input": 0.15, "output": 0.60}}
@@ -163,25 +162,6 @@ def test_an_evaluation_against_a_replay_is_listed_as_a_replay_without_a_price(
 # -- a request, replayed through `codegen generate` ------------------------------------------
 REQUEST = "Write a function primes_up_to(n) that returns all primes <= n."
 RECORDED_MODEL = "gpt-4o-2024-08-06"
-
-
-@contextmanager
-def replay_serve(recording: Path) -> Iterator[str]:
-    """``codegen replay serve RECORDING`` on a free port; yields its OPENAI_BASE_URL."""
-    proc = subprocess.Popen(
-        [CODEGEN, "replay", "serve", str(recording), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()
-        assert line.startswith("OPENAI_BASE_URL="), line
-        yield line.removeprefix("OPENAI_BASE_URL=")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.mark.docker

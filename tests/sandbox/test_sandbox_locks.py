@@ -244,3 +244,12 @@ def test_where_the_image_is_not_built_here_the_lock_says_what_it_will_have(
     assert listed == package_set().lock.pins()  # python-dateutil, pytz, tzdata too
     have = sandbox_distributions("unbuilt", package_set("default", ["six"]), tmp_path)
     assert missing_distributions(["python-dateutil", "six", "gensim"], have) == ["gensim"]
+
+
+def test_a_named_sets_lock_beside_the_build_is_the_committed_one(tmp_path: Path) -> None:
+    default = package_set()
+    path = ensure_lock(default, tmp_path)
+    path.write_text(path.read_text().replace("pandas==2.2.3", "pandas==2.2.2"))
+    assert ensure_lock(default, tmp_path) == path and installed_lock(default, tmp_path) == (
+        default.lock
+    )

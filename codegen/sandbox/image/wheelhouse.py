@@ -157,8 +157,10 @@ def ensure_lock(packages: PackageSet, cache_dir: Path, progress: Progress = _qui
     digest (delete the file to resolve again)."""
     path = lock_path(packages, cache_dir)
     if path.exists():
-        parse_lock(path.read_text(encoding="utf-8"), str(path))  # refuses a damaged one
-        return path
+        found = parse_lock(path.read_text(encoding="utf-8"), str(path))  # refuses a damaged one
+        # A resolved lock is the record of its build; a named set's is the committed one.
+        if packages.extra or found == packages.lock:
+            return path
     named = {Requirement(r).name for r in packages.extra}
     base = [r for r in packages.requirements if Requirement(r).name not in named]
     stale = stale_requirements(packages.lock, base)

@@ -8,7 +8,7 @@ export DAGSTER_HOME ?= $(CODEGEN_HOME)/dagster_home
 HOST ?= 127.0.0.1
 PORT ?= 3000
 
-.PHONY: run test lint venv home lock clean sandbox-image postgres postgres-stop
+.PHONY: run test lint venv home lock clean sandbox-image sandbox-locks postgres postgres-stop
 
 # The venv is rebuilt only when the lock or the project metadata changes.
 $(STAMP): requirements.lock pyproject.toml
@@ -46,6 +46,11 @@ postgres-stop: venv
 # debootstrapped root file system (also bubblewrap's root) exist; else a few minutes offline.
 sandbox-image: venv
 	$(BIN)/codegen sandbox build --offline
+
+# Re-resolve the sandbox's named package sets (codegen/sandbox/image/packages.py) against PyPI
+# into their committed locks, codegen/sandbox/image/locks/<set>.txt (every pin, with hashes).
+sandbox-locks: venv
+	$(BIN)/python -m codegen.sandbox.image.relock
 
 # Two worker processes, each test file on one worker (its module fixtures shared): most tests
 # wait on subprocesses, daemons and containers, so two cores run two files at once.

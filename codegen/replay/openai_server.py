@@ -9,10 +9,13 @@ to it over real sockets as to any endpoint. What it answers comes from an :class
 * ``codegen.replay.server.ReplayBook``: a recording of real replies, for ``codegen replay
   serve`` and evaluations on recorded data.
 
-The server owns everything that is the same for both: request parsing and size limits, the
-record of every request (``server.requests``), how servers without Structured Outputs refuse
-``json_schema`` (``structured_outputs`` profiles, below), delays and scripted HTTP errors,
-usage accounting, streaming, and an optional JSON-lines log of what was served.
+The server owns everything that is the same for both: request parsing and size limits (a
+request without a ``Content-Length``, or with a negative or non-numeric one, is refused with 411
+or 400, one over ``MAX_BODY_BYTES`` with 413, before a byte of its body is read), the bounded
+record of the latest requests (``server.requests``, a ``codegen.replay.history.History``), how
+servers without Structured Outputs refuse ``json_schema`` (``structured_outputs`` profiles,
+below), delays and scripted HTTP errors, usage accounting, streaming, and an optional
+JSON-lines log of what was served (``server.served``, bounded the same way).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Protocol, TypedDict, Unpack
@@ -36,6 +40,7 @@ from codegen.agents.llm import (
     UNKNOWN_MODEL,
 )
 from codegen.json_types import JSONObject
+from codegen.replay.history import History
 from codegen.replay.server_profiles import (
     STRUCTURED_PROFILES,
     error_body,
@@ -269,8 +274,8 @@ class OpenAICompatibleServer:
             raise ValueError(f"unknown structured_outputs profile {structured_outputs!r}")
         self.book = book
         self.structured_outputs = structured_outputs
-        self.requests: list[RecordedRequest] = []
-        self.served: list[JSONObject] = []  # the log's records, when logging
+        self.requests: History[RecordedRequest] = History()
+        self.served: History[JSONObject] = History()  # the log's records, when logging
         self._log = log
         self._log_file = log_file.open("a", encoding="utf-8") if log_file else None
         self._name = name
@@ -373,7 +378,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         self.close_connection = True
 
-    def _record(self, body: JSONObject | None) -> RecordedRequest:
+    def _record(self, body: JSONObject | None, size: int = 0) -> RecordedRequest:
         rec = RecordedRequest(
             method=self.command,
             path=self.path,
@@ -382,7 +387,7 @@ class _Handler(BaseHTTPRequestHandler):
             role=self.headers.get(ROLE_HEADER),
         )
         with self.owner._lock:
-            self.owner.requests.append(rec)
+            self.owner.requests.append(rec, size)
         return rec
 
     def do_GET(self) -> None:
@@ -397,22 +402,24 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(404, error_body(f"no such path {self.path}", "not_found"), {})
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY_BYTES:
+        try:
+            raw = read_body(self.headers, self.rfile)
+        except BodyRefused as refused:
             self._record(None)
-            self._send_json(413, error_body("request body too large", "invalid_request"), {})
+            # Whatever body follows is unread: it must not pass for the next request.
+            headers = {"Connection": "close"}
+            self._send_json(refused.status, error_body(str(refused), "invalid_request"), headers)
             return
-        raw = self.rfile.read(length) if length else b""
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
             body = None
         if not isinstance(body, dict):
-            self._record(None)
+            self._record(None, len(raw))
             message = "the body must be a JSON object" if raw else "invalid JSON body"
             self._send_json(400, error_body(message, "invalid_request"), {})
             return
-        request = self._record(body)
+        request = self._record(body, len(raw))
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_json(404, error_body(f"no such path {self.path}", "not_found"), {})
             return
@@ -435,6 +442,30 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(chunks(body, reply, self.owner.fingerprint), reply.headers)
         else:
             self._send_json(200, completion(body, reply, self.owner.fingerprint), reply.headers)
+
+
+class BodyRefused(ValueError):
+    """A request body the server will not read; ``status`` is the HTTP answer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def read_body(headers: Message, rfile: IO[bytes], limit: int = MAX_BODY_BYTES) -> bytes:
+    """The request's body, exactly ``Content-Length`` bytes of it, or BodyRefused: 411 without
+    the header (chunked bodies included: nothing here reads them), 400 when it is not a
+    non-negative decimal (``int()`` would take ``-1``, ``+5`` or `` 5``, and ``rfile.read(-1)``
+    reads until the client hangs up), 413 over ``limit``. Nothing is read when refused."""
+    declared = headers.get("Content-Length")
+    if declared is None:
+        raise BodyRefused(411, "a request body needs a Content-Length header")
+    if not (declared.isascii() and declared.isdigit()):
+        raise BodyRefused(400, f"Content-Length {declared[:40]!r} is not a byte count")
+    length = int(declared)
+    if length > limit:
+        raise BodyRefused(413, f"request body too large ({length} bytes; at most {limit})")
+    return rfile.read(length) if length else b""
 
 
 def _int(value: str | None) -> int | None:

@@ -15,7 +15,8 @@ Outputs), or a :class:`Reply` for full control: an HTTP error with status and he
 (``Reply.error(429, headers={"Retry-After": "0"})``), a delay before answering
 (``Reply.text("...", delay_s=5)`` to provoke client timeouts), or explicit token usage.
 
-Every request is recorded in ``server.requests`` (method, path, headers, JSON body, role).
+The latest requests are recorded in ``server.requests`` (method, path, headers, JSON body,
+role; at most ``codegen.replay.history.MAX_HISTORY_ITEMS`` of them, the oldest dropped first).
 
 It plays the model it is asked for: a completion names the requested model, with
 ``system_fingerprint`` ``codegen-scripted`` (``codegen.agents.llm.wire.SCRIPTED_FINGERPRINT``), and

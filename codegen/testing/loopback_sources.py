@@ -8,8 +8,8 @@
 * :class:`FakeSite`: static files (HTML pages, ``sitemap.xml``, ``robots.txt``, RSS/Atom feeds)
   with ETag / If-None-Match support.
 
-All record requests in ``.requests`` (method, path, query, headers) and serve on
-``127.0.0.1`` with an ephemeral port.
+All record the latest requests in ``.requests`` (path, query, headers; a bounded
+``codegen.replay.history.History``) and serve GET only on ``127.0.0.1`` with an ephemeral port.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 from urllib.parse import parse_qs, urlparse
+
+from codegen.replay.history import History
 
 if TYPE_CHECKING:
     from codegen.corpus.connectors import Answer, Question
@@ -110,7 +112,7 @@ class _Server:
     """Base: routes GET requests to ``self.handle(path, query, headers) -> Response``."""
 
     def __init__(self) -> None:
-        self.requests: list[RecordedRequest] = []
+        self.requests: History[RecordedRequest] = History()
         outer = self
 
         class H(BaseHTTPRequestHandler):

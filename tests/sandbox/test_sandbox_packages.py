@@ -72,7 +72,9 @@ def test_the_tag_names_the_set_and_changes_with_it() -> None:
     # Same set however it is written: names normalized, list sorted.
     same = package_set("none", ["Pandas==2.2.3", "NumPy==1.26.4"])
     assert same.requirements == default.requirements
-    assert same.digest == default.digest
+    assert same.digest == package_set("none", ["numpy==1.26.4", "pandas==2.2.3"]).digest
+    # ...but not the default set: that one is locked whole, these are resolved at build time.
+    assert same.digest != default.digest and same.name == "none-custom"
     # An extra requirement replaces the set's pin of that name: a new digest, a new image.
     bumped = package_set("default", ["numpy==2.2.6"])
     assert bumped.name == "default-custom"
@@ -218,10 +220,11 @@ def test_the_distribution_list_is_what_the_sandbox_has(sb: Sandbox) -> None:
     """``sandbox_distributions`` against the sandbox's own view, on each backend."""
     listed = {d.name: d.version for d in sandbox_distributions(DEFAULT_IMAGE, package_set())}
     assert listed["numpy"] == "1.26.4" and listed["pandas"] == "2.2.3" and "pytest" in listed
-    code = (
-        "import importlib.metadata as m, json, re\n"
-        "print(json.dumps({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): d.version"
-        " for d in m.distributions()}))\n"
+    code = (  # where two site dirs hold one name, the one an import finds (first on the path)
+        "import importlib.metadata as m, json, re\nfound = {}\n"
+        "for d in m.distributions():\n"
+        "    found.setdefault(re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(), d.version)\n"
+        "print(json.dumps(found))\n"
     )
     result = sb.run({"list.py": code}, ["python3", "list.py"], DEFAULTS)
     assert result.exit_code == 0, result

@@ -6,8 +6,9 @@ image; then the Dockerfile beside this module on top of it (the same pytest and 
 online).
 The debootstrapped directory is the base of the bubblewrap backend's read-only root.
 
-The package set (``packages.py``) is part of both: its wheels are downloaded and installed
-into a plain directory at build time (``wheelhouse.py``), which the Dockerfile copies into the
+The package set (``packages.py``) is part of both: the wheels of its lock (``lock.py``) are
+downloaded and installed, hashes checked, into a plain directory at build time
+(``wheelhouse.py``), which the Dockerfile copies into the
 image and which is hard-linked, with a hard-linked copy of the debootstrapped tree, into a
 bubblewrap root of its own, named after the image tag (``rootfs-<tag>``): one tag, one
 environment on both backends.
@@ -45,7 +46,13 @@ from codegen.sandbox.image.packages import (
     package_set,
     write_manifest,
 )
-from codegen.sandbox.image.wheelhouse import PTH_NAME, SITE_MOUNT, ensure_site, installed
+from codegen.sandbox.image.wheelhouse import (
+    PTH_NAME,
+    SITE_MOUNT,
+    ensure_site,
+    installed,
+    installed_lock,
+)
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -221,11 +228,12 @@ def _write_context(site: Path, fileobj: IO[bytes]) -> None:
     fileobj.seek(0)
 
 
-# Run inside the built image: every distribution its python3 sees, by normalized name.
+# Run inside the built image: every distribution its python3 sees, by normalized name; where
+# two site dirs hold one name, the one first on sys.path (the one an import finds).
 _LIST_DISTRIBUTIONS = (
-    "import importlib.metadata as m, json, re; "
-    "print(json.dumps({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): d.version "
-    "for d in m.distributions()}))"
+    "import importlib.metadata as m, json, re; found = {}; "
+    "[found.setdefault(re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(), d.version) "
+    "for d in m.distributions()]; print(json.dumps(found))"
 )
 
 
@@ -235,7 +243,9 @@ def _record_distributions(
     out = client.containers.run(  # type: ignore[attr-defined]
         tag, ["python3", "-c", _LIST_DISTRIBUTIONS], network_disabled=True, remove=True
     )
-    write_manifest(cache_dir or default_cache_dir(), tag, packages, json.loads(out))
+    cache = cache_dir or default_cache_dir()
+    lock = installed_lock(packages, cache)
+    write_manifest(cache, tag, packages, json.loads(out), lock)
 
 
 @contextlib.contextmanager
@@ -273,7 +283,8 @@ def _ensure_image_rootfs(
         # What python3 sees in that root: its site dirs, the set's included.
         dirs = [f"usr/local/lib/python{SANDBOX_PYTHON}/dist-packages", SITE_MOUNT.lstrip("/")]
         dirs.append("usr/lib/python3/dist-packages")
-        write_manifest(cache, tag, packages, installed([str(path / d) for d in dirs]))
+        found = installed([str(path / d) for d in dirs])
+        write_manifest(cache, tag, packages, found, installed_lock(packages, cache))
     return path
 
 
@@ -314,6 +325,7 @@ def _build_image(
                 _record_distributions(client, tag, packages, cache_dir)
             return tag
         site = ensure_site(packages, cache, progress)
+        lock = installed_lock(packages, cache)
         buildargs = {}
         if offline:
             buildargs["BASE"] = import_base(client, rootfs_path(cache_dir), progress)
@@ -333,6 +345,7 @@ def _build_image(
                     labels={
                         "multiagent-codegen.sandbox.image": tag,
                         "multiagent-codegen.sandbox.packages": " ".join(packages.requirements),
+                        "multiagent-codegen.sandbox.lock": lock.digest if lock else "",
                     },
                 )
         except Exception as exc:

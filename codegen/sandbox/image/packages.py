@@ -1,10 +1,13 @@
 """The sandbox's Python package set: which third-party distributions its python3 can import.
 
 A set is a named list of requirements (``[sandbox] package_set``) plus extra ones
-(``[sandbox] packages``). It is installed into the image and the bubblewrap root when they
-are built (``codegen sandbox build``, from a wheelhouse made then: ``wheelhouse.py``), never
-at run time: the sandbox has no network. The image tag carries a digest of the sorted
-requirement list, so a changed set is a new image, built once and then cached.
+(``[sandbox] packages``). Each named set is locked whole, with hashes, in a committed file
+(``lock.py``, ``locks/<set>.txt``); extra requirements are resolved into a lock of their own when
+the image is built. The lock is installed into the image and the bubblewrap root when they are
+built (``codegen sandbox build``, from a wheelhouse made then: ``wheelhouse.py``), never at run
+time: the sandbox has no network. The image tag carries a digest of the lock (and of the extra
+requirements), so a changed pin, transitive ones included, is a new image, built once and then
+cached.
 
 The named sets pin exact versions so that a tag means one environment. numpy stays below 2.0
 in both: ClassEval's reference solutions (KappaCalculator) assume numpy 1's scalar types, and
@@ -18,13 +21,15 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from codegen.sandbox.errors import SandboxError
+from codegen.sandbox.image.lock import Lock, committed_lock
 
 # Debian bookworm's python3 (the debootstrapped root) and python:3.11-slim (the online base).
 SANDBOX_PYTHON = "3.11"
@@ -55,23 +60,32 @@ DEFAULT_SET = "default"
 
 @dataclass(frozen=True)
 class PackageSet:
-    """A set's name and its requirements, normalized (PEP 503 names) and sorted."""
+    """A set's name and its requirements, normalized (PEP 503 names) and sorted; the named
+    set's committed lock, and the ``[sandbox] packages`` that are not in it (``extra``: the
+    build resolves the set's pins plus these into a lock of their own)."""
 
     name: str
     requirements: tuple[str, ...]
+    lock: Lock = field(default_factory=Lock)
+    extra: tuple[str, ...] = ()
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256("\n".join(self.requirements).encode()).hexdigest()[:12]
+        """Of the lock, and of the extra requirements the build will lock with it."""
+        text = self.lock.body() + "".join(f"extra {r}\n" for r in self.extra)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(Requirement(r).name for r in self.requirements)
 
     def describe(self) -> str:
-        """One line for ``codegen info`` and logs: the name and the pinned list."""
+        """One line for ``codegen info`` and logs: the name, the pinned list and its lock."""
         listed = ", ".join(self.requirements) or "no third-party packages"
-        return f"{self.name}: {listed}"
+        locked = f"{len(self.lock.entries)} distributions locked"
+        if self.extra:
+            locked += f", {', '.join(self.extra)} resolved into the lock at build time"
+        return f"{self.name}: {listed}; {locked}" if self.requirements else f"{self.name}: {listed}"
 
 
 @dataclass(frozen=True)
@@ -97,6 +111,13 @@ def _normalize(text: str) -> Requirement:
     return req
 
 
+@cache
+def named_lock(name: str) -> Lock:
+    """The committed lock of named set ``name`` (empty where there is none yet: the build then
+    refuses, naming the command that makes it)."""
+    return committed_lock(name)
+
+
 def package_set(name: str = DEFAULT_SET, extra: list[str] | tuple[str, ...] = ()) -> PackageSet:
     """The named set plus ``extra`` requirements (one of the same name replaces the set's)."""
     if name not in NAMED_SETS:
@@ -104,11 +125,16 @@ def package_set(name: str = DEFAULT_SET, extra: list[str] | tuple[str, ...] = ()
             f"[sandbox] package_set: unknown set {name!r}; choose one of {sorted(NAMED_SETS)}"
         )
     chosen = {r.name: r for r in map(_normalize, NAMED_SETS[name])}
-    added = [_normalize(text) for text in extra]
+    # One the set already pins as written adds nothing: the same set, the same image.
+    added = [r for r in map(_normalize, extra) if str(r) != str(chosen.get(r.name, ""))]
     for req in added:
         chosen[req.name] = req
-    label = name if not added else f"{name}-custom"
-    return PackageSet(label, tuple(sorted(str(r) for r in chosen.values())))
+    requirements = tuple(sorted(str(r) for r in chosen.values()))
+    if not added:
+        return PackageSet(name, requirements, named_lock(name))
+    names = {r.name for r in added}
+    extras = tuple(r for r in requirements if Requirement(r).name in names)
+    return PackageSet(f"{name}-custom", requirements, named_lock(name), extras)
 
 
 def build_command(set_name: str = DEFAULT_SET) -> str:
@@ -148,11 +174,15 @@ def manifest_path(cache_dir: Path, tag: str) -> Path:
 
 
 def write_manifest(
-    cache_dir: Path, tag: str, packages: PackageSet, installed: dict[str, str]
+    cache_dir: Path, tag: str, packages: PackageSet, installed: dict[str, str], lock: Lock | None
 ) -> None:
+    """What image ``tag`` holds: the set, the sha256 of the lock it was built from (None: not
+    built from a lock here) and every distribution its python3 sees. Nothing in it depends on
+    when or where it was built, so two builds of one tag write the same file."""
     path = manifest_path(cache_dir, tag)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {"tag": tag, "set": packages.name, "requirements": list(packages.requirements)}
+    record["lock"] = lock.digest if lock is not None else None
     record["distributions"] = dict(sorted(installed.items()))
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
@@ -165,8 +195,9 @@ def sandbox_distributions(
     """The distributions the sandbox's python3 has, sorted by name.
 
     Where image ``tag`` was built on this machine: every distribution found in it (the set,
-    what it pulled in, pytest and its own). Elsewhere: the set as declared (a pinned version,
-    or None), which leaves out what its distributions pull in.
+    what it pulled in, pytest and its own). Elsewhere: the set's lock (transitive pins
+    included) and its extra requirements as declared (a pinned version, or None), which leaves
+    out what the extra ones pull in and the base image's own.
     """
     path = manifest_path(cache_dir or default_cache_dir(), tag)
     try:
@@ -176,12 +207,13 @@ def sandbox_distributions(
     if isinstance(record, dict) and record.get("requirements") == list(packages.requirements):
         found = record.get("distributions") or {}
         return tuple(Distribution(n, str(v)) for n, v in sorted(found.items()))
-    declared = []
+    declared = {n: Distribution(n, v) for n, v in packages.lock.pins().items()}
     for text in packages.requirements:
         req = Requirement(text)
         pins = [s.version for s in req.specifier if s.operator in ("==", "===")]
-        declared.append(Distribution(req.name, pins[0] if len(pins) == 1 else None))
-    return tuple(sorted(declared, key=lambda d: d.name))
+        if text in packages.extra or req.name not in declared:
+            declared[req.name] = Distribution(req.name, pins[0] if len(pins) == 1 else None)
+    return tuple(declared[name] for name in sorted(declared))
 
 
 def missing_distributions(

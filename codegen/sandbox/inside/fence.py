@@ -227,6 +227,7 @@ def enter(write_dir, read_dirs=()):
     ``SYSTEM_READS``, ``interpreter_reads()``, ``write_dir`` and ``read_dirs``. Returns
     "landlock (ABI n)", or "none: <why>" when the kernel cannot (nothing changed then).
     Landlock restricts the calling thread only: a process with other threads is refused."""
+    write_dir = os.path.abspath(write_dir)
     abi, why = _abi()
     if not abi:
         return f"none: {why}"

@@ -65,6 +65,20 @@ def inside_source(name: str) -> str:
     return resources.files("codegen.sandbox").joinpath("inside", name).read_text("utf-8")
 
 
+@cache
+def kernel_fence() -> str:
+    """What the file fence (``inside/fence.py``) gets from this machine's kernel: "landlock
+    (ABI n)" or "none: <why>". Both backends run their jobs on the host's kernel, and Docker's
+    default seccomp profile lets Landlock through (``tests/sandbox/test_fence.py`` checks the
+    same answer inside each backend), so this is the fence their candidates get. The inside's
+    own ``available()``, run from its source: the host never imports the inside."""
+    namespace: dict[str, object] = {"__name__": "fence"}
+    exec(compile(inside_source("fence.py"), "fence.py", "exec"), namespace)
+    available = namespace["available"]
+    assert callable(available)
+    return str(available())
+
+
 def supervisor_source() -> str:
     return inside_source("supervisor.py")
 
@@ -79,9 +93,14 @@ DRIVER_COMMAND = ["python3", "-s", "-P", "-B", "driver.py"]
 
 def driver_files(module_file: str) -> dict[str, str]:
     """The files that run ``module_file`` of ``sandbox/inside/`` in the sandbox as
-    ``driver.py``, with the supervisor beside it as ``supervisor.py``: one copy of the process
-    hygiene (non-dumpable, reaping, wiping) for the supervisor and every driver."""
-    return {"driver.py": inside_source(module_file), "supervisor.py": supervisor_source()}
+    ``driver.py``, with the supervisor beside it as ``supervisor.py`` (one copy of the process
+    hygiene: non-dumpable, reaping, wiping, for the supervisor and every driver) and the file
+    fence as ``fence.py`` (what a driver's candidate process enters before its code runs)."""
+    return {
+        "driver.py": inside_source(module_file),
+        "supervisor.py": supervisor_source(),
+        "fence.py": inside_source("fence.py"),
+    }
 
 
 def supervisor_command(mode: str) -> list[str]:

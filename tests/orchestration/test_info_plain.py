@@ -8,6 +8,7 @@ real instance as a daemon and a build would write them; info reads them back.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from pathlib import Path
@@ -27,6 +28,7 @@ from codegen.orchestration.cli import main
 from codegen.orchestration.instance import configured_instance
 from codegen.requests.route import KEY_ENV, publish_daemon_environment
 from codegen.retrieval.index import open_store
+from codegen.sandbox.protocol import kernel_fence
 from codegen.settings import get_settings
 
 pytestmark = pytest.mark.dagster_instance  # CI runs these again on Postgres
@@ -127,6 +129,15 @@ def test_info_says_how_the_indexs_vectors_were_made(
     assert "1 by cpu int8 onnxruntime 1.23" in built
     store.reset("another-embedder", 4)  # the old vectors' record goes with them
     assert info_lines(capsys)["built on"].startswith("no build recorded")
+
+
+def test_info_says_which_file_fence_the_sandbox_gives(
+    isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fence = kernel_fence()  # this host's kernel, which both backends run on
+    assert info_lines(capsys)["fence"].startswith(fence)
+    assert main(["info", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sandbox_fence"] == fence
 
 
 def test_the_build_assets_are_the_corpus_groups_assets() -> None:

@@ -19,6 +19,7 @@ from codegen.requests.route import KEY_ENV, daemon_environment, key_fingerprint,
 from codegen.retrieval.index import open_store
 from codegen.sandbox.backends import backend_label, backend_names
 from codegen.sandbox.errors import SandboxError
+from codegen.sandbox.protocol import kernel_fence
 from codegen.settings import (
     Origin,
     SandboxSettings,
@@ -198,6 +199,16 @@ def sandbox_line(sandbox: SandboxSettings) -> str:
     )
 
 
+def fence_line(fence: str) -> str:
+    """What ``codegen info`` says of the file fence around a candidate's process."""
+    if fence.startswith("landlock"):
+        return (
+            f"{fence}: a candidate writes only its own folder, reads only what "
+            "docs/methods.md lists (this host's kernel: both backends run on it)"
+        )
+    return f"{fence} (this host's kernel: both backends run on it): separate work folders only"
+
+
 def settings_lines(values: JSONObject, origins: dict[str, Origin]) -> list[str]:
     """The settings not at their defaults, one line each: the key, its value and where it came
     from (the variable, or the file's path); the others summed up in one line."""
@@ -255,6 +266,9 @@ def info(as_json: bool) -> None:
         "structured_outputs": StructuredModes(structured_modes_file(settings.cache_dir)).all(),
         # The large index's faiss sidecar: rows, lists, calibrated probe count and its figures.
         "ann_index": ann,
+        # The file fence a candidate's process enters in the sandbox (this host's kernel):
+        # "landlock (ABI n)" or "none: <why>".
+        "sandbox_fence": kernel_fence(),
     }
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -282,6 +296,7 @@ def info(as_json: bool) -> None:
         click.echo(f"{'index' if i == 0 else '':<14}{line}")
     click.echo(f"{'built on':<14}{build_line(build, settings.retrieval.device)}")
     click.echo(f"sandbox       {sandbox_line(settings.sandbox)}")
+    click.echo(f"fence         {fence_line(data['sandbox_fence'])}")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
     for i, line in enumerate(settings_lines(settings.public_dict(), origins)):
         click.echo(f"{'settings' if i == 0 else '':<14}{line}")

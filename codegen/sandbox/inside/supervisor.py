@@ -49,6 +49,16 @@ def _non_dumpable():
         _libc().prctl(4, 0, 0, 0, 0)
 
 
+def _close_except(keep):
+    """Close every descriptor from 3 up but those in ``keep``."""
+    low = 3
+    for fd in sorted(keep):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 65536)
+
+
 def _read_exact(stream, n):
     buf = bytearray()
     while len(buf) < n:

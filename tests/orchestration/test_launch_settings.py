@@ -28,7 +28,7 @@ from dagster import (
 from codegen.agents.llm import LLMRoute
 from codegen.assets.codegen import REQUEST_ASSETS
 from codegen.assets.evaluation_family import _run_sandbox
-from codegen.assets.resources import SandboxResource
+from codegen.assets.resources import SandboxResource, recording_here
 from codegen.evaluation.classeval.figures import CLASSEVAL_SHAPE
 from codegen.evaluation.session import PACKAGE_SET_TAG
 from codegen.orchestration.definitions import build_definitions
@@ -127,7 +127,11 @@ def test_a_backfill_tag_chooses_among_the_named_package_sets_only() -> None:
 
 
 def spec_step(
-    defs: Definitions, instance: DagsterInstance, request_id: str, run_config: dict[str, Any]
+    defs: Definitions,
+    instance: DagsterInstance,
+    request_id: str,
+    run_config: dict[str, Any],
+    tags: dict[str, str] | None = None,
 ) -> tuple[bool, str, dict[str, Any]]:
     """The request job's first step, as the code location runs it: (success, failure, the
     step's ``endpoints`` metadata)."""
@@ -138,6 +142,7 @@ def spec_step(
         instance=instance,
         partition_key=request_id,
         asset_selection=[REQUEST_ASSETS["spec"].key],
+        tags=tags,
         raise_on_error=False,
     )
     failures = " ".join(
@@ -198,3 +203,28 @@ def test_another_endpoint_only_by_a_route_and_only_with_no_key_to_send(
         assert ok, why
         assert {r.headers.get("authorization") for r in own.requests} == {f"Bearer {KEY}"}
         assert endpoints["analyzer"]["base_url"] == own.base_url
+
+
+def test_a_launch_tag_cannot_name_a_file_to_record_to(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--record`` is the CLI's, for the run in its own process; a launch's tag names no file
+    the run would write its replies to."""
+    target = tmp_path / "launch-chose-this.jsonl"
+    with (
+        ScriptedOpenAIServer(handler=primes_handler) as own,
+        instance_for_test() as instance,
+    ):
+        monkeypatch.setenv("CODEGEN_LLM__BASE_URL", own.base_url)
+        defs = build_definitions()
+        store = RequestStore(isolated_home / "requests")
+        tagged = store.add("Write primes_up_to(n).", {}, state="queued")
+        ok, why, _ = spec_step(defs, instance, tagged.id, {}, {"codegen/record": str(target)})
+        assert ok, why
+        assert not target.exists()
+        # The CLI's own run records where --record says.
+        recorded = store.add("Write primes_up_to(n).", {}, state="queued")
+        with recording_here(recorded.id, target):
+            ok, why, _ = spec_step(defs, instance, recorded.id, {})
+        assert ok, why
+        assert target.exists()

@@ -57,10 +57,10 @@ from codegen.assets.codegen_metadata import (
 )
 from codegen.assets.corpus_builds import build_in_progress
 from codegen.assets.resources import (
-    RECORD_TAG,
     LLMResource,
     RetrieverResource,
     SandboxResource,
+    recording_of,
 )
 from codegen.json_types import JSONObject
 from codegen.requests.review import ReviewError, ReviewStore
@@ -233,11 +233,11 @@ def _crew(context: AssetExecutionContext, settings: Settings, services: tuple[st
         request = None
     llm: LLMResource = resources.llm
     route = _checked_route(request.route if request else None, llm)
-    record_to = context.run.tags.get(RECORD_TAG)
+    record_to = recording_of(context.partition_key)
     sandbox: SandboxResource | None = resources.sandbox if "sandbox" in services else None
     retriever: RetrieverResource | None = resources.retriever if "retriever" in services else None
     return Crew(
-        llm=llm.client(route, record_to=Path(record_to) if record_to else None).for_task(
+        llm=llm.client(route, record_to=record_to).for_task(
             context.partition_key, request_key(request.text) if request else None
         ),
         sandbox=sandbox.open if sandbox is not None else _no_sandbox,

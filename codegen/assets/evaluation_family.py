@@ -16,6 +16,7 @@ from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
     BackfillPolicy,
+    Failure,
     MaterializeResult,
     MetadataValue,
     PartitionsDefinition,
@@ -51,6 +52,7 @@ from codegen.evaluation.session import (
 )
 from codegen.evaluation.staged import StagedFiles
 from codegen.evaluation.tasks import TaskSet
+from codegen.sandbox.image import NAMED_SETS
 from codegen.settings import Settings
 
 # Tasks in runs of 41: a full HumanEval backfill is 4 runs (plus the summary). Each run costs
@@ -99,10 +101,17 @@ def each_partition(
 def _run_sandbox(context: AssetExecutionContext, sandbox: SandboxResource) -> SandboxResource:
     """The sandbox this run scores in: under the package set its backfill names (the one
     ``codegen eval`` chose: ClassEval's is 'classeval'), whatever this process's settings
-    say; else the resource as configured (a launch from the UI)."""
+    say; else the resource as the settings built it (a launch from the UI). The tag chooses
+    among the deployment's named sets only: anything else fails the run in one line."""
     chosen = context.run.tags.get(PACKAGE_SET_TAG)
     if not chosen or chosen == sandbox.package_set:
         return sandbox
+    if chosen not in NAMED_SETS:
+        raise Failure(
+            description=f"refused: the run's tag {PACKAGE_SET_TAG}={chosen!r} names no package "
+            f"set of this deployment (one of {', '.join(sorted(NAMED_SETS))})",
+            allow_retries=False,
+        )
     return SandboxResource(**{**sandbox.model_dump(), "package_set": chosen})
 
 

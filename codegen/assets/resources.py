@@ -63,7 +63,8 @@ class SettingsResource(ConfigurableResource):
 
 # -- the crew (issue 4) ---------------------------------------------------------------------
 # Each resource's fields are the settings model's own (inherited, never restated), so a
-# default lives in codegen/settings/ only; Dagster still sees typed, launchpad-editable config.
+# default lives in codegen/settings/ only. The code location serves them with no run config
+# (codegen/orchestration/resources.py): the values are the deployment's settings alone.
 class RoleModelConfig(AgentModel, Config):
     """One role's model (``[llm.default]``, ``[llm.agents.<role>]``)."""
 
@@ -76,9 +77,27 @@ class ContextConfig(ContextSettings, Config):
     """How much retrieved context the programmer gets (``[retrieval] top_k`` and budget)."""
 
 
-# The run tag naming the recording a request's run appends every reply to (``codegen generate
-# --record``): the run carries it to whichever process executes its steps.
-RECORD_TAG = "codegen/record"
+# The recording a request's run appends every reply to (``codegen generate --record``), by
+# request id: set by the CLI around the run it executes in its own process (the request job's
+# steps run on threads of it). Not a run tag: any launch may set tags, and a path there would
+# make the daemon write its replies wherever the launch said.
+_recordings: dict[str, Path] = {}
+
+
+@contextmanager
+def recording_here(request_id: str, path: Path | None) -> Iterator[None]:
+    """While this is open, the run of ``request_id`` in this process records to ``path``."""
+    if path is not None:
+        _recordings[request_id] = path
+    try:
+        yield
+    finally:
+        _recordings.pop(request_id, None)
+
+
+def recording_of(request_id: str) -> Path | None:
+    """Where this process's run of ``request_id`` records (None: it does not)."""
+    return _recordings.get(request_id)
 
 
 class LLMResource(LLMSettings, ConfigurableResource):

@@ -3,11 +3,28 @@
 local       embedded defaults: SQLite instance, filesystem IO manager, data under CODEGEN_HOME
 production  GCS IO manager (dagster-gcp) when ``storage.gcs_bucket`` is set; Postgres and
             Weaviate are chosen through dagster.yaml and ``codegen.retrieval.vector_store``
+
+Every resource is the deployment's settings, never run config: the code location serves each
+one as a definition with an empty config schema, so a launch (the launchpad, a backfill, a
+sensor's run request) that sets any field of one (the endpoint, a key's variable, the
+allow-list, the home, the sandbox's backend, image or limits, ...) is refused by Dagster before
+the run starts, in one line naming the field ('Received unexpected config entry "base_url" at
+path root:resources:llm:config'). What a launch may set is the ops' own config (a request's
+options, a review's verdict) and the run tags the assets read (an evaluation's package set).
 """
 
 from __future__ import annotations
 
-from dagster import ConfigurableIOManager, ConfigurableIOManagerFactory, ConfigurableResource
+from collections.abc import Callable, Iterator
+
+from dagster import (
+    ConfigurableIOManager,
+    ConfigurableIOManagerFactory,
+    ConfigurableResource,
+    InitResourceContext,
+    IOManagerDefinition,
+    ResourceDefinition,
+)
 
 from codegen.assets.resources import (
     LLMResource,
@@ -18,12 +35,19 @@ from codegen.assets.resources import (
 from codegen.orchestration.io_managers import RefusingFilesystemIOManager
 from codegen.settings import Environment, Settings
 
-# What Definitions takes as a resource: the project's resources and the IO managers.
+# What the settings build: the project's resources and the IO managers.
 Resource = ConfigurableResource | ConfigurableIOManagerFactory | ConfigurableIOManager
 
+# Shown on each resource in the UI, which no longer lists its fields as editable config.
+FROM_SETTINGS = (
+    "Built from the deployment's settings (codegen.toml, CODEGEN_* variables); "
+    "a launch cannot change it."
+)
 
-def resources_for(settings: Settings) -> dict[str, Resource]:
-    common: dict[str, Resource] = {
+
+def resources_for(settings: Settings) -> dict[str, ResourceDefinition]:
+    """The code location's resources, each fixed to what ``settings`` say (see above)."""
+    built: dict[str, Resource] = {
         "settings": SettingsResource(home=str(settings.home)),
         "llm": LLMResource.from_settings(settings),
         "sandbox": SandboxResource.from_settings(settings),
@@ -31,7 +55,45 @@ def resources_for(settings: Settings) -> dict[str, Resource]:
         "vector_index": VectorIndexResource(home=str(settings.home)),
         "retriever": VectorIndexResource.for_crew(settings),
     }
-    return {**common, "io_manager": io_manager_for(settings)}
+    fixed = {key: fixed_resource(value) for key, value in built.items()}
+    return {**fixed, "io_manager": fixed_io_manager(io_manager_for(settings))}
+
+
+def _served(
+    resource: Resource, value: Callable[[InitResourceContext], object]
+) -> Callable[[InitResourceContext], Iterator[object]]:
+    # The resource's own lifecycle hooks, as Dagster runs them for a configurable resource (the
+    # sandbox warms its pool, the index imports LanceDB), around the value the steps get.
+    def serve(context: InitResourceContext) -> Iterator[object]:
+        resource.setup_for_execution(context)
+        try:
+            yield value(context)
+        finally:
+            resource.teardown_after_execution(context)
+
+    return serve
+
+
+def fixed_resource(resource: ConfigurableResource) -> ResourceDefinition:
+    """``resource`` as it is, behind a config schema with no fields: run config cannot set
+    one of its fields (Dagster refuses the launch, naming the field)."""
+    return ResourceDefinition(
+        resource_fn=_served(resource, resource.create_resource),
+        config_schema={},
+        description=f"{type(resource).__name__}. {FROM_SETTINGS}",
+    )
+
+
+def fixed_io_manager(
+    manager: ConfigurableIOManagerFactory | ConfigurableIOManager,
+) -> IOManagerDefinition:
+    """``manager`` as ``fixed_resource`` serves a resource (its base_dir, bucket and prefix are
+    the settings' alone)."""
+    return IOManagerDefinition(
+        resource_fn=_served(manager, manager.create_io_manager),
+        config_schema={},
+        description=f"{type(manager).__name__}. {FROM_SETTINGS}",
+    )
 
 
 def io_manager_for(settings: Settings) -> ConfigurableIOManagerFactory | ConfigurableIOManager:

@@ -24,7 +24,7 @@ from codegen.assets.resources import (
     SandboxResource,
     SettingsResource,
 )
-from codegen.orchestration.resources import io_manager_for
+from codegen.orchestration.resources import fixed_io_manager, io_manager_for
 from codegen.replay.scripted import ScriptedOpenAIServer, primes_handler
 from codegen.requests.store import RequestStore
 from codegen.settings import get_settings
@@ -77,7 +77,8 @@ def test_request_asset_values_round_trip_through_the_bucket(
             "llm": LLMResource(base_url=server.base_url, cache_dir=None, max_retries=1),
             "sandbox": SandboxResource(backend="docker", pool_size=1, timeout_s=20),
             "retriever": RetrieverResource(),
-            "io_manager": io_manager,
+            # As the code location serves it: fixed to the settings, no run config.
+            "io_manager": fixed_io_manager(io_manager),
         }
         req = RequestStore(isolated_home / "requests").add("Write primes_up_to(n).", {})
         instance.add_dynamic_partitions("requests", [req.id])

@@ -46,19 +46,19 @@ def test_resources_follow_the_environment(monkeypatch, isolated_home: Path) -> N
     from dagster import FilesystemIOManager
     from dagster_gcp import GCSPickleIOManager
 
-    from codegen.orchestration.resources import resources_for
+    from codegen.orchestration.resources import io_manager_for
     from codegen.settings import Settings
 
-    local = resources_for(Settings())
-    assert isinstance(local["io_manager"], FilesystemIOManager)
-    assert local["io_manager"].base_dir == str(isolated_home / "storage")
+    local = io_manager_for(Settings())
+    assert isinstance(local, FilesystemIOManager)
+    assert local.base_dir == str(isolated_home / "storage")
 
     monkeypatch.setenv("CODEGEN_ENV", "production")
     monkeypatch.setenv("CODEGEN_STORAGE__GCS_BUCKET", "codegen-assets")
-    production = resources_for(Settings())
-    assert isinstance(production["io_manager"], GCSPickleIOManager)
-    assert production["io_manager"].gcs_bucket == "codegen-assets"
+    production = io_manager_for(Settings())
+    assert isinstance(production, GCSPickleIOManager)
+    assert production.gcs_bucket == "codegen-assets"
 
     # Production without a bucket keeps the local IO manager rather than failing at load.
     monkeypatch.delenv("CODEGEN_STORAGE__GCS_BUCKET")
-    assert isinstance(resources_for(Settings())["io_manager"], FilesystemIOManager)
+    assert isinstance(io_manager_for(Settings()), FilesystemIOManager)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dagster import AssetKey, instance_for_test, materialize
+from dagster import AssetKey, build_resources, instance_for_test, materialize
 
 from codegen.assets.corpus_builds import PROGRESS_TAG
 from codegen.assets.index import index, index_retrieval_quality
@@ -158,4 +158,5 @@ def test_definitions_wire_the_index_after_chunks() -> None:
     graph = defs.resolve_asset_graph()
     assert AssetKey("chunks") in graph.get(AssetKey("index")).parent_keys
     assert any(k.asset_key == AssetKey("index") for k in graph.asset_check_keys)
-    assert isinstance(defs.resources["retriever"], VectorIndexResource)
+    with build_resources({"retriever": defs.resources["retriever"]}) as served:
+        assert isinstance(served.retriever, VectorIndexResource)

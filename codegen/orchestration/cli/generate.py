@@ -186,8 +186,8 @@ def run_request(
     request to the daemon (its inbox sensor launches the run, the queue's limits apply) and
     waits for the run; ``auto`` queues when a daemon serves the instance, else runs here.
     A route this process or the daemon cannot call is ``Refused`` before anything is stored.
-    ``record_to`` (``--record``, runs here only): the run's tag that makes its crew record
-    every reply to that file, with the response cache off.
+    ``record_to`` (``--record``, runs here only): the run's crew records every reply to that
+    file, with the response cache off (``recording_here``: this process's run only).
     """
     # The caller's endpoint and models go with the request, so whichever process runs it calls
     # them; a daemon with another key than the caller's is refused the request (route.py).
@@ -218,14 +218,12 @@ def run_request(
         stored = store.add(text, options, source="cli", route=route.to_dict())
         click.echo(f"request {stored.id}: running the crew through Dagster", err=True)
         tags = {TITLE_TAG: request_title(text)}
-        if record_to is not None:
-            from codegen.assets.resources import RECORD_TAG  # Dagster's: loaded only to run
-
-            tags[RECORD_TAG] = str(record_to)
         with _Progress(instance, stored.id):
+            from codegen.assets.resources import recording_here  # Dagster's: loaded to run
             from codegen.orchestration.launch import run_in_this_process
 
-            run_id, success = run_in_this_process(instance, stored.id, tags=tags)
+            with recording_here(stored.id, record_to):
+                run_id, success = run_in_this_process(instance, stored.id, tags=tags)
     folder = artifact_dir(settings.artifacts_dir, stored.id)
     report = RequestReport.load(folder)
     if report is None:

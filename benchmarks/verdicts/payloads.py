@@ -4,10 +4,9 @@
     .venv/bin/python -m benchmarks.verdicts.payloads --tree /tmp/old-3b8c0a5 [--tree .]
         [--backend docker|bwrap|both] [--only 1a,2c,...] [--timeout 300] [--json]
 
-Each payload runs in a subprocess of its own (``payload_side``) with
-PYTHONPATH set to the tree, the tree's ``.venv`` python when it has one, a temporary working
-directory and a fresh CODEGEN_HOME and DAGSTER_HOME, through public APIs that exist before and
-after the fix:
+Each payload runs in a subprocess of its own (``payload_side``) with PYTHONPATH set to the
+tree, the tree's ``.venv`` python when it has one, a temporary working directory and a fresh
+CODEGEN_HOME and DAGSTER_HOME, through public APIs that exist before and after the fix:
 
 * 1a/1b ``run_pytest``: the draft plants ``__init__.py`` where pytest's rootdir is, or swaps
   ``test_solution.py`` for a folder of passing tests; 1c ``score_candidates``: sample 0
@@ -17,8 +16,9 @@ after the fix:
   ``TestReport`` in pytest, a patched ``unittest.TestResult`` in ClassEval scoring).
 * 3 ``call_functions``: a draft reads its siblings' sources or the driver's token.
 * 4 ``validate_run_config``: each operator setting a launch overrides (one result a field).
-* 5a/5b ``call_function``: a 700-deep value and 48 MiB of output decoded on the host
-  (RecursionError; the host's peak memory, ru_maxrss, grown past 512 MiB).
+* 5a/5b ``call_function``: a module forges its outcome line: a 700-deep value, and 16 MiB
+  of empty lists, decoded on the host (RecursionError; the host's peak memory, ru_maxrss,
+  grown past 512 MiB).
 * 6: eight children of one bubblewrap job hold more than its 512 MB limit.
 * 7 HumanEval+: a canonical solution's 10,000-digit integer ends as an outage.
 * 8a StopIteration ends ``all(map(...))``; 8b the package set's pip download has no hashes;
@@ -27,7 +27,8 @@ after the fix:
 
 Each result is ``succeeded`` (the attack worked), ``blocked`` (the defence was observed) or
 ``error`` (the payload could not be mounted: an exception, a failed control, a timeout; never
-counted as blocked), with a one-line detail. 6 always runs on bubblewrap; ``--backend both``
+counted as blocked; so is a payload that ran a ``codegen`` module from outside the tree), with
+a one-line detail. 6 always runs on bubblewrap; ``--backend both``
 runs the other sandbox payloads on each backend. Prints a table, or with ``--json`` one
 object: per tree its commit, each result and the counts. Not part of the test run: it
 executes in the sandbox.

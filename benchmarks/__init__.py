@@ -7,6 +7,7 @@ JSON stored under ``results/``.
   held-out tasks)
 - ``pick``: choosing one of several candidates (the crew's pick, offline and by replay)
 - ``scoring``: scoring samples in the sandbox against published verdicts and tables
+- ``verdicts``: attacks on where a verdict is decided, run against a given tree (issue 46)
 - ``crew``: the whole crew end to end (replayed, scripted) and its overhead
 - ``corpus``: building the corpus and its index
 - ``retrieval``: embedders, vector indexes and retrieval quality

@@ -202,15 +202,15 @@ def score_samples(
 ) -> list[SampleScore]:
     """Verdicts for ``codes``, each cached on its own (a re-run, or another configuration or
     samples file holding the same sample, runs only what it has not seen; a verdict decided
-    by the time limit is never cached); the rest run in batches, ``workers`` batches at a
-    time."""
+    by the time limit or ``cannot_isolate`` is never cached: ``SampleScore.cacheable``); the
+    rest run in batches, ``workers`` batches at a time."""
     keys = [verdict_key(problem, code, limits, sandbox.environment) for code in codes]
     known: dict[str, SampleScore] = {}
     for key in set(keys):
         stored = store.load_verdict(key)
         if stored is not None:
             score = SampleScore.from_dict(cast(ScoreDict, stored))
-            if not score.timed_out:  # one cached before timeouts were left out: decided again
+            if score.cacheable:  # one stored before these were left out: decided again
                 known[key] = score
     todo: dict[str, str | None] = {}  # identical samples run once
     for key, code in zip(keys, codes, strict=True):
@@ -234,7 +234,7 @@ def score_samples(
         for chunk, scores in zip(chunks, _map(run_chunk, len(chunks), workers), strict=True):
             for (key, _), score in zip(chunk, scores, strict=True):
                 known[key] = score
-                if not score.timed_out:
+                if score.cacheable:
                     store.save_verdict(key, score.to_dict())
     return [known[key] for key in keys]
 
@@ -258,7 +258,7 @@ def score_task(
     existing = store.load_scores(cfg.config_id, problem.key)
     if existing and existing.get("fingerprint") == fingerprint:
         cached = [SampleScore.from_dict(s) for s in existing["scores"]]
-        if not any(s.timed_out for s in cached):  # a timeout is scored again (score_samples)
+        if all(s.cacheable for s in cached):  # a timeout is scored again (score_samples)
             return candidates, cached, True
     scores = score_samples(
         store, problem, [c.code for c in candidates], sandbox, cfg.limits, workers

@@ -5,9 +5,10 @@ even ships commented out); we never use it. One sandbox execution scores a
 *batch* of a task's samples (a crew run's one candidate is a batch of one): the driver forks
 two processes per sample (``score_driver``'s docstring has the details):
 
-1. the candidate's: forked by a zygote that never held the token or the test, it executes the
-   public prompt (imports, helpers, a stub of the entry point), then the candidate module on
-   top of it, as the original harness did, and answers calls;
+1. the candidate's: forked by a zygote that never held the token or the test, it enters the
+   file fence (it may write only its own scratch folder), executes the public prompt (imports,
+   helpers, a stub of the entry point), then the candidate module on top of it, as the
+   original harness did, and answers calls;
 2. the test side's: it runs the prompt itself (the hidden test may call its helpers), binds the
    entry point and the test's other free names (``cross_names``: from the test and the prompt,
    never from the candidate) to the candidate's process, runs the hidden ``test`` and
@@ -15,14 +16,17 @@ two processes per sample (``score_driver``'s docstring has the details):
    plain data of their exact type or as handles compared by identity, so no object, patched
    module, forged line or early exit of the candidate can turn a failure into ``passed``.
 
+That is the only way a verdict is decided: a test whose values cannot cross ends
+``cannot_isolate``, a failure saying what could not cross.
+
 Why batches: one sandbox round trip (container job, supervisor reset) costs more than the
 sample itself; a batch pays it once for up to ``MAX_BATCH`` samples, and a fork costs far
 less than an interpreter start. Samples stay apart: each has its own processes (own session,
 memory limit, emptied work directory); inside the sandbox's own PID namespace every process a
-sample left behind is SIGKILLed before the next starts. The driver alone writes the
-execution's output, under a batch token, and is non-dumpable. A test whose values cannot cross
-(a lambda passed to the candidate) runs the old way, candidate and test in one process with a
-per-sample token, and its score says ``isolated: false`` and why. A batch cut short (the
+sample left behind is SIGKILLed before the next starts; each sample's scratch folder is new,
+and none is on any process's ``sys.path``. The driver alone writes the execution's output,
+under a batch token, and is non-dumpable. Every verdict says ``isolated: true`` and what the
+candidate's fence was (``fence``: ``landlock``, or ``none: <why>``). A batch cut short (the
 container OOM-killed, the driver or the zygote killed) loses no verdict: samples without one
 are re-run one per execution.
 """
@@ -45,11 +49,12 @@ from codegen.sandbox.api import Sandbox
 from codegen.sandbox.backends import own_pid_namespace
 from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files, inside_source
 from codegen.sandbox.time_limit import load_1m
-from codegen.sandbox.types import ExecResult, Limits
+from codegen.sandbox.types import CANNOT_ISOLATE, ExecResult, Limits
 
 # Bump when the driver or the classification changes: it is part of every cache key.
-# 5: the candidate in its own process, the test reaches it by calls; 6: a fixed hash seed.
-HARNESS_VERSION = "6"
+# 5: the candidate in its own process, the test reaches it by calls; 6: a fixed hash seed;
+# 7: no in-process fallback (cannot_isolate), a scratch folder per sample, the fence.
+HARNESS_VERSION = "7"
 # Samples per sandbox execution: large enough to amortise the round trip, small enough that
 # a pool of workers still shares one task's 100 samples.
 MAX_BATCH = 25
@@ -61,6 +66,7 @@ class Category(StrEnum):
     TIMEOUT = "timeout"
     SYNTAX_ERROR = "syntax_error"
     RUNTIME_ERROR = "runtime_error"  # exception, missing entry point, early exit, OOM kill
+    CANNOT_ISOLATE = CANNOT_ISOLATE  # a value of the test cannot cross to the candidate
     CREW_STATUS = "crew_status"  # the crew produced no code to score
 
 
@@ -76,7 +82,7 @@ class ScoreDict(TypedDict):
     duration_s: float
     plus: bool | None
     isolated: NotRequired[bool | None]
-    isolation_note: NotRequired[str]
+    fence: NotRequired[str | None]
     test_classes: NotRequired[list[JSONObject]]
     time_limit_s: NotRequired[float]
     load_1m: NotRequired[float | None]
@@ -90,11 +96,11 @@ class SampleScore:
     duration_s: float = 0.0
     # HumanEval+: the plus verdict (base and every plus input pass); ``passed`` is base there.
     plus: bool | None = None
-    # Decided across the process boundary (``score_driver``); False: the test's calls could not
-    # cross and the candidate ran in the test's process, ``isolation_note`` says why. None: not
-    # scored by this driver (HumanEval+ inputs, no code).
+    # Decided across the process boundary (``score_driver``: always, there is no other way);
+    # None: not scored by this driver (HumanEval+ inputs, no code). ``fence``: what the
+    # candidate's process could write and read (``landlock``, or ``none: <why>``).
     isolated: bool | None = None
-    isolation_note: str = ""
+    fence: str | None = None
     # ClassEval: one result per unittest class of the task, in order (``classeval_scoring``);
     # None elsewhere (and then left out of the stored form).
     test_classes: list[JSONObject] | None = None
@@ -128,6 +134,18 @@ class SampleScore:
         return []
 
     @property
+    def cacheable(self) -> bool:
+        """A verdict that stands for later runs: not one a time limit decided (``timed_out``),
+        not one whose values could not cross (a later harness may carry them), and never a
+        pass decided outside isolation (a record of a harness that had a fallback)."""
+        if self.timed_out or self.isolated is False:
+            return False
+        if self.category == Category.CANNOT_ISOLATE:
+            return False
+        prefix = f"{Category.CANNOT_ISOLATE}:"
+        return not any(str(t.get("reason", "")).startswith(prefix) for t in self.test_classes or [])
+
+    @property
     def timed_out(self) -> bool:
         """Decided by the time limit (the sample, or one of its ClassEval test classes): a
         verdict the machine's load can change, so it is never cached (a loaded run's
@@ -147,7 +165,7 @@ class SampleScore:
             **{k: data[k] for k in ("passed", "category", "message", "duration_s")},
             plus=data.get("plus"),
             isolated=data.get("isolated"),
-            isolation_note=str(data.get("isolation_note", "")),
+            fence=data.get("fence"),
             test_classes=data.get("test_classes"),
             time_limit_s=data.get("time_limit_s"),
             load_1m=data.get("load_1m"),
@@ -348,7 +366,7 @@ def parse_batch(
             str(data.get("message", "")),
             float(data.get("duration_s", 0.0)),
             isolated=data.get("isolated") is True,
-            isolation_note=str(data.get("note", "")),
+            fence=str(data.get("fence", ""))[:300],
             time_limit_s=time_limit_s if timed_out else None,
             load_1m=load_1m() if timed_out else None,
         )

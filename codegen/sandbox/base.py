@@ -8,20 +8,19 @@ import dataclasses
 import json
 import secrets
 import threading
-import uuid
 from collections.abc import Mapping
 
 from codegen.sandbox.files import FileContent
 from codegen.sandbox.junit import MAX_XML_BYTES, parse_junit
 from codegen.sandbox.protocol import DRIVER_COMMAND, JobExtra, driver_files, inside_source
 from codegen.sandbox.time_limit import load_1m
-from codegen.sandbox.types import ExecResult, Limits, TestReport
+from codegen.sandbox.types import CANNOT_ISOLATE, ExecResult, Limits, TestReport
 
 
-def _driver_report(result: ExecResult, token: str) -> tuple[bytes, dict[str, object]]:
-    """The JUnit XML and the status ``pytest_driver`` printed under ``token`` (the last such
-    line); empty when it printed none."""
-    xml, status = b"", {}
+def _driver_report(result: ExecResult, token: str) -> tuple[bytes, dict[str, object], str]:
+    """The JUnit XML, the status and what the solution's fence said, as ``pytest_driver``
+    printed them under ``token`` (the last such line); empty when it printed none."""
+    xml, status, fence = b"", {}, ""
     for line in result.stdout.splitlines():
         if not line.startswith(token + " "):
             continue
@@ -29,9 +28,10 @@ def _driver_report(result: ExecResult, token: str) -> tuple[bytes, dict[str, obj
             data = json.loads(line[len(token) + 1 :])
             xml = base64.b64decode(str(data["junit"]), validate=True)
             status = data["status"] if isinstance(data.get("status"), dict) else {}
+            fence = str(data.get("fence", ""))[:300]
         except (ValueError, KeyError, TypeError, binascii.Error):
             continue
-    return xml, status
+    return xml, status, fence
 
 
 class BaseSandbox:
@@ -78,9 +78,9 @@ class BaseSandbox:
         self, solution_source: str, test_source: str, limits: Limits | None = None
     ) -> TestReport:
         """pytest over ``test_source`` with ``solution.py``, decided where the solution cannot
-        reach (``pytest_driver``): the solution runs in a process of its own, the tests reach it
-        by calls. Tests whose values cannot cross run again the old way (``_run_pytest_here``),
-        the report then ``isolated=False`` with the reason."""
+        reach and nowhere else (``pytest_driver``): the solution runs in a process of its own
+        behind the file fence (the report's ``fence``), the tests reach it by calls. A test
+        whose values cannot cross fails, its message ``cannot_isolate: ...``."""
         limits = limits or self.default_limits
         token = secrets.token_hex(16)
         files = {
@@ -95,18 +95,14 @@ class BaseSandbox:
             limits, max_output_bytes=max(limits.max_output_bytes, 2 * MAX_XML_BYTES)
         )
         result = self._job(files, DRIVER_COMMAND, room)[0]
-        xml, status = _driver_report(result, token)
-        if status.get("cross"):
-            report = self._run_pytest_here(solution_source, test_source, limits)
-            report.isolated = False
-            report.isolation_note = f"the tests' calls cannot cross: {status['cross']}"[:300]
-            return report
+        xml, status, fence = _driver_report(result, token)
         report = parse_junit(xml if len(xml) <= MAX_XML_BYTES else xml[: MAX_XML_BYTES + 1], result)
-        report.isolated = True
+        report.isolated, report.fence = True, fence
         for key, what in (
             ("dead", "the solution's process"),
             ("load_error", "solution.py did not load"),
             ("error", "the test side failed"),
+            ("cross", f"{CANNOT_ISOLATE}: a value of the tests' module cannot cross"),
         ):
             if status.get(key):
                 report.collection_errors.append(f"{what}: {status[key]}"[:500])
@@ -114,29 +110,6 @@ class BaseSandbox:
             # interrupted, internal error, no tests: whatever the report holds, not a pass
             report.collection_errors.append(f"pytest ended with status {status.get('exit')}")
         return report
-
-    def _run_pytest_here(
-        self, solution_source: str, test_source: str, limits: Limits
-    ) -> TestReport:
-        """The old way: ``solution`` imported into the pytest process itself."""
-        # The report lives outside the work dir, under a name the job cannot guess in advance.
-        report = f"/tmp/.codegen-{uuid.uuid4().hex}/junit.xml"
-        command = [
-            "python3",
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--rootdir=/work",
-            "--tb=short",
-            f"--junitxml={report}",
-            "test_solution.py",
-        ]
-        files = {"solution.py": solution_source, "test_solution.py": test_source}
-        extra: JobExtra = {"collect": [report], "max_collect_bytes": MAX_XML_BYTES}
-        result, collected = self._job(files, command, limits, extra)
-        return parse_junit(collected.get(report, b""), result)
 
     def close(self) -> None:
         with self._close_lock:

@@ -7,6 +7,11 @@ from typing import NotRequired, TypedDict
 
 from codegen.sandbox.time_limit import decided_by
 
+# The verdict of a test whose values have no form to cross between the test side and the
+# candidate's process: a failure (there is no other place to decide it), its message saying
+# what could not cross. The in-box drivers write the same word.
+CANNOT_ISOLATE = "cannot_isolate"
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -41,7 +46,7 @@ class TestCaseDict(TypedDict):
 
 class TestReportDict(TypedDict):
     isolated: NotRequired[bool | None]
-    isolation_note: NotRequired[str]
+    fence: NotRequired[str]
     tests: list[TestCaseDict]
     collection_errors: list[str]
     exec_result: ExecResultDict | None
@@ -104,10 +109,11 @@ class TestReport:
     tests: list[TestCaseResult] = field(default_factory=list)
     collection_errors: list[str] = field(default_factory=list)
     exec_result: ExecResult | None = None
-    # Decided with the solution in a process of its own (``run_pytest``); False: the tests'
-    # calls could not cross and the solution ran in pytest's process, the note says why.
+    # Decided with the solution in a process of its own (``run_pytest``: always, there is no
+    # other way); None: not run by it. ``fence``: what the solution's process could write and
+    # read (``landlock``, or ``none: <why>``: kept off every search path only).
     isolated: bool | None = None
-    isolation_note: str = ""
+    fence: str = ""
 
     @property
     def total(self) -> int:
@@ -144,5 +150,5 @@ class TestReport:
             "failed": self.failed,
             "ok": self.ok,
             "isolated": self.isolated,
-            "isolation_note": self.isolation_note,
+            "fence": self.fence,
         }

@@ -2,7 +2,7 @@
 sandbox, on three small class tasks written for these tests in ClassEval's shape
 (data/classeval_tasks.json): Counter (no imports), Circle (uses the task's ``import math``
 without importing it; one test class name given with a leading space, as ClassEval_97's) and
-Inventory (a test that mutates what a method returned)."""
+Inventory (a test that mutates what a method returned: the dict it holds, in one process)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from codegen.evaluation.classeval.figures import class_summary
-from codegen.evaluation.classeval.scoring import DIRECT_NOTE, score_classes
+from codegen.evaluation.classeval.scoring import score_classes
 from codegen.evaluation.classeval.tasks import candidate_module, extract_code
 from codegen.evaluation.samples_file import SamplesFileError, read_samples
 from codegen.evaluation.tasks import TaskFileError, TaskSet, read_task_file
@@ -130,16 +130,21 @@ def test_references_pass_and_a_wrong_reply_fails_per_test_class(
     inventory = tasks.get("ClassEval_T2")
     [live] = score_classes(box, inventory, [inventory.canonical_module()], limits)
     results = {r["test_class"]: r for r in live.test_classes or []}
-    assert live.passed and not live.isolated
-    assert results["InventoryTestAdd"]["isolated"] is True
-    assert results["InventoryTestGetItems"]["isolation_note"] == DIRECT_NOTE
+    # Every verdict isolated, no test class in the candidate's process: the live dict is for
+    # isolation to carry (its own tests); here only which verdicts exist and where.
+    assert live.isolated is True and all(r["isolated"] is True for r in results.values())
+    assert all(r["fence"] == live.fence and r["fence"] for r in results.values())
+    assert results["InventoryTestAdd"]["result"] == "success"
+    live_dict = results["InventoryTestGetItems"]["result"] == "success"
+    assert live.passed == live_dict
     figures = class_summary(
         [(counter, [right]), (counter, [wrong]), (circle, [circle_score]), (inventory, [live])]
     )
-    assert figures["class_success"] == {"pass@1": 0.75} and figures["classes_solved"] == 3
-    assert figures["class_partial_success"] == {"pass@1": 0.75}
-    assert figures["method_success"] == {"pass@1": 0.875}  # Counter.increment fails once of 8
-    assert [(f["task"], f["test_class"]) for f in figures["failures"]] == [
+    assert figures["verdicts_isolated"] == figures["verdicts"] == 10
+    assert figures["verdicts_by_fence"] == {live.fence: 10}
+    assert figures["classes_solved"] == 2 + live_dict
+    assert figures["method_success"] == {"pass@1": (6 + live_dict) / 8}  # Counter.increment, once
+    assert [(f["task"], f["test_class"]) for f in figures["failures"]][:2] == [
         ("ClassEval_T0", "CounterTestIncrement"),
         ("ClassEval_T0", "CounterTestMain"),
     ]

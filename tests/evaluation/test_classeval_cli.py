@@ -71,43 +71,61 @@ def replies(path: Path) -> Path:
     return path
 
 
+def live_dict_failed(figures: dict[str, Any]) -> int:
+    """1 when Inventory's live-dict test class failed, else 0. Its test mutates the dict a
+    method returned: that passes only where isolation carries the alias back (no verdict is
+    decided in the candidate's process any more); otherwise it fails, isolated, as the only
+    failing test class of a right reply."""
+    return int(any(f["test_class"] == "InventoryTestGetItems" for f in figures["failures"]))
+
+
 def test_canonical_and_a_replies_file_through_the_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], switched: list[str]
 ) -> None:
-    code, out, err = run(capsys, "--canonical")
+    code, out, err = run(capsys, "--canonical", "--json")
     assert code == 0, err
     assert switched == ["default"]  # the command asked for the classeval set
-    assert "ClassEval (classeval_tasks.json) canonical: pass@1 = 1.0000" in out
-    assert "class success: pass@1 = 1.0000" in out
-    assert "classes solved 3/3; verdicts decided isolated 6/7" in out  # Inventory's live dict
+    canonical = json.loads(out)["classeval"]
+    lost = live_dict_failed(canonical)
+    assert canonical["verdicts_isolated"] == canonical["verdicts"] == 7
+    assert sum(canonical["verdicts_by_fence"].values()) == 7
+    assert canonical["class_success"] == {"pass@1": pytest.approx((3 - lost) / 3, abs=1e-4)}
+    assert len(canonical["failures"]) == lost
+
+    code, out, err = run(capsys, "--canonical")
+    assert code == 0, err
+    assert f"classes solved {3 - lost}/3; verdicts decided isolated 7/7; fence: " in out
 
     code, out, err = run(capsys, "--samples-file", str(replies(tmp_path / "r.json")), "--json")
     assert code == 0, err
     result: dict[str, Any] = json.loads(out)
     figures = result["classeval"]
-    assert figures["class_success"] == {"pass@1": pytest.approx(2 / 3, abs=1e-4)}
-    assert figures["class_partial_success"] == {"pass@1": pytest.approx(2 / 3, abs=1e-4)}
-    assert figures["method_success"] == {"pass@1": pytest.approx(5 / 6, abs=1e-4)}
-    assert figures["method_partial_success"] == {"pass@1": 1.0}  # increment: 1 of 2 passes
-    assert figures["test_class_success"] == {"pass@1": pytest.approx(5 / 7, abs=1e-4)}
-    assert (figures["classes"], figures["classes_solved"], figures["verdicts"]) == (3, 2, 7)
-    assert result["pass_at_k"] == {"pass@1": pytest.approx(2 / 3, abs=1e-4)}
+    assert live_dict_failed(figures) == lost
+    assert figures["class_success"] == {"pass@1": pytest.approx((2 - lost) / 3, abs=1e-4)}
+    assert figures["class_partial_success"] == {"pass@1": pytest.approx((2 - lost) / 3, abs=1e-4)}
+    assert figures["method_success"] == {"pass@1": pytest.approx((5 - lost) / 6, abs=1e-4)}
+    # increment: 1 of 2 passes
+    assert figures["method_partial_success"] == {"pass@1": pytest.approx((6 - lost) / 6, abs=1e-4)}
+    assert figures["test_class_success"] == {"pass@1": pytest.approx((5 - lost) / 7, abs=1e-4)}
+    assert (figures["classes"], figures["classes_solved"], figures["verdicts"]) == (3, 2 - lost, 7)
+    assert result["pass_at_k"] == {"pass@1": pytest.approx((2 - lost) / 3, abs=1e-4)}
     reasons = {f["test_class"]: (f["result"], f["reason"]) for f in figures["failures"]}
-    assert {f["task"] for f in figures["failures"]} == {"ClassEval_T0"}
+    failing_tasks = {"ClassEval_T0"} | ({"ClassEval_T2"} if lost else set())
+    assert {f["task"] for f in figures["failures"]} == failing_tasks
     assert reasons["CounterTestIncrement"][0] == "partial_success"
     assert "test_increment_step" in reasons["CounterTestIncrement"][1]
     assert "AssertionError: 6 != 8" in reasons["CounterTestIncrement"][1]
-    assert reasons["CounterTestMain"][0] == "fail" and len(reasons) == 2
+    assert reasons["CounterTestMain"][0] == "fail" and len(reasons) == 2 + lost
 
     # The same file as text (every verdict now cached): the figures and each failing class.
     code, out, err = run(capsys, "--samples-file", str(tmp_path / "r.json"))
     assert code == 0, err
-    assert "class success: pass@1 = 0.6667" in out
-    assert "method success: pass@1 = 0.8333" in out
-    assert "classes solved 2/3;" in out
+    assert f"class success: pass@1 = {(2 - lost) / 3:.4f}" in out
+    assert f"method success: pass@1 = {(5 - lost) / 6:.4f}" in out
+    assert f"classes solved {2 - lost}/3;" in out
     assert "  ClassEval_T0 #0 CounterTestIncrement: partial_success: 1 of 2 tests fail" in out
     assert "  ClassEval_T0 #0 CounterTestMain: fail: 1 of 1 tests fail" in out
-    assert switched == ["default"] * 3
+    assert switched == ["default"] * 4
 
 
 @pytest.fixture
@@ -147,22 +165,29 @@ def test_a_backfill_scores_under_the_commands_package_set(
     assert code == 0, err
     result = json.loads(out[out.find("{") :])  # the driven daemon logs to the captured stdout
     assert result["backfill_status"] == "COMPLETED_SUCCESS"
-    assert result["classeval"]["class_success"] == {"pass@1": 1.0}
+    lost = live_dict_failed(result["classeval"])
+    assert result["classeval"]["class_success"] == {
+        "pass@1": pytest.approx((3 - lost) / 3, abs=1e-4)
+    }
     digest = result["task_set"]["digest"]
     tasks = {f"{digest}:ClassEval_T{i}" for i in range(3)}
     assert set(instance.get_materialized_partitions(AssetKey("task_set_canonical"))) == tasks
     summary = summary_of(instance, "task_set_summary")
-    assert summary["canonical_classeval"]["class_success"] == {"pass@1": 1.0}
-    assert summary["canonical_classeval"]["classes_solved"] == 3
+    assert summary["canonical_classeval"]["class_success"] == result["classeval"]["class_success"]
+    assert summary["canonical_classeval"]["classes_solved"] == 3 - lost
 
     replies_file = str(replies(tmp_path / "r.json"))
     code, out, err = run(capsys, "--samples-file", replies_file, "--backfill", "--json")
     assert code == 0, err
     result = json.loads(out[out.find("{") :])
-    assert result["classeval"]["class_success"] == {"pass@1": pytest.approx(2 / 3, abs=1e-4)}
+    assert result["classeval"]["class_success"] == {
+        "pass@1": pytest.approx((2 - lost) / 3, abs=1e-4)
+    }
     file_summary = summary_of(instance, "task_set_file_summary")
     assert file_summary["classeval"]["class_success"] == result["classeval"]["class_success"]
-    assert file_summary["classeval"]["method_success"] == {"pass@1": pytest.approx(5 / 6, abs=1e-4)}
+    assert file_summary["classeval"]["method_success"] == {
+        "pass@1": pytest.approx((5 - lost) / 6, abs=1e-4)
+    }
 
 
 def test_a_missing_image_names_the_command_that_builds_it_and_that_command_does(

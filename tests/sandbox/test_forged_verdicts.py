@@ -203,7 +203,7 @@ def test_classes_and_helpers_cross_as_handles(sb: Sandbox) -> None:
     assert "values" in missing.message
 
 
-def test_calls_that_cannot_cross_run_the_old_way_marked(sb: Sandbox) -> None:
+def test_calls_that_cannot_cross_never_run_the_old_way(sb: Sandbox) -> None:
     problem = Problem(
         task_id="Fixture/apply",
         prompt='def apply(f, x):\n    """f(x)."""\n',
@@ -214,6 +214,9 @@ def test_calls_that_cannot_cross_run_the_old_way_marked(sb: Sandbox) -> None:
     right, wrong = _score(
         sb, problem, [problem.prompt + "    return f(x)\n", problem.prompt + "    return x\n"]
     )
-    assert right.passed and right.isolated is False, right
-    assert "cannot cross" in right.isolation_note and "function" in right.isolation_note
-    assert not wrong.passed and wrong.isolated is False
+    # The lambda is carried across (isolation), or the sample ends cannot_isolate: a failure
+    # saying what could not cross. Never the candidate in the test's own process.
+    assert right.passed or right.category == Category.CANNOT_ISOLATE, right
+    assert right.passed or ("cannot cross" in right.message and "function" in right.message)
+    assert not wrong.passed, wrong
+    assert right.isolated is True and wrong.isolated is True

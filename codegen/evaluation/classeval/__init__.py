@@ -14,11 +14,9 @@ from codegen.evaluation.classeval.figures import (
     metadata,
 )
 from codegen.evaluation.classeval.scoring import (
-    DIRECT_NOTE,
     SCORING_VERSION,
     TEST_CLASS_TIMEOUT_S,
     Pair,
-    direct_classes,
     outcome,
     runner_test,
     score_classes,
@@ -37,7 +35,6 @@ from codegen.evaluation.classeval.tasks import (
 
 __all__ = [
     "CLASSEVAL_SHAPE",
-    "DIRECT_NOTE",
     "FAILURES_SHOWN",
     "FIGURES",
     "KS",
@@ -51,7 +48,6 @@ __all__ = [
     "candidate_module",
     "class_summary",
     "describe",
-    "direct_classes",
     "extract_code",
     "is_task_list",
     "metadata",

@@ -49,7 +49,8 @@ def _figures(counts: dict[str, list[tuple[int, int]]], ks: list[int]) -> JSONObj
 
 def class_summary(scored: Sequence[tuple[Problem, Sequence[SampleScore]]]) -> JSONObject:
     """Class, test-class and method success (and partial) pass@k, the solved counts, how many
-    verdicts were decided isolated, and every failing test class with its reason."""
+    verdicts were decided isolated and behind which fence, and every failing test class with
+    its reason."""
     counts: dict[str, list[tuple[int, int]]] = {
         "class_success": [],
         "class_partial_success": [],
@@ -60,6 +61,7 @@ def class_summary(scored: Sequence[tuple[Problem, Sequence[SampleScore]]]) -> JS
     }
     failures: list[JSONObject] = []
     isolated = verdicts = 0
+    fences: dict[str, int] = {}
     for problem, scores in scored:
         assert problem.classeval is not None
         n = len(scores)
@@ -83,6 +85,8 @@ def class_summary(scored: Sequence[tuple[Problem, Sequence[SampleScore]]]) -> JS
             for result in score.test_classes or []:
                 verdicts += 1
                 isolated += result.get("isolated") is True
+                fence = str(result.get("fence") or "unknown")
+                fences[fence] = fences.get(fence, 0) + 1
                 if result.get("result") != SUCCESS:
                     failures.append({"task": problem.task_id, "sample": index, **result})
     ks = reportable_ks([n for n, _ in counts["class_success"]], KS)
@@ -94,6 +98,7 @@ def class_summary(scored: Sequence[tuple[Problem, Sequence[SampleScore]]]) -> JS
         "methods": len(counts["method_success"]),
         "verdicts": verdicts,
         "verdicts_isolated": isolated,
+        "verdicts_by_fence": fences,
         "failures": failures,
     }
 
@@ -117,10 +122,12 @@ def describe(figures: JSONObject, every_failure: bool) -> list[str]:
     for name in FIGURES:
         shown = ", ".join(f"{k} = {v:.4f}" for k, v in figures[name].items())  # type: ignore[union-attr]
         lines.append(f"{name.replace('_', ' ')}: {shown or 'n/a'}")
+    fences = figures["verdicts_by_fence"]
+    assert isinstance(fences, dict)
+    behind = ", ".join(f"{fence} {count}" for fence, count in sorted(fences.items()))
     lines.append(
         f"classes solved {figures['classes_solved']}/{figures['classes']}; verdicts decided "
-        f"isolated {figures['verdicts_isolated']}/{figures['verdicts']} (the rest ran the "
-        "candidate in the test's process; each says why in --json)"
+        f"isolated {figures['verdicts_isolated']}/{figures['verdicts']}; fence: {behind or 'n/a'}"
     )
     failures = figures["failures"]
     assert isinstance(failures, list)

@@ -3,14 +3,15 @@
 The entry point is :func:`score_classes`: a task's candidate modules (whole modules, the
 task's imports in front: ``classeval.candidate_module``) in, one :class:`SampleScore` per
 candidate out, ``passed`` meaning class success and ``test_classes`` holding one result per
-unittest class (its outcome, counts, reason and whether it was decided isolated).
+unittest class (its outcome, counts, reason, ``isolated`` and the candidate's ``fence``).
 
 Each (candidate, test class) pair is one sample of the hidden-test driver
 (``score_driver``): the candidate loads in its own process, the test side runs the task's
 import lines, the whole unittest module and then only that class, reaching the candidate's
 class and module names across the process boundary (``isolation``), and writes the verdict
-where the candidate cannot reach. A test whose values cannot cross runs the old way (the
-candidate in the test's process) and says ``isolated: false`` and why. A pair has
+where the candidate cannot reach; both work in the pair's own scratch folder (tests write
+files the class reads). There is no other way: a test class whose values cannot cross ends
+``cannot_isolate`` (its outcome ``error``, the reason saying what could not cross). A pair has
 ``TEST_CLASS_TIMEOUT_S`` (the authors' 5 s), which also covers loading the module, as the
 authors' limit covered the first class's import of it.
 
@@ -26,7 +27,6 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import replace
-from threading import Lock
 from typing import TypeAlias
 
 from codegen.evaluation.humaneval import Problem
@@ -48,23 +48,19 @@ from codegen.sandbox.protocol import DRIVER_COMMAND
 from codegen.sandbox.types import Limits
 
 # 2: a fixed hash seed (sandbox.protocol.DRIVER_COMMAND): ClassEval_22's list(set(...))
-# passed or failed by the test process's random seed.
-SCORING_VERSION = "2"  # bump when the runner or the outcomes change (part of verdict keys)
+# passed or failed by the test process's random seed; 3: no test class runs the old way.
+SCORING_VERSION = "3"  # bump when the runner or the outcomes change (part of verdict keys)
 TEST_CLASS_TIMEOUT_S = 5.0
 SUCCESS, PARTIAL, FAIL, ERROR = "success", "partial_success", "fail", "error"
 _MARK = "CLASSEVAL"
-# (candidate module, test class, why it runs the old way: "" for isolated)
-Pair: TypeAlias = tuple[str, str, str]
-DIRECT_NOTE = (
-    "the reference solution passes this test class only in the test's own process (the "
-    "test shares objects with the class by reference: it mutates what a method returns or "
-    "was given, or compares values of non-plain types)"
-)
+# (candidate module, test class)
+Pair: TypeAlias = tuple[str, str]
 _COUNTS = re.compile(rf"^AssertionError: {_MARK} (\d+) (\d+) (\d+) \| ?(.*)$", re.S)
 
 # Appended to the unittest module for one test class; the test side runs it. A value of the
 # test that cannot cross (or a candidate that is gone) is re-raised past unittest, which
-# would otherwise count it as one test's error: the driver then runs the pair the old way.
+# would otherwise count it as one test's error: the pair then ends cannot_isolate (or
+# runtime_error), whatever the other tests did.
 _RUNNER = """
 
 def _classeval_run(name):
@@ -135,7 +131,7 @@ def _batch_files(
     token: str,
     own_pid_namespace: bool,
 ) -> dict[str, str]:
-    """The driver's files for (candidate module, test class, direct) pairs of one task."""
+    """The driver's files for (candidate module, test class) pairs of one task."""
     assert problem.classeval is not None
     imports = "\n".join(problem.classeval.imports) + "\n"
     first = runner_test(problem, problem.classeval.test_classes[0])
@@ -151,10 +147,7 @@ def _batch_files(
         "stdlib_names": stdlib,
     }
     tests = {name: runner_test(problem, name) for name in {pair[1] for pair in pairs}}
-    samples = [
-        {"candidate": code, "test": tests[name], **({"direct": direct} if direct else {})}
-        for code, name, direct in pairs
-    ]
+    samples = [{"candidate": code, "test": tests[name]} for code, name in pairs]
     batch = {"task": task, "candidates": samples}
     return driver_batch_files(batch, limits, token, own_pid_namespace)
 
@@ -185,56 +178,26 @@ def _class_score(names: Sequence[str], verdicts: Sequence[SampleScore]) -> Sampl
     results: list[JSONObject] = []
     for name, verdict in zip(names, verdicts, strict=True):
         entry: JSONObject = {"test_class": name, **outcome(verdict.category, verdict.message)}
-        entry["isolated"] = verdict.isolated
+        entry["isolated"], entry["fence"] = verdict.isolated, verdict.fence
         if verdict.category == Category.TIMEOUT:  # a verdict the machine's load can change
             entry["time_limit_s"], entry["load_1m"] = verdict.time_limit_s, verdict.load_1m
-        if verdict.isolation_note:
-            entry["isolation_note"] = verdict.isolation_note
         results.append(entry)
     failing = [(r, v) for r, v in zip(results, verdicts, strict=True) if r["result"] != SUCCESS]
     passed = not failing
     message = "" if passed else f"{len(failing)} of {len(names)} test classes fail; "
     if failing:
         message += f"{failing[0][0]['test_class']}: {failing[0][0]['reason']}"
-    notes = [v.isolation_note for v in verdicts if v.isolation_note]
+    # The weakest fence any of its test classes ran behind stands for the sample.
+    weaker = [v.fence for v in verdicts if v.fence != "landlock"]
     return SampleScore(
         passed,
         Category.PASSED if passed else failing[0][1].category,
         message[:500],
         round(sum(v.duration_s for v in verdicts), 4),
         isolated=all(v.isolated for v in verdicts),
-        isolation_note=notes[0] if notes else "",
+        fence=weaker[0] if weaker else "landlock",
         test_classes=results,
     )
-
-
-_direct_found: dict[tuple[str, int], frozenset[str]] = {}
-_direct_lock = Lock()
-
-
-def direct_classes(sandbox: Sandbox, problem: Problem, limits: Limits) -> frozenset[str]:
-    """The test classes of ``problem`` that run the old way (candidate and test in one
-    process, ``isolated: false``): those its reference solution fails isolated and passes
-    the old way. Decided from trusted data only (the task's own solution), so no candidate
-    can choose where it is judged; none without a reference. Once per task and process."""
-    assert problem.classeval is not None
-    key = (problem.fingerprint, limits.memory_mb)
-    with _direct_lock:
-        found = _direct_found.get(key)
-    if found is not None:
-        return found
-    reference = problem.canonical_module() if problem.canonical_solution.strip() else ""
-    names = problem.classeval.test_classes
-    found = frozenset()
-    if reference:
-        isolated = _run_pairs(sandbox, problem, [(reference, n, "") for n in names], limits)
-        failing = [n for n, v in zip(names, isolated, strict=True) if not v.passed]
-        old_way = [(reference, n, DIRECT_NOTE) for n in failing]
-        verdicts = _run_pairs(sandbox, problem, old_way, limits) if old_way else []
-        found = frozenset(n for n, v in zip(failing, verdicts, strict=True) if v.passed)
-    with _direct_lock:
-        _direct_found[key] = found
-    return found
 
 
 def score_classes(
@@ -242,19 +205,13 @@ def score_classes(
 ) -> list[SampleScore]:
     """ClassEval verdicts for ``candidates`` (whole modules) of ``problem``, in order: each
     test class of each candidate in its own pair of processes, ``TEST_CLASS_TIMEOUT_S`` each
-    (``limits`` gives the memory), as few sandbox executions as ``MAX_BATCH`` allows; the
-    test classes ``direct_classes`` names run the old way, and say so."""
+    (``limits`` gives the memory), as few sandbox executions as ``MAX_BATCH`` allows."""
     if problem.classeval is None:
         raise ValueError(f"{problem.task_id} is not a ClassEval task")
     names = problem.classeval.test_classes
     limits = replace(limits, timeout_s=TEST_CLASS_TIMEOUT_S)
-    direct = direct_classes(sandbox, problem, limits)
     todo = [i for i, code in enumerate(candidates) if code is not None and code.strip()]
-    pairs = [
-        (candidates[i] or "", name, DIRECT_NOTE if name in direct else "")
-        for i in todo
-        for name in names
-    ]
+    pairs = [(candidates[i] or "", name) for i in todo for name in names]
     verdicts = _run_pairs(sandbox, problem, pairs, limits) if pairs else []
     scores: list[SampleScore] = []
     for i in range(len(candidates)):

@@ -335,13 +335,36 @@ def socket_pair():
     return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
 
 
-def _serve_file(fd):
-    """``isolation.py serve FD`` (a fresh interpreter): ``solution.py`` of the working directory
-    as the module ``solution``, served on the socket FD."""
+def fenced(enter, scratch, report_fd):
+    """In a candidate's process, before any of its code: the file fence (``enter``:
+    ``fence.enter``, write only ``scratch``) and what it said written on ``report_fd``, then
+    closed, so the driver records it beside the verdict (``landlock`` or ``none: <why>``)."""
+    try:
+        said = str(enter(scratch))
+    except Exception as exc:  # the process then runs unfenced, and the record says so
+        said = f"none: the fence failed: {type(exc).__name__}: {exc}"
+    data = said.encode("utf-8", "replace")[:300]
+    try:
+        while data:
+            data = data[os.write(report_fd, data) :]
+    finally:
+        os.close(report_fd)
+
+
+def _serve_file(fd, fence_fd):
+    """``isolation.py serve FD FENCE_FD`` (a fresh interpreter, its working directory the
+    scratch folder the driver made for it): enter the fence, then ``solution.py`` of that
+    folder as the module ``solution``, served on the socket FD. Nothing the solution writes is
+    on any ``sys.path``, its own included."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import fence  # beside this file; read before the fence closes the driver's folder
+
+    del sys.path[0]
+    scratch = os.getcwd()
+    fenced(fence.enter, scratch, fence_fd)
     sock = socket.socket(fileno=fd)
-    sys.path.insert(0, os.getcwd())  # as pytest's rootdir put it: the solution's own imports
     module = types.ModuleType("solution")
-    module.__file__ = os.path.abspath("solution.py")
+    module.__file__ = os.path.join(scratch, "solution.py")
     sys.modules["solution"] = module
     why = None
     try:
@@ -353,5 +376,5 @@ def _serve_file(fd):
     serve(sock, module.__dict__, why)
 
 
-if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "serve":
-    _serve_file(int(sys.argv[2]))
+if __name__ == "__main__" and len(sys.argv) == 4 and sys.argv[1] == "serve":
+    _serve_file(int(sys.argv[2]), int(sys.argv[3]))

@@ -1,15 +1,24 @@
 """Runs inside the sandbox (standard library and the image's pytest): the crew's verification,
-``pytest test_solution.py`` against ``solution.py``, decided where the solution cannot reach.
-Shipped as a file by ``codegen.sandbox.base`` with the supervisor and ``isolation`` beside it.
+``pytest test_solution.py`` against ``solution.py``, decided where the solution cannot reach,
+and nowhere else. Shipped as a file by ``codegen.sandbox.base`` with the supervisor,
+``isolation``, ``handles`` and ``fence`` beside it.
 
-The driver reads its token, then starts the solution's process as a fresh interpreter
-(``isolation.py serve``: nothing of the driver's memory in it), which loads ``solution.py`` and
-answers calls. The test side is the driver's child (non-dumpable, as the driver): ``solution``
-in its ``sys.modules`` is a stand-in whose names the tests ask for (never a list the solution
-reports) resolve across the socket, and pytest runs in that process with no conftest, no ini
-file and the JUnit report written to a pipe only it holds. The driver prints the report and a
-status under the token; a solution that exits, is killed, or breaks the protocol adds a
-collection error, so the suite cannot pass by going silent.
+The driver reads its token, the tests and the solution, and makes two folders of random names:
+the solution's scratch folder (a copy of ``solution.py``; the working directory of both sides,
+since tests write files the code under test reads) and the tests' folder (pytest's rootdir and
+the file it collects). It then starts the solution's process as a fresh interpreter
+(``isolation.py serve``: nothing of the driver's memory in it), which enters the file fence
+(``fence.enter``: it may write only its scratch folder), loads ``solution.py`` and answers
+calls. The test side is the driver's child (non-dumpable, as the driver): ``solution`` in its
+``sys.modules`` is a stand-in whose names the tests ask for (never a list the solution reports)
+resolve across the socket, and pytest runs in that process with no conftest, no ini file, no
+cache, the test module compiled from the text read before the solution started, nothing else
+collected (no package ``__init__.py`` above it, nothing in a folder put in its place), and the
+JUnit report written to a pipe only it holds. No folder the solution can write is on
+``sys.path``. The driver prints the report, a status and what the fence said under the token;
+a solution that exits, is killed, or breaks the protocol adds a collection error, so the
+suite cannot pass by going silent. A test that meets a value with no form to cross in fails
+``cannot_isolate`` (it did not run as written), whatever it did with the error.
 """
 
 import ast
@@ -21,6 +30,7 @@ import os
 import select
 import signal
 import sys
+import tempfile
 import types
 
 DRIVER_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -29,8 +39,13 @@ import handles  # noqa: E402
 import isolation  # noqa: E402
 from supervisor import _non_dumpable  # noqa: E402
 
+# Everything the driver needs from its folder is imported: no process of the run imports from
+# it again (the solution can write there when the kernel has no fence).
+sys.path[:] = [p for p in sys.path if p not in (DRIVER_DIR, "", ".")]
+
 MAX_XML = 4_000_000
 MAX_TAIL = 20_000
+MAX_FENCE = 300
 
 
 def _close_except(keep):
@@ -58,12 +73,18 @@ class _StandIn(types.ModuleType):
             raise ImportError(f"solution.py did not load: {exc}") from None
 
 
-def _memory_module(source):
-    """A pytest plugin collecting ``test_solution.py`` from ``source``, the text the driver read
-    before the solution's process started: what the solution writes to the file later is never
-    run (the file must still exist for pytest to collect it)."""
+def _plugin(source, test_path, conn, status):
+    """A pytest plugin that collects only ``test_path`` and compiles it from ``source``, the
+    text the driver read before the solution's process started (what is on disk is never run;
+    the file must still exist for pytest to collect it), and fails a test that met a value with
+    no form to cross in (``status["cross"]``: one met outside any test)."""
+    import pathlib
+
     import pytest
     from _pytest.assertion.rewrite import rewrite_asserts
+
+    test_path = pathlib.Path(test_path)
+    flagged = set()
 
     class _Module(pytest.Module):
         def _getobj(self):
@@ -75,12 +96,46 @@ def _memory_module(source):
             exec(compile(tree, str(self.path), "exec", dont_inherit=True), module.__dict__)
             return module
 
+    def _crossed(call):
+        if conn.cross is not None:
+            return conn.cross
+        if call.excinfo is not None and call.excinfo.errisinstance(isolation.CannotCross):
+            return str(call.excinfo.value)
+        return None
+
     class _Plugin:
         @pytest.hookimpl(tryfirst=True)
+        def pytest_ignore_collect(self, collection_path, config):
+            # A package's __init__.py above the tests would be imported on this side.
+            return True if collection_path != test_path else None
+
+        if hasattr(pytest, "Dir"):  # pytest 8+: folders are collected by a hook of their own
+
+            @pytest.hookimpl(tryfirst=True)
+            def pytest_collect_directory(self, path, parent):
+                return pytest.Dir.from_parent(parent, path=path)  # never a Package
+
+        @pytest.hookimpl(tryfirst=True)
         def pytest_pycollect_makemodule(self, module_path, parent):
-            if module_path.name == "test_solution.py":
+            if module_path == test_path:
                 return _Module.from_parent(parent, path=module_path)
             return None
+
+        def pytest_collection_finish(self, session):
+            status["cross"] = conn.cross
+
+        def pytest_runtest_logstart(self, nodeid, location):
+            conn.cross = None
+
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(self, item, call):
+            outcome = yield
+            what = _crossed(call)
+            if what is not None and item.nodeid not in flagged:
+                flagged.add(item.nodeid)
+                report = outcome.get_result()
+                report.outcome = "failed"
+                report.longrepr = f"cannot_isolate: a value cannot cross: {what}"[:1000]
 
     return _Plugin()
 
@@ -112,10 +167,11 @@ def _eval_names(source):
     return sorted(n for n in names if not hasattr(builtins, n))
 
 
-def _pytest_side(sock, junit_w, status_w, out_w, test_source):
+def _pytest_side(sock, junit_w, status_w, out_w, test_source, folders):
     """In the driver's child: pytest over the stand-in; a status line on ``status_w``."""
     status = {"exit": None}
     conn = handles.Conn(sock)
+    scratch, tests = folders
     try:
         os.setsid()
         null = os.open(os.devnull, os.O_RDONLY)
@@ -123,7 +179,7 @@ def _pytest_side(sock, junit_w, status_w, out_w, test_source):
         os.dup2(out_w, 1)
         os.dup2(out_w, 2)
         _close_except({sock.fileno(), junit_w, status_w})
-        sys.path[:] = [p for p in sys.path if p not in (DRIVER_DIR, "", ".")]
+        os.chdir(scratch)  # the tests' files beside the solution's (on no sys.path)
         module = _StandIn("solution")
         module.__dict__["_codegen_conn"] = conn
         sys.modules["solution"] = module
@@ -134,26 +190,29 @@ def _pytest_side(sock, junit_w, status_w, out_w, test_source):
             for name in _eval_names(test_source):
                 with contextlib.suppress(AttributeError):
                     module.__dict__[name] = conn.get(name)
+        test_path = os.path.join(tests, "test_solution.py")
         args = [
             "-q",
             "-p",
             "no:cacheprovider",
-            "--noconftest",  # the solution can write files beside the tests
+            "--noconftest",  # never a conftest, wherever the solution could write one
             "-c",
             os.devnull,
-            "--rootdir=/work",
+            f"--rootdir={tests}",
+            # tmp_path in the scratch folder: a test may hand its files to the solution
+            f"--basetemp={os.path.join(scratch, 'pytest-tmp')}",
             "--tb=short",
             f"--junitxml=/proc/self/fd/{junit_w}",
-            "test_solution.py",
+            test_path,
         ]
-        status["exit"] = int(pytest.main(args, plugins=[_memory_module(test_source)]))
+        plugin = _plugin(test_source, test_path, conn, status)
+        status["exit"] = int(pytest.main(args, plugins=[plugin]))
     except isolation.ChildGone as exc:
         status["dead"] = str(exc)
     except BaseException as exc:
         status["error"] = f"{type(exc).__name__}: {exc}"[:500]
     finally:
         status["dead"] = status.get("dead") or conn.dead
-        status["cross"] = conn.cross
         with contextlib.suppress(BaseException):
             sys.stdout.flush()
             sys.stderr.flush()
@@ -162,8 +221,9 @@ def _pytest_side(sock, junit_w, status_w, out_w, test_source):
         os._exit(0)
 
 
-def _solution_process(sock):
-    """Fork and exec a fresh interpreter serving ``solution.py`` on ``sock``; its pid."""
+def _solution_process(sock, scratch, fence_w):
+    """Fork and exec a fresh interpreter serving ``solution.py`` of ``scratch`` (its working
+    directory) on ``sock``, saying what its fence did on ``fence_w``; its pid."""
     pid = os.fork()
     if pid == 0:
         try:
@@ -172,14 +232,25 @@ def _solution_process(sock):
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            fd = sock.fileno()
-            os.set_inheritable(fd, True)
-            _close_except({fd})
+            fds = (sock.fileno(), fence_w)
+            for fd in fds:
+                os.set_inheritable(fd, True)
+            _close_except(set(fds))
+            os.chdir(scratch)
             script = os.path.join(DRIVER_DIR, "isolation.py")
-            os.execv(sys.executable, [sys.executable, "-s", "-P", "-B", script, "serve", str(fd)])
+            argv = [sys.executable, "-s", "-P", "-B", script, "serve", *map(str, fds)]
+            os.execv(sys.executable, argv)
         finally:
             os._exit(127)
     return pid
+
+
+def _folder(prefix, name, text):
+    """A new folder of a random name beside the driver holding ``name`` with ``text``."""
+    folder = tempfile.mkdtemp(prefix=prefix, dir=DRIVER_DIR)
+    with open(os.path.join(folder, name), "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return folder
 
 
 def main():
@@ -187,24 +258,32 @@ def main():
     with open("token.txt") as fh:
         token = fh.read().strip()
     os.remove("token.txt")
-    with open("test_solution.py", encoding="utf-8") as fh:
-        test_source = fh.read()  # before the solution's process exists
+    sources = {}
+    for name in ("test_solution.py", "solution.py"):
+        with open(name, encoding="utf-8") as fh:
+            sources[name] = fh.read()  # before the solution's process exists
+        os.remove(name)
+    test_source = sources["test_solution.py"]
+    scratch = _folder("scratch-", "solution.py", sources["solution.py"])
+    tests = _folder("tests-", "test_solution.py", test_source)
     ours, theirs = isolation.socket_pair()
-    solution_pid = _solution_process(theirs)
+    fence_r, fence_w = os.pipe()
+    solution_pid = _solution_process(theirs, scratch, fence_w)
     theirs.close()
+    os.close(fence_w)
     junit_r, junit_w = os.pipe()
     status_r, status_w = os.pipe()
     out_r, out_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        for fd in (junit_r, status_r, out_r):
+        for fd in (junit_r, status_r, out_r, fence_r):
             os.close(fd)
-        _pytest_side(ours, junit_w, status_w, out_w, test_source)
+        _pytest_side(ours, junit_w, status_w, out_w, test_source, (scratch, tests))
     for fd in (junit_w, status_w, out_w):
         os.close(fd)
     ours.close()
-    # Read to the end of all three (the supervisor's time limit bounds the wait).
-    caps = {junit_r: MAX_XML + 1, status_r: 100_000, out_r: 1 << 30}
+    # Read to the end of all four (the supervisor's time limit bounds the wait).
+    caps = {junit_r: MAX_XML + 1, status_r: 100_000, out_r: 1 << 30, fence_r: MAX_FENCE}
     bufs = {fd: bytearray() for fd in caps}
     open_fds = set(caps)
     while open_fds:
@@ -225,13 +304,18 @@ def main():
     with contextlib.suppress(ChildProcessError):
         os.waitpid(solution_pid, 0)
     junit, status, out = bytes(bufs[junit_r]), bytes(bufs[status_r]), bytes(bufs[out_r])
+    fence_said = bytes(bufs[fence_r]).decode("utf-8", "replace")
     sys.stderr.write(out.decode("utf-8", "replace"))
     sys.stderr.flush()
     try:
         state = json.loads(status)
     except ValueError:
         state = {"error": "the test side ended without a status"}
-    line = {"junit": base64.b64encode(junit).decode("ascii"), "status": state}
+    line = {
+        "junit": base64.b64encode(junit).decode("ascii"),
+        "status": state,
+        "fence": fence_said or "none: the solution's process ended before its fence",
+    }
     sys.stdout.write("\n" + token + " " + json.dumps(line) + "\n")
     sys.stdout.flush()
     code = state.get("exit")

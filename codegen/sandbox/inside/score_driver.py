@@ -1,20 +1,26 @@
 """Runs inside the sandbox (standard library only, the image's python3): score one batch of a
-task's samples. Shipped as a file by ``codegen.evaluation.scoring`` with the supervisor and
-``isolation`` beside it; never imported on the host.
+task's samples. Shipped as a file by ``codegen.evaluation.scoring`` with the supervisor,
+``isolation``, ``handles`` and ``fence`` beside it; never imported on the host.
 
-A verdict is decided where the candidate cannot reach. Before the driver reads its token or
-the task (hidden test, expected values), it forks a zygote that only ever receives candidate
-sources; each sample's candidate is a child of the zygote (own session, memory limit, stdio on
-/dev/null, no descriptor but its socket) and loads the module at once. The test side is a
-child of the driver: it runs the task's prompt itself (the hidden test may call its helpers),
-binds the test's free names to handles of the candidate's process (``isolation``), runs the
-test and writes the verdict on a pipe only it holds. Both are non-dumpable (inherited from the
-driver), so the candidate can neither read the test side's memory nor write its verdict; it
-can only answer calls with plain data, exit, or kill, and silence is a failure.
+A verdict is decided where the candidate cannot reach, and nowhere else. Before the driver
+reads its token or the task (hidden test, expected values), it forks a zygote that only ever
+receives candidate sources; each sample's candidate is a child of the zygote (own session,
+memory limit, stdio on /dev/null, no descriptor but its socket) that enters the file fence
+(``fence.enter``: it may write only its scratch folder) and then loads the module. The test
+side is a child of the driver: it runs the task's prompt itself (the hidden test may call its
+helpers), binds the test's free names to handles of the candidate's process (``isolation``),
+runs the test and writes the verdict on a pipe only it holds. Both are non-dumpable (inherited
+from the driver), so the candidate can neither read the test side's memory nor write its
+verdict; it can only answer calls with plain data, exit, or kill, and silence is a failure.
 
-A test whose calls cannot cross (a lambda passed to the candidate) is run again the old way,
-the candidate in the test's own process (``_sample``), and reported ``isolated: false`` with
-the reason; so is a sample the host marks ``direct`` (with the reason as its value).
+Files: each sample has a fresh scratch folder of a random name, made by the driver and removed
+after it; the candidate's and the test side's working directory (tests write files the code
+under test reads). No process of the batch has the driver's folder, a scratch folder or the
+working directory on ``sys.path``, so nothing a sample writes is imported by the test side or
+by a later sample.
+
+A test whose values cannot cross (``isolation.CannotCross``) ends ``cannot_isolate``, a
+failure saying what could not cross: there is no other place to decide it.
 """
 
 import contextlib
@@ -22,155 +28,24 @@ import importlib
 import json
 import os
 import resource
-import secrets
 import select
-import selectors
 import signal
 import socket
 import sys
+import tempfile
 import time
 
 DRIVER_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, DRIVER_DIR)  # -I leaves the script's dir out
+import fence  # noqa: E402
 import handles  # noqa: E402
 import isolation  # noqa: E402
 from supervisor import _ancestors, _kill_leftovers, _non_dumpable, _reap, _wipe_dir  # noqa: E402
 
-TAIL = 2000
-
-
-def _verdict(token, category, message=""):
-    line = json.dumps({"category": category, "message": message[:500]})
-    sys.stdout.write("\n" + token + " " + line + "\n")
-    sys.stdout.flush()
-
-
-def _sample(task, token):
-    """The old way (the fallback): candidate, prompt and test in one namespace."""
-    entry = task["entry_point"]
-    try:
-        prompt_code = compile(task["prompt"], "prompt.py", "exec")
-    except (SyntaxError, ValueError):
-        prompt_code = None  # a prompt in prose (a task file's) is no module to run first
-    try:
-        candidate_code = compile(task["candidate"], "solution.py", "exec")
-    except (SyntaxError, ValueError) as exc:
-        return _verdict(token, "syntax_error", f"{type(exc).__name__}: {exc}")
-    test_code = compile(task["test"], "hidden_test.py", "exec")
-    namespace = {"__name__": "solution"}
-    try:
-        if prompt_code is not None:
-            exec(prompt_code, namespace)
-        stub = namespace.get(entry)
-        exec(candidate_code, namespace)
-    except BaseException as exc:
-        what = f"while loading the module: {type(exc).__name__}: {exc}"
-        return _verdict(token, "runtime_error", what)
-    if namespace.get(entry) is stub:
-        return _verdict(token, "runtime_error", f"the module does not define {entry}()")
-    try:
-        exec(test_code, namespace)
-        if task["call_check"]:
-            namespace[task["check_name"]](namespace[entry])
-    except AssertionError as exc:
-        return _verdict(token, "wrong_answer", f"AssertionError: {exc}")
-    except BaseException as exc:
-        return _verdict(token, "runtime_error", f"{type(exc).__name__}: {exc}")
-    _verdict(token, "passed")
-
-
-def _child(task, token, memory_bytes, workdir, out_w, err_w):
-    try:
-        os.setsid()
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        if memory_bytes:
-            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        os.closerange(3, 65536)
-        os.chdir(workdir)
-        sys.stdin = open(0, closefd=False)  # noqa: SIM115 (lives as long as the process)
-        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
-        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-        _sample(task, token)
-        sys.stdout.flush()
-    except BaseException:
-        os._exit(1)
-    os._exit(0)
-
-
-def _run(task, token, timeout_s, memory_bytes, workdir):
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        _child(task, token, memory_bytes, workdir, out_w, err_w)
-    os.close(out_w)
-    os.close(err_w)
-    bufs = {out_r: bytearray(), err_r: bytearray()}
-    sel = selectors.DefaultSelector()
-    for fd in bufs:
-        sel.register(fd, selectors.EVENT_READ)
-    deadline = started + timeout_s
-    status = None
-    exited_at = None
-    while True:
-        if status is None:
-            done, st = os.waitpid(pid, os.WNOHANG)
-            if done:
-                status, exited_at = st, time.monotonic()
-        now = time.monotonic()
-        if not sel.get_map() and status is not None:
-            break
-        if status is None and now >= deadline:
-            break
-        if exited_at is not None and now - exited_at > 0.2:
-            break  # a detached process holds the pipes open: the sample itself is done
-        for key, _ in sel.select(min(max(deadline - now, 0), 0.02)):
-            chunk = os.read(key.fd, 65536)
-            if not chunk:
-                sel.unregister(key.fd)
-                continue
-            buf = bufs[key.fd]
-            buf += chunk
-            if len(buf) > 4 * TAIL:
-                del buf[: len(buf) - 2 * TAIL]  # keep the tail: the verdict is printed last
-    duration = (exited_at or time.monotonic()) - started
-    timed_out = status is None
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    if status is None:
-        status = os.waitpid(pid, 0)[1]
-    sel.close()
-    os.close(out_r)
-    os.close(err_r)
-    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
-    out, err = (bytes(bufs[fd]).decode("utf-8", "replace") for fd in (out_r, err_r))
-    return code, timed_out, out, err, duration
-
-
-def _classify(token, code, timed_out, out, err):
-    if timed_out:
-        return "timeout", "killed at the time limit"
-    verdict = None
-    for line in out.splitlines():
-        if line.startswith(token + " "):
-            try:
-                verdict = json.loads(line[len(token) + 1 :])
-            except ValueError:
-                verdict = None
-    if verdict is None:
-        if code == -9:
-            return "runtime_error", "killed (SIGKILL): out of memory?"
-        tail = (err or out).strip().splitlines()[-1:] or [""]
-        return "runtime_error", f"exited {code} without a verdict: {tail[0][:300]}"
-    category = str(verdict.get("category", "runtime_error"))
-    if category == "passed" and code != 0:
-        category = "runtime_error"  # verdict printed, then crashed or exited non-zero
-    return category, str(verdict.get("message", ""))
+# Everything the batch needs is imported: from here on no process of it imports from the
+# driver's folder (the candidates can write there when the kernel has no fence).
+sys.path[:] = [p for p in sys.path if p not in (DRIVER_DIR, "", ".")]
+MAX_FENCE_TEXT = 300
 
 
 def _close_except(keep):
@@ -192,8 +67,9 @@ def _quiet_stdio():
     sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
 
 
-def _candidate(job, fd):
-    """In the zygote's child: load the candidate and answer the test side. Never returns."""
+def _candidate(job, fd, fence_w):
+    """In the zygote's child: enter the fence, load the candidate and answer the test side.
+    Never returns."""
     try:
         os.setsid()
         for sig in (signal.SIGCHLD, signal.SIGPIPE):
@@ -202,8 +78,9 @@ def _candidate(job, fd):
             limit = job["memory_bytes"]
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         _quiet_stdio()
-        _close_except({fd})
-        os.chdir(job["workdir"])
+        _close_except({fd, fence_w})
+        os.chdir(job["scratch"])
+        isolation.fenced(fence.enter, job["scratch"], fence_w)  # before the candidate's code
         sock = socket.socket(fileno=fd)
         namespace, why = isolation.load_module(job["prompt"], job["candidate"], job["entry_point"])
         isolation.serve(sock, namespace, why)
@@ -213,7 +90,8 @@ def _candidate(job, fd):
 
 def _zygote(sock):
     """Forks one candidate per source it is sent; holds nothing else (forked before the
-    driver read its token or task). Never returns."""
+    driver read its token or task). Answers each with the candidate's pid and what its fence
+    said (read before the candidate's code ran). Never returns."""
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the candidates
         _quiet_stdio()  # the driver's stdout is the execution's: never in a candidate's line
@@ -224,15 +102,27 @@ def _zygote(sock):
                 break
             head += isolation._exact(sock, 8 - len(head)) if len(head) < 8 else b""
             job = json.loads(isolation._exact(sock, int.from_bytes(head, "big")))
+            fence_r, fence_w = os.pipe()
             pid = os.fork()
             if pid == 0:
                 sock.close()
-                _candidate(job, fds[0])
-            for fd in fds:
+                os.close(fence_r)
+                _candidate(job, fds[0], fence_w)
+            for fd in (*fds, fence_w):
                 os.close(fd)
-            sock.sendall(pid.to_bytes(8, "big"))
+            said = _read_all(fence_r, MAX_FENCE_TEXT)
+            os.close(fence_r)
+            sock.sendall(pid.to_bytes(8, "big") + len(said).to_bytes(2, "big") + said)
     finally:
         os._exit(0)
+
+
+def _read_all(fd, cap):
+    """What ``fd`` gives until its end, at most ``cap`` bytes kept."""
+    data = b""
+    while chunk := os.read(fd, 4096):
+        data += chunk[: max(cap - len(data), 0)]
+    return data
 
 
 def _free(names, namespace, conn):
@@ -243,9 +133,13 @@ def _free(names, namespace, conn):
             namespace.pop(name, None)  # as unbound as it was in the candidate's module
 
 
+def _cannot_isolate(what):
+    return {"category": "cannot_isolate", "message": f"a value cannot cross: {what}"}
+
+
 def _decide(task, conn):
-    """The test side's verdict: {"category", "message"}, or {"cross": why} when a value of the
-    test has no plain form."""
+    """The test side's verdict: {"category", "message"}. A test that met a value with no form
+    to cross in (even one it caught) ends ``cannot_isolate``: it did not run as written."""
     try:
         compile(task["candidate"], "solution.py", "exec")
     except (SyntaxError, ValueError) as exc:
@@ -270,17 +164,19 @@ def _decide(task, conn):
             namespace[task["check_name"]](namespace[task["entry_point"]])
         verdict = {"category": "passed", "message": ""}
     except isolation.CannotCross as exc:
-        return {"cross": str(exc)}
+        verdict = _cannot_isolate(str(exc))
     except AssertionError as exc:
         verdict = {"category": "wrong_answer", "message": f"AssertionError: {exc}"}
     except BaseException as exc:
         verdict = {"category": "runtime_error", "message": f"{type(exc).__name__}: {exc}"}
     if conn.dead is not None:  # whatever the test made of it, silence is a failure
         verdict = {"category": "runtime_error", "message": conn.dead}
+    elif conn.cross is not None:
+        verdict = _cannot_isolate(conn.cross)
     return verdict
 
 
-def _test_side(task, sock, verdict_w, memory_bytes, workdir):
+def _test_side(task, sock, verdict_w, memory_bytes, scratch):
     """In the driver's child: decide, write the verdict, exit. Never returns."""
     try:
         os.setsid()
@@ -288,9 +184,7 @@ def _test_side(task, sock, verdict_w, memory_bytes, workdir):
             resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
         _quiet_stdio()
         _close_except({sock.fileno(), verdict_w})
-        os.chdir(workdir)
-        # The candidate can write where the driver lives: the test's imports never look there.
-        sys.path[:] = [p for p in sys.path if p not in (DRIVER_DIR, "", ".")]
+        os.chdir(scratch)  # the test's files beside the candidate's (on no sys.path)
         verdict = _decide(task, handles.Conn(sock))
         data = json.dumps(verdict).encode()
         while data:
@@ -299,8 +193,8 @@ def _test_side(task, sock, verdict_w, memory_bytes, workdir):
         os._exit(0)
 
 
-def _isolated(zygote, task, timeout_s, memory_bytes, workdir):
-    """One sample across the process boundary: (category, message, duration, cross), or None
+def _isolated(zygote, task, timeout_s, memory_bytes, scratch):
+    """One sample across the process boundary: (category, message, duration, fence), or None
     when the zygote is gone (the host then runs the rest of the batch alone)."""
     ours, theirs = isolation.socket_pair()
     job = {
@@ -308,7 +202,7 @@ def _isolated(zygote, task, timeout_s, memory_bytes, workdir):
         "candidate": task["candidate"],
         "entry_point": task["entry_point"],
         "memory_bytes": memory_bytes,
-        "workdir": workdir,
+        "scratch": scratch,
     }
     data = json.dumps(job).encode()
     started = time.monotonic()
@@ -316,7 +210,10 @@ def _isolated(zygote, task, timeout_s, memory_bytes, workdir):
         zygote.settimeout(max(timeout_s, 1.0))
         socket.send_fds(zygote, [len(data).to_bytes(8, "big")], [theirs.fileno()])
         zygote.sendall(data)
-        cpid = int.from_bytes(isolation._exact(zygote, 8), "big")
+        head = isolation._exact(zygote, 10)
+        cpid = int.from_bytes(head[:8], "big")
+        said = isolation._exact(zygote, int.from_bytes(head[8:], "big"))
+        fence_said = said.decode("utf-8", "replace")[:MAX_FENCE_TEXT]
     except (OSError, EOFError, ValueError):
         ours.close()
         return None
@@ -327,7 +224,7 @@ def _isolated(zygote, task, timeout_s, memory_bytes, workdir):
     if tpid == 0:
         os.close(verdict_r)
         zygote.close()
-        _test_side(task, ours, verdict_w, memory_bytes, workdir)
+        _test_side(task, ours, verdict_w, memory_bytes, scratch)
     os.close(verdict_w)
     ours.close()
     deadline = started + timeout_s
@@ -356,21 +253,22 @@ def _isolated(zygote, task, timeout_s, memory_bytes, workdir):
         verdict = None
     if not isinstance(verdict, dict):
         if timed_out:
-            return "timeout", "killed at the time limit", duration, None
-        return "runtime_error", "the test side ended without a verdict", duration, None
-    if "cross" in verdict:
-        return None, "", duration, str(verdict["cross"])
-    return str(verdict["category"]), str(verdict.get("message", "")), duration, None
+            return "timeout", "killed at the time limit", duration, fence_said
+        return "runtime_error", "the test side ended without a verdict", duration, fence_said
+    return str(verdict["category"]), str(verdict.get("message", "")), duration, fence_said
 
 
-def _fresh(workdir, own_pid_namespace, keep):
+def _scratch(previous, own_pid_namespace, keep):
+    """A fresh scratch folder of a random name for the next sample, once every process of the
+    previous one is gone and its folder removed (even directories it made unwritable)."""
     if own_pid_namespace:
         _kill_leftovers(keep)
     _reap()
-    if os.path.isdir(workdir):
-        _wipe_dir(workdir)  # what a sample left, even in directories it made unwritable
-    else:
-        os.mkdir(workdir, 0o700)
+    if previous is not None:
+        _wipe_dir(previous)
+        with contextlib.suppress(OSError):
+            os.rmdir(previous)
+    return tempfile.mkdtemp(prefix="scratch-", dir=DRIVER_DIR)
 
 
 def _main():
@@ -388,34 +286,25 @@ def _main():
         batch = json.load(fh)
     os.remove("batch.json")
     keep = _ancestors() | {zygote_pid}
-    workdir = os.path.join(os.getcwd(), "sample")
     own = batch["own_pid_namespace"]
+    scratch = None
     for i, candidate in enumerate(batch["candidates"]):
-        _fresh(workdir, own, keep)
+        scratch = _scratch(scratch, own, keep)
         # A sample is a source, or (ClassEval: one test class each) the fields it changes.
         extra = candidate if isinstance(candidate, dict) else {"candidate": candidate}
         task = dict(batch["task"], **extra)
-        limits = (batch["timeout_s"], batch["memory_bytes"], workdir)
-        # "direct": the host decided (from trusted data) that this sample runs the old way.
-        direct = task.pop("direct", "")
-        outcome = (None, "", 0.0, None) if direct else _isolated(zygote, task, *limits)
+        outcome = _isolated(zygote, task, batch["timeout_s"], batch["memory_bytes"], scratch)
         if outcome is None:
             break  # the zygote is gone (a candidate killed it): the rest run alone
-        category, message, duration, cross = outcome
-        note = direct or ("" if cross is None else f"the test's calls cannot cross: {cross}")
-        if note:
-            _fresh(workdir, own, keep)
-            token = secrets.token_hex(16)  # made now: no earlier sample's process can know it
-            code, timed_out, out, err, duration = _run(task, token, *limits)
-            category, message = _classify(token, code, timed_out, out, err)
+        category, message, duration, fence_said = outcome
         line = json.dumps(
             {
                 "i": i,
                 "category": category,
                 "message": message[:500],
                 "duration_s": round(duration, 4),
-                "isolated": not note,
-                "note": note[:300],
+                "isolated": True,
+                "fence": fence_said,
             }
         )
         sys.stdout.write("\n" + batch_token + " " + line + "\n")

@@ -141,18 +141,25 @@ def figures_solved(result: dict) -> int:
 
 
 def canonical_isolation(result: dict) -> dict:
-    """Reference solutions that pass with every test class decided isolated, and those that
-    pass only with some test class run the old way (from the stored scores)."""
-    scores = [
-        json.loads(path.read_text())["scores"][0]
-        for path in (Path(result["results_dir"]) / "scores").glob("*.json")
+    """Reference solutions that pass (every verdict is decided isolated: there is no other
+    way), and, counted apart, the test-class verdicts that ended ``cannot_isolate`` and those
+    the time limit decided (a verdict the machine's load can change), from the stored scores."""
+    stored = [
+        json.loads(path.read_text())
+        for path in sorted((Path(result["results_dir"]) / "scores").glob("*.json"))
     ]
+    scores = [dict(entry["scores"][0], task_id=entry["task_id"]) for entry in stored]
+    classes = [c for s in scores for c in s.get("test_classes") or ()]
     return {
         "passed": sum(s["passed"] for s in scores),
         "passed_isolated": sum(s["passed"] and bool(s.get("isolated")) for s in scores),
-        "passed_with_fallback": sum(s["passed"] and not s.get("isolated") for s in scores),
-        "fallback_reasons": sorted(
-            {s["isolation_note"][:80] for s in scores if s.get("isolation_note")}
+        "verdicts_not_isolated": sum(not c.get("isolated") for c in classes),
+        "verdicts_cannot_isolate": sum("cannot_isolate" in str(c.get("reason")) for c in classes),
+        "verdicts_by_time_limit": sorted(
+            f"{s['task_id']} {c['test_class']}"
+            for s in scores
+            for c in s.get("test_classes") or ()
+            if c.get("time_limit_s") is not None
         ),
     }
 

@@ -26,7 +26,7 @@ memory limit, emptied work directory); inside the sandbox's own PID namespace ev
 sample left behind is SIGKILLed before the next starts; each sample's scratch folder is new,
 and none is on any process's ``sys.path``. The driver alone writes the execution's output,
 under a batch token, and is non-dumpable. Every verdict says ``isolated: true`` and what the
-candidate's fence was (``fence``: ``landlock``, or ``none: <why>``). A batch cut short (the
+candidate's fence was (``fence``: ``landlock (ABI n)``, or ``none: <why>``). A batch cut short (the
 container OOM-killed, the driver or the zygote killed) loses no verdict: samples without one
 are re-run one per execution.
 """

@@ -16,6 +16,7 @@ from codegen.evaluation.classeval import parse_task, score_classes
 from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.scoring import Category, SampleScore, score_candidates
 from codegen.sandbox.api import Sandbox
+from codegen.sandbox.protocol import kernel_fence
 from codegen.sandbox.types import CANNOT_ISOLATE, Limits
 
 LIMITS = Limits(timeout_s=20.0)
@@ -58,7 +59,8 @@ _FORGE = (
 
 
 def _fenced(said: str | None) -> bool:
-    return said == "landlock" or bool(said and said.startswith("none: "))
+    """The fence the candidate got is the one this kernel offers (said, never defaulted)."""
+    return said == kernel_fence()
 
 
 # -- the crew's verification (pytest) --------------------------------------------------------

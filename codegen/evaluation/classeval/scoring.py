@@ -188,14 +188,15 @@ def _class_score(names: Sequence[str], verdicts: Sequence[SampleScore]) -> Sampl
     if failing:
         message += f"{failing[0][0]['test_class']}: {failing[0][0]['reason']}"
     # The weakest fence any of its test classes ran behind stands for the sample.
-    weaker = [v.fence for v in verdicts if v.fence != "landlock"]
+    fences = [v.fence or "none: not said" for v in verdicts]
+    weaker = [f for f in fences if not f.startswith("landlock")]
     return SampleScore(
         passed,
         Category.PASSED if passed else failing[0][1].category,
         message[:500],
         round(sum(v.duration_s for v in verdicts), 4),
         isolated=all(v.isolated for v in verdicts),
-        fence=weaker[0] if weaker else "landlock",
+        fence=(weaker or fences or ["none: no test class ran"])[0],
         test_classes=results,
     )
 

@@ -203,7 +203,7 @@ def test_classes_and_helpers_cross_as_handles(sb: Sandbox) -> None:
     assert "values" in missing.message
 
 
-def test_calls_that_cannot_cross_run_the_old_way_marked(sb: Sandbox) -> None:
+def test_a_test_side_lambda_crosses_as_a_call_only_proxy(sb: Sandbox) -> None:
     problem = Problem(
         task_id="Fixture/apply",
         prompt='def apply(f, x):\n    """f(x)."""\n',
@@ -214,6 +214,21 @@ def test_calls_that_cannot_cross_run_the_old_way_marked(sb: Sandbox) -> None:
     right, wrong = _score(
         sb, problem, [problem.prompt + "    return f(x)\n", problem.prompt + "    return x\n"]
     )
-    assert right.passed and right.isolated is False, right
-    assert "cannot cross" in right.isolation_note and "function" in right.isolation_note
-    assert not wrong.passed and wrong.isolated is False
+    assert right.passed and right.isolated is True, right
+    assert not wrong.passed and wrong.isolated is True, wrong
+
+
+def test_values_that_cannot_cross_are_marked(sb: Sandbox) -> None:
+    problem = Problem(
+        task_id="Fixture/apply-object",
+        prompt='def apply(f, x):\n    """f(x)."""\n',
+        entry_point="apply",
+        canonical_solution="    return f(x)\n",
+        test=(
+            "class Box:\n    pass\n"
+            "def check(candidate):\n    assert candidate(lambda x: x, Box()) is not None\n"
+        ),
+    )
+    (right,) = _score(sb, problem, [problem.prompt + "    return f(x)\n"])
+    assert right.isolated is False, right
+    assert "cannot cross" in right.isolation_note and "Box" in right.isolation_note

@@ -104,8 +104,23 @@ def test_handles_and_exceptions_cross(sb: Sandbox) -> None:
     assert report.ok, report
 
 
-def test_tests_whose_calls_cannot_cross_run_the_old_way_marked(sb: Sandbox) -> None:
-    tests = "from solution import apply\n\ndef test_apply():\n    assert apply(len, 'ab') == 2\n"
+def test_a_test_side_builtin_and_lambda_cross(sb: Sandbox) -> None:
+    tests = (
+        "from solution import apply\n\n"
+        "def test_apply():\n"
+        "    assert apply(len, 'ab') == 2\n"
+        "    assert apply(lambda s: s * 2, 'ab') == 'abab'\n"
+    )
     report = sb.run_pytest("def apply(f, x):\n    return f(x)\n", tests, LIMITS)
-    assert report.ok and report.isolated is False, report
+    assert report.ok and report.isolated is True, report
+
+
+def test_tests_whose_values_cannot_cross_are_marked(sb: Sandbox) -> None:
+    tests = (
+        "from solution import apply\n\n"
+        "class Box:\n    pass\n\n"
+        "def test_apply():\n    assert apply(lambda b: b, Box()) is not None\n"
+    )
+    report = sb.run_pytest("def apply(f, x):\n    return f(x)\n", tests, LIMITS)
+    assert report.isolated is False, report
     assert "cannot cross" in report.isolation_note

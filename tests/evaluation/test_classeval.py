@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from codegen.evaluation.classeval.figures import class_summary
-from codegen.evaluation.classeval.scoring import DIRECT_NOTE, score_classes
+from codegen.evaluation.classeval.scoring import score_classes
 from codegen.evaluation.classeval.tasks import candidate_module, extract_code
 from codegen.evaluation.samples_file import SamplesFileError, read_samples
 from codegen.evaluation.tasks import TaskFileError, TaskSet, read_task_file
@@ -130,9 +130,8 @@ def test_references_pass_and_a_wrong_reply_fails_per_test_class(
     inventory = tasks.get("ClassEval_T2")
     [live] = score_classes(box, inventory, [inventory.canonical_module()], limits)
     results = {r["test_class"]: r for r in live.test_classes or []}
-    assert live.passed and not live.isolated
-    assert results["InventoryTestAdd"]["isolated"] is True
-    assert results["InventoryTestGetItems"]["isolation_note"] == DIRECT_NOTE
+    assert live.passed and live.isolated  # the live dict is mirrored across the boundary
+    assert results["InventoryTestGetItems"]["isolated"] is True
     figures = class_summary(
         [(counter, [right]), (counter, [wrong]), (circle, [circle_score]), (inventory, [live])]
     )

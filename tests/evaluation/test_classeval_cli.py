@@ -79,7 +79,7 @@ def test_canonical_and_a_replies_file_through_the_command(
     assert switched == ["default"]  # the command asked for the classeval set
     assert "ClassEval (classeval_tasks.json) canonical: pass@1 = 1.0000" in out
     assert "class success: pass@1 = 1.0000" in out
-    assert "classes solved 3/3; verdicts decided isolated 6/7" in out  # Inventory's live dict
+    assert "classes solved 3/3; verdicts decided isolated 7/7" in out  # Inventory's live dict too
 
     code, out, err = run(capsys, "--samples-file", str(replies(tmp_path / "r.json")), "--json")
     assert code == 0, err

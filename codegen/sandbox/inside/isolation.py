@@ -833,6 +833,7 @@ class Codec:
             return extra.pop(id(root)), max(extra.values())
         top = id(root)
         shared = {k for k, n in extra.items() if n > (_ROOT_BASE if k == top else _NESTED_BASE)}
+        shared |= {k for k, n in inner.items() if n > 1}  # twice in the reply: one object
         np = _module("numpy")
         if np is not None:  # a view shares its base's memory
             shared |= {k for k, v in found.items() if type(v) is np.ndarray and v.base is not None}

@@ -108,7 +108,11 @@ class Conn(Codec):
         return self.request({"op": "get", "name": name})
 
     def encode(self, value):
-        return self.encode_args(value)
+        try:
+            return self.encode_args(value)
+        except CannotCross as exc:
+            self.cross = self.cross or str(exc)
+            raise
 
     def call(self, hid, args, kwargs):
         msg = {"op": "call", "h": hid, "a": [self.encode(a) for a in args]}
@@ -212,6 +216,8 @@ class Conn(Codec):
         if kind == "en":
             base = _ENUM_BASES[str(tag["base"])]
             members = [(str(n), self.dec(v)) for n, v in tag["m"]]
+            if not all(n.isidentifier() and not n.startswith("_") for n, _ in members):
+                raise ValueError("an enum member's name that no class statement could give")
             return base(name, members, module="solution")
         return _handle_class(self, int(tag["h"]), name)
 

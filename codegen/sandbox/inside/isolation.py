@@ -246,6 +246,7 @@ _MUTABLE_KINDS = {
     collections.defaultdict: "dd",
     collections.Counter: "ctr",
 }
+_SCALARS = frozenset((type(None), bool, int, float, str, bytes, complex, tuple, frozenset))
 _SUBCLASS_KINDS = ((list, "l"), (dict, "d"), (set, "s"), (bytearray, "ba"))
 _NT_KEYS = frozenset(vars(collections.namedtuple("_", "a"))) - {"a"} | {
     "__annotations__",
@@ -275,7 +276,7 @@ def _module(name):
 def _mutable_kind(value):
     """How a mutable container is mirrored (``Codec``), or None when it is not one."""
     kind = _MUTABLE_KINDS.get(type(value))
-    if kind is not None:
+    if kind is not None or type(value) in _SCALARS:
         return kind
     np = _module("numpy")
     if np is not None and type(value) is np.ndarray:

@@ -230,6 +230,10 @@ def test_a_proxy_shows_nothing_but_calls(conn: Any) -> None:
         conn.get("apply")(open, "/etc/hostname")  # never called for the candidate
     with pytest.raises(isolation.CannotCross, match="object"):
         conn.get("decode")(object())
+    bag = conn.get("Bag")()
+    bag.all().append(object())  # into the candidate's own list: stopped at the next request
+    with pytest.raises(isolation.CannotCross, match="object"):
+        len(bag)
 
 
 def test_containers_that_alias_the_candidates_state_are_mirrored(conn: Any) -> None:

@@ -130,13 +130,12 @@ def test_references_pass_and_a_wrong_reply_fails_per_test_class(
     inventory = tasks.get("ClassEval_T2")
     [live] = score_classes(box, inventory, [inventory.canonical_module()], limits)
     results = {r["test_class"]: r for r in live.test_classes or []}
-    # Every verdict isolated, no test class in the candidate's process: the live dict is for
-    # isolation to carry (its own tests); here only which verdicts exist and where.
-    assert live.isolated is True and all(r["isolated"] is True for r in results.values())
+    # Every verdict isolated, no test class in the candidate's process; the live dict a method
+    # returned is mirrored across the boundary, so its test passes as in one process.
+    assert live.passed and live.isolated is True, live
+    assert all(r["isolated"] is True for r in results.values())
     assert all(r["fence"] == live.fence and r["fence"] for r in results.values())
-    assert results["InventoryTestAdd"]["result"] == "success"
-    live_dict = results["InventoryTestGetItems"]["result"] == "success"
-    assert live.passed == live_dict
+    assert results["InventoryTestGetItems"]["result"] == "success"
     figures = class_summary(
         [(counter, [right]), (counter, [wrong]), (circle, [circle_score]), (inventory, [live])]
     )

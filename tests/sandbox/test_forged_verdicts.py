@@ -203,7 +203,7 @@ def test_classes_and_helpers_cross_as_handles(sb: Sandbox) -> None:
     assert "values" in missing.message
 
 
-def test_calls_that_cannot_cross_never_run_the_old_way(sb: Sandbox) -> None:
+def test_a_test_side_lambda_crosses_as_a_call_only_proxy(sb: Sandbox) -> None:
     problem = Problem(
         task_id="Fixture/apply",
         prompt='def apply(f, x):\n    """f(x)."""\n',
@@ -214,9 +214,21 @@ def test_calls_that_cannot_cross_never_run_the_old_way(sb: Sandbox) -> None:
     right, wrong = _score(
         sb, problem, [problem.prompt + "    return f(x)\n", problem.prompt + "    return x\n"]
     )
-    # The lambda is carried across (isolation), or the sample ends cannot_isolate: a failure
-    # saying what could not cross. Never the candidate in the test's own process.
-    assert right.passed or right.category == Category.CANNOT_ISOLATE, right
-    assert right.passed or ("cannot cross" in right.message and "function" in right.message)
-    assert not wrong.passed, wrong
-    assert right.isolated is True and wrong.isolated is True
+    assert right.passed and right.isolated is True, right
+    assert not wrong.passed and wrong.isolated is True, wrong
+
+
+def test_values_that_cannot_cross_end_cannot_isolate(sb: Sandbox) -> None:
+    problem = Problem(
+        task_id="Fixture/apply-object",
+        prompt='def apply(f, x):\n    """f(x)."""\n',
+        entry_point="apply",
+        canonical_solution="    return f(x)\n",
+        test=(
+            "class Box:\n    pass\n"
+            "def check(candidate):\n    assert candidate(lambda x: x, Box()) is not None\n"
+        ),
+    )
+    (right,) = _score(sb, problem, [problem.prompt + "    return f(x)\n"])
+    assert not right.passed and right.category == Category.CANNOT_ISOLATE, right
+    assert right.isolated is True and "cannot cross" in right.message and "Box" in right.message

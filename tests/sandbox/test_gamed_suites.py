@@ -102,3 +102,26 @@ def test_handles_and_exceptions_cross(sb: Sandbox) -> None:
     )
     report = sb.run_pytest(solution, tests, LIMITS)
     assert report.ok, report
+
+
+def test_a_test_side_builtin_and_lambda_cross(sb: Sandbox) -> None:
+    tests = (
+        "from solution import apply\n\n"
+        "def test_apply():\n"
+        "    assert apply(len, 'ab') == 2\n"
+        "    assert apply(lambda s: s * 2, 'ab') == 'abab'\n"
+    )
+    report = sb.run_pytest("def apply(f, x):\n    return f(x)\n", tests, LIMITS)
+    assert report.ok and report.isolated is True, report
+
+
+def test_tests_whose_values_cannot_cross_fail_cannot_isolate(sb: Sandbox) -> None:
+    tests = (
+        "from solution import apply\n\n"
+        "class Box:\n    pass\n\n"
+        "def test_apply():\n    assert apply(lambda b: b, Box()) is not None\n"
+    )
+    report = sb.run_pytest("def apply(f, x):\n    return f(x)\n", tests, LIMITS)
+    assert not report.ok and report.isolated is True, report
+    [test] = report.tests
+    assert test.outcome == "failed" and "cannot_isolate" in test.message, test

@@ -3,104 +3,249 @@ requests it sends to the candidate's process and the handles of the candidate's 
 Shipped beside ``isolation.py`` by the drivers whose test side reaches a candidate.
 """
 
+import collections
+import enum
+
 from isolation import (
+    _ENUM_BASES,
+    _PLAIN_BASES,
     BUILTIN_EXCEPTIONS,
+    MAX_NESTING,
+    NEVER_CALLED,
     CannotCross,
     ChildGone,
+    Codec,
     LoadFailed,
     RemoteExit,
-    decode,
-    encode,
+    _base_value,
+    _exception_info,
+    _pure_namedtuple,
     recv,
     send,
 )
 
+_ITERATION = ("next",)  # the only requests a StopIteration may end
 
-class Conn:
-    """The test side's end: requests, and the handles and classes they gave back."""
+
+class Conn(Codec):
+    """The test side's end: requests, the handles and classes they gave back, and the test's
+    callables the candidate may call (``_serve_callback``)."""
 
     def __init__(self, sock):
+        super().__init__(-1)
         self.sock = sock
         self.dead = None  # why the candidate's side is gone, once it is
         self.cross = None  # the first value of the test side that could not cross
-        self.classes = {}  # handle id -> local class (handle classes, exception classes)
+        self.classes = {}  # handle id -> local class (handle, exception, named tuple, enum)
+        self.class_ids = {}  # id(local class) -> handle id
+        self.handles = {}  # handle id -> Handle: the same object each time
+        self.proxies = {}  # proxy id -> the test's callable
+        self.proxy_ids = {}  # id(callable) -> proxy id
+        self.nesting = 0
+        self.pending = None  # a value of a callback's call that could not cross
 
-    def _request(self, msg):
+    # the exchange
+    def _breach(self, exc):
+        self.dead = f"the candidate's process broke the protocol: {type(exc).__name__}"
+        return ChildGone(self.dead)
+
+    def _exchange(self, msg):
+        """Send ``msg`` with this side's changes; serve the candidate's callbacks until its
+        reply comes."""
         if self.dead is not None:
             raise ChildGone(self.dead)
         try:
+            msg["sync"], msg["drop"] = self.changes()
+        except CannotCross as exc:  # the test put a value that cannot cross into a mirror
+            self.cross = self.cross or str(exc)
+            raise
+        try:
             send(self.sock, msg)
-            reply = recv(self.sock)
-            if not isinstance(reply, dict):
-                raise ValueError("not an object")
+            while True:
+                reply = recv(self.sock)
+                if not isinstance(reply, dict):
+                    raise ValueError("not an object")
+                if "cb" not in reply:
+                    return reply
+                self._serve_callback(reply)
         except (EOFError, OSError) as exc:
             self.dead = f"the candidate's process ended ({type(exc).__name__})"
             raise ChildGone(self.dead) from None
-        except (ValueError, TypeError, RecursionError, MemoryError) as exc:
-            self.dead = f"the candidate's process broke the protocol: {type(exc).__name__}"
-            raise ChildGone(self.dead) from None
-        return reply
+        except (ValueError, TypeError, KeyError, RecursionError, MemoryError) as exc:
+            raise self._breach(exc) from None
 
     def request(self, msg):
-        reply = self._request(msg)
-        if "raise" in reply:
-            raise self._exception(reply["raise"])
+        op = (msg.get("op"), msg.get("f"))
+        reply = self._exchange(msg)
         if "load_error" in reply:
-            raise ChildGone(str(reply["load_error"])[:500])
+            why = str(reply["load_error"])[:500]
+            raise LoadFailed(why) if op[0] == "get" else ChildGone(why)
         try:
-            return decode(reply.get("v"), self._handle)
-        except (ValueError, TypeError, KeyError, RecursionError, MemoryError) as exc:
-            self.dead = f"the candidate's process sent an unreadable value: {type(exc).__name__}"
-            raise ChildGone(self.dead) from None
+            value = self.dec(reply["v"]) if "v" in reply else None
+            self.apply(reply)
+            raised = self._exception(reply["raise"]) if "raise" in reply else None
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError, MemoryError) as e:
+            raise self._breach(e) from None
+        if self.pending is not None:
+            why, self.pending = self.pending, None
+            raise CannotCross(why)
+        if "cross" in reply:
+            self._lost(f"the candidate's value cannot cross: {str(reply['cross'])[:200]}")
+        if reply.get("missing"):
+            raise AttributeError(f"the module does not define {msg.get('name')!r}")
+        if raised is not None:
+            if isinstance(raised, StopIteration | StopAsyncIteration) and op[1] not in _ITERATION:
+                # only iteration ends with it: a call may not end the test's all(map(...))
+                raise RuntimeError(f"the candidate's call raised {type(raised).__name__}")
+            raise raised
+        return value
 
     def hello(self):
         """None when the module loaded, else why not."""
-        reply = self._request({"op": "hello"})
+        reply = self._exchange({"op": "hello"})
         if "load_error" in reply:
             return str(reply["load_error"])[:500]
         return None
 
     def get(self, name):
         """The candidate module's ``name``: a plain value, a handle, or AttributeError."""
-        reply = self._request({"op": "get", "name": name})
-        if "load_error" in reply:
-            raise LoadFailed(str(reply["load_error"])[:500])
-        if reply.get("missing"):
-            raise AttributeError(f"the module does not define {name!r}")
-        if "raise" in reply:
-            raise self._exception(reply["raise"])
-        return decode(reply.get("v"), self._handle)
+        return self.request({"op": "get", "name": name})
 
     def encode(self, value):
-        def ref(obj, depth):
-            if isinstance(obj, Handle) and object.__getattribute__(obj, "_conn") is self:
-                return {"h": object.__getattribute__(obj, "_hid")}
-            raise CannotCross(f"a {type(obj).__name__} of the test side has no plain form")
-
         try:
-            return encode(value, ref)
+            return self.encode_args(value)
         except CannotCross as exc:
             self.cross = self.cross or str(exc)
             raise
 
+    def call(self, hid, args, kwargs):
+        msg = {"op": "call", "h": hid, "a": [self.encode(a) for a in args]}
+        if kwargs:
+            msg["kw"] = [[k, self.encode(v)] for k, v in kwargs.items()]
+        return self.request(msg)
+
+    def _lost(self, why):
+        self.cross = self.cross or why
+        raise CannotCross(why)
+
+    def _serve_callback(self, msg):
+        """Call the test's callable the candidate asked for, with the values it sent."""
+        self.nesting += 1
+        try:
+            if self.nesting > MAX_NESTING:
+                raise ValueError("callbacks nested too deep")
+            func = self.proxies[msg["cb"]]
+            args = [self.dec(a) for a in msg.get("a", ())]
+            kwargs = {str(k): self.dec(v) for k, v in msg.get("kw", ())}
+            self.apply(msg)
+            try:
+                if "attr" in msg:
+                    name = str(msg["attr"])[:100]
+                    what = type(func).__name__
+                    self._lost(f"the candidate read .{name} of a {what} of the test side")
+                reply = {"cbr": 1, "v": self.reply(func(*args, **kwargs))}
+                reply["sync"], reply["drop"] = self.changes()
+            except CannotCross as exc:
+                self.cross = self.cross or str(exc)
+                self.pending = self.pending or str(exc)
+                info = {"type": "RuntimeError", "msg": "cannot cross", "builtin": True}
+                reply = {"cbr": 1, "raise": info}
+            except ChildGone:
+                raise
+            except BaseException as exc:
+                reply = {"cbr": 1, "raise": _exception_info(exc)}
+                reply["sync"], reply["drop"] = self.changes()
+            send(self.sock, reply)
+        finally:
+            self.nesting -= 1
+
+    # values
+    def _other(self, value, depth, fresh):
+        if isinstance(value, Handle):
+            conn, hid = _conn(value)
+            if conn is self:
+                return {"h": hid}
+        if isinstance(value, type) and id(value) in self.class_ids:
+            return {"h": self.class_ids[id(value)]}
+        mirror = self.class_ids.get(id(type(value)))
+        if mirror is not None and isinstance(value, tuple):
+            items = [self._enc(v, depth + 1, fresh) for v in tuple.__iter__(value)]
+            return {"nt": {"h": mirror}, "v": items}
+        if mirror is not None and isinstance(value, enum.Enum):
+            return {"en": {"h": mirror}, "n": value._name_}
+        fields = _pure_namedtuple(type(value))
+        if fields is not None:
+            items = [self._enc(v, depth + 1, fresh) for v in tuple.__iter__(value)]
+            return {"nt": {"n": type(value).__name__, "f": fields}, "v": items}
+        if isinstance(value, _PLAIN_BASES):
+            return self._enc(_base_value(value), depth + 1, fresh)
+        if callable(value) and not any(value is f for f in NEVER_CALLED):
+            pid = self.proxy_ids.get(id(value))
+            if pid is None:
+                pid = len(self.proxies) + 1
+                self.proxies[pid] = value  # kept: its id stays its own
+                self.proxy_ids[id(value)] = pid
+            return {"cb": pid}
+        self._lost(f"a {type(value).__name__} of the test side has no plain form")
+
+    def _proxy_of(self, tag):
+        return self.proxies[tag["cb"]]
+
+    def _namedtuple_class(self, info):
+        if "h" in info:
+            cls = self._handle(info)
+            if not (isinstance(cls, type) and issubclass(cls, tuple)):
+                raise ValueError("not a named tuple's class")
+            return cls
+        key = (str(info["n"]), tuple(str(f) for f in info["f"]))
+        if key not in self.classes:
+            self.classes[key] = collections.namedtuple(*key, module="solution")
+        return self.classes[key]
+
+    def _enum_class(self, info):
+        cls = self._handle(info)
+        if not isinstance(cls, enum.EnumMeta):
+            raise ValueError("not an enum class")
+        return cls
+
+    def _local_class(self, tag):
+        kind = tag.get("k")
+        name = str(tag.get("n", "Remote"))[:100] or "Remote"
+        if kind == "exc":
+            base = BUILTIN_EXCEPTIONS.get(str(tag.get("base")), Exception)
+            return type(name, (base,), {"__module__": "solution"})
+        if kind == "nt":
+            fields = [str(f) for f in tag["f"]]
+            return collections.namedtuple(name, fields, module="solution")
+        if kind == "en":
+            base = _ENUM_BASES[str(tag["base"])]
+            members = [(str(n), self.dec(v)) for n, v in tag["m"]]
+            if not all(n.isidentifier() and not n.startswith("_") for n, _ in members):
+                raise ValueError("an enum member's name that no class statement could give")
+            return base(name, members, module="solution")
+        return _handle_class(self, int(tag["h"]), name)
+
     def _handle(self, tag):
         hid = int(tag["h"])
         kind = tag.get("k")
-        if kind in ("class", "exc"):
+        if kind in ("class", "exc", "nt", "en"):
             if hid not in self.classes:
-                name = str(tag.get("n", "Remote"))[:100] or "Remote"
-                if kind == "exc":
-                    base = BUILTIN_EXCEPTIONS.get(str(tag.get("base")), Exception)
-                    self.classes[hid] = type(name, (base,), {"__module__": "solution"})
-                else:
-                    self.classes[hid] = _handle_class(self, hid, name)
+                cls = self._local_class(tag)
+                self.classes[hid] = cls
+                self.class_ids[id(cls)] = hid
             return self.classes[hid]
-        local = self.classes.get(tag.get("t"))
-        cls = local if isinstance(local, type) and issubclass(local, Handle) else Handle
-        handle = object.__new__(cls)
-        object.__setattr__(handle, "_conn", self)
-        object.__setattr__(handle, "_hid", hid)
-        return handle
+        if kind is None:
+            if hid not in self.classes:
+                raise ValueError("an unknown class")
+            return self.classes[hid]
+        if hid not in self.handles:
+            local = self.classes.get(tag.get("t"))
+            cls = local if isinstance(local, type) and issubclass(local, Handle) else Handle
+            handle = object.__new__(cls)
+            object.__setattr__(handle, "_conn", self)
+            object.__setattr__(handle, "_hid", hid)
+            self.handles[hid] = handle
+        return self.handles[hid]
 
     def _exception(self, info):
         if not isinstance(info, dict):
@@ -115,18 +260,13 @@ class Conn:
             cls = type(name, (base,), {"__module__": "solution"})
             if isinstance(info.get("t"), int):
                 self.classes[info["t"]] = cls
+                self.class_ids[id(cls)] = info["t"]
         if not issubclass(cls, Exception):
             return RemoteExit(f"{name}: {message}")
         try:
             return cls(message)
         except BaseException:
             return RemoteExit(f"{name}: {message}")
-
-    def call(self, hid, args, kwargs):
-        msg = {"op": "call", "h": hid, "a": [self.encode(a) for a in args]}
-        if kwargs:
-            msg["kw"] = [[k, self.encode(v)] for k, v in kwargs.items()]
-        return self.request(msg)
 
 
 def _conn(handle):

@@ -211,7 +211,7 @@ CODEC_TEST = textwrap.dedent(
 def class_forces_old_way_classeval(backend: str) -> list[Result]:
     """2c: the same in ClassEval scoring: in the test's process the candidate patches
     ``unittest.TestResult`` so no failure or error is recorded."""
-    from codegen.evaluation.classeval.scoring import score_classes
+    from codegen.evaluation.classeval import score_classes
     from codegen.evaluation.humaneval import ClassTask
 
     candidate = (

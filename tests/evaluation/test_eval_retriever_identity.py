@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from dagster import build_resources
 
 from codegen.assets.resources import RetrieverResource, VectorIndexResource
 from codegen.corpus.chunk import chunk_id
@@ -29,7 +30,9 @@ def test_the_index_is_part_of_the_crew_identity_and_cache_key() -> None:
 
 def test_direct_evaluations_use_the_backfill_index() -> None:
     settings = get_settings()
-    backfill = resources_for(settings)["retriever"]
+    # What the code location serves a backfill's steps (the resource behind its fixed config).
+    with build_resources({"retriever": resources_for(settings)["retriever"]}) as served:
+        backfill = served.retriever
     assert isinstance(backfill, VectorIndexResource)
     # eval_config without a retriever (the CLI's direct path) is the backfill's crew.
     assert eval_config(settings, CREW, 1).config_id == (

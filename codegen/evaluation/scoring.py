@@ -47,7 +47,7 @@ from codegen.evaluation.humaneval import Problem
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.backends import own_pid_namespace
-from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files, inside_source
+from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files, isolation_files
 from codegen.sandbox.time_limit import load_1m
 from codegen.sandbox.types import CANNOT_ISOLATE, ExecResult, Limits
 
@@ -319,8 +319,7 @@ def driver_batch_files(
     }
     return {
         **driver_files("score_driver.py"),
-        "isolation.py": inside_source("isolation.py"),
-        "handles.py": inside_source("handles.py"),
+        **isolation_files(),
         "token.txt": token,
         "batch.json": json.dumps(batch),
     }

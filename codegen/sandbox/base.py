@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from codegen.sandbox.files import FileContent
 from codegen.sandbox.junit import MAX_XML_BYTES, parse_junit
-from codegen.sandbox.protocol import DRIVER_COMMAND, JobExtra, driver_files, inside_source
+from codegen.sandbox.protocol import DRIVER_COMMAND, JobExtra, driver_files, isolation_files
 from codegen.sandbox.time_limit import load_1m
 from codegen.sandbox.types import CANNOT_ISOLATE, ExecResult, Limits, TestReport
 
@@ -85,8 +85,7 @@ class BaseSandbox:
         token = secrets.token_hex(16)
         files = {
             **driver_files("pytest_driver.py"),
-            "isolation.py": inside_source("isolation.py"),
-            "handles.py": inside_source("handles.py"),
+            **isolation_files(),
             "solution.py": solution_source,
             "test_solution.py": test_source,
             "token.txt": token,

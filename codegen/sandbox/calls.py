@@ -17,22 +17,15 @@ import math
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import cache
 from typing import Literal, cast
 
 from codegen.json_types import JSONObject, JSONValue
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.backends import own_pid_namespace
-from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files, inside_source
+from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files, isolation_files
 from codegen.sandbox.types import ExecResult, Limits
 
 Status = Literal["ok", "error", "timeout"]
-
-
-@cache
-def isolation_source() -> str:
-    """``isolation.py``, shipped beside every driver that moves values across a process."""
-    return inside_source("isolation.py")
 
 
 def codec_decode(data: JSONValue) -> object:
@@ -181,7 +174,7 @@ def call_function(
     }
     files = {
         **driver_files("call_driver.py"),
-        "isolation.py": isolation_source(),
+        **isolation_files(test_side=False),
         "token.txt": token,
         "job.json": json.dumps(job),
     }
@@ -290,7 +283,7 @@ def _run_many(
     }
     files = {
         **driver_files("call_driver.py"),
-        "isolation.py": isolation_source(),
+        **isolation_files(test_side=False),
         "token.txt": token,
         "job.json": json.dumps(job),
     }

@@ -103,6 +103,17 @@ def driver_files(module_file: str) -> dict[str, str]:
     }
 
 
+def isolation_files(*, test_side: bool = True) -> dict[str, str]:
+    """``isolation``'s modules for a driver's folder (``inside/isolation.py``: the candidate's
+    side and the module the drivers import, with the wire, the value kinds and the codec it is
+    built from), and with ``test_side`` the test side's end, ``handles.py`` (the drivers whose
+    tests reach a candidate; ``call_driver`` only encodes values)."""
+    names = ["isolation.py", "isolation_wire.py", "isolation_kinds.py", "isolation_codec.py"]
+    if test_side:
+        names.append("handles.py")
+    return {name: inside_source(name) for name in names}
+
+
 def supervisor_command(mode: str) -> list[str]:
     # -I: isolated mode, ignores PYTHON* variables and the user site directory.
     return ["python3", "-I", "-c", supervisor_source(), mode]

@@ -34,6 +34,9 @@ def test_inside_imports_only_the_standard_library_pytest_and_its_siblings() -> N
         "call_driver.py",
         "handles.py",
         "isolation.py",
+        "isolation_codec.py",
+        "isolation_kinds.py",
+        "isolation_wire.py",
         "pytest_driver.py",
         "score_driver.py",
     }

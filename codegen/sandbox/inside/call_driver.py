@@ -317,7 +317,8 @@ def _many(job, token, zygote, zygote_pid):
     keep = _ancestors() | {zygote_pid}
     top = os.getcwd()
     workdir = os.path.join(top, "candidate")
-    own_files = {"driver.py", "supervisor.py", "isolation.py", "fence.py", "candidate"}
+    # The files the host shipped (the token and the job read and removed): no module has run.
+    own_files = {*os.listdir(top), "candidate"}
     # Only in the sandbox's own namespaces: there every other process, file and IPC object is
     # a module's (the unsafe host mode of the tests shares the host's).
     own = job.get("own_pid_namespace")

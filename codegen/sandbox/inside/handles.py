@@ -1,28 +1,21 @@
 """Runs inside the sandbox (standard library only): the test side's end of ``isolation``, the
 requests it sends to the candidate's process and the handles of the candidate's objects.
-Shipped beside ``isolation.py`` by the drivers whose test side reaches a candidate.
+Shipped beside ``isolation``'s modules by the drivers whose test side reaches a candidate.
 """
 
 import collections
 import enum
 
-from isolation import (
+from isolation_codec import MAX_NESTING, NEVER_CALLED, Codec
+from isolation_kinds import (
     _ENUM_BASES,
     _PLAIN_BASES,
     BUILTIN_EXCEPTIONS,
-    MAX_NESTING,
-    NEVER_CALLED,
-    CannotCross,
-    ChildGone,
-    Codec,
-    LoadFailed,
-    RemoteExit,
     _base_value,
     _exception_info,
     _pure_namedtuple,
-    recv,
-    send,
 )
+from isolation_wire import CannotCross, ChildGone, LoadFailed, RemoteExit, recv, send
 
 _ITERATION = ("next",)  # the only requests a StopIteration may end
 

@@ -23,6 +23,7 @@ from codegen.sandbox.errors import SandboxError
 from codegen.sandbox.files import FileContent
 from codegen.sandbox.protocol import (
     JobExtra,
+    collect_bytes,
     decode_result,
     encode_job,
     lost_result,
@@ -202,7 +203,7 @@ class PooledSandbox(BaseSandbox):
         try:
             deadline = time.monotonic() + limits.timeout_s + DEADLINE_GRACE_S
             box.send(job)
-            payload = box.read_result(deadline, max_result_bytes(limits))
+            payload = box.read_result(deadline, max_result_bytes(limits, collect_bytes(job_extra)))
             result, reusable, collected = decode_result(
                 payload, self.backend, time.perf_counter() - started
             )

@@ -19,7 +19,7 @@ the run. Lines are read one at a time and values built by ``json``'s own parser 
 into values bottom-up, no recursion of ours), so the host's memory for one run is the run's
 result (``protocol.max_result_bytes`` of ``OUTPUT_BYTES``) plus the values it decoded: at
 most ``MAX_DECODED_CHARS`` of text, which builds at most about 30 bytes of objects per
-character (a list of empty sets), under 0.5 GiB in all; measured in docs/methods.md.
+character (a list of empty sets), under 0.5 GiB in all (measured: docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from sandbox_support import SMALL, assert_clean, assert_still_works, record_timi
 
 from codegen.sandbox import Symlink, open_sandbox
 from codegen.sandbox.api import Sandbox
+from codegen.sandbox.protocol import max_result_bytes
 from codegen.sandbox.types import ExecResult
 
 
@@ -313,6 +314,16 @@ def test_stdout_flood_is_capped_while_streaming(sb: Sandbox) -> None:
     assert result.truncated
     assert len(result.stdout) == SMALL.max_output_bytes
     assert result.stderr == "done\n"  # the flood was drained to the end, not cut short
+
+
+def test_control_characters_to_the_cap_come_back_exactly_in_a_result_of_4_3_their_size(
+    sb: Sandbox,
+) -> None:
+    # In JSON each one was six bytes: a 20 MiB cap let one result take 240 MiB of the host.
+    code = "import os\nfor _ in range(4):\n    os.write(1, bytes(range(32)) * 8192)\n"
+    result = attack(sb, "control character flood", code)
+    assert result.truncated and result.stdout == "".join(map(chr, range(32))) * 6250
+    assert max_result_bytes(SMALL) < 3 * SMALL.max_output_bytes
 
 
 @pytest.mark.parametrize("target", ["1", "-1"])

@@ -12,12 +12,18 @@ from urllib.parse import urlsplit
 import click
 
 from codegen.agents.llm import StructuredModes, structured_modes_file
-from codegen.composition import llm_route, sandbox_image, sandbox_packages, store_config
+from codegen.composition import (
+    llm_route,
+    sandbox_image,
+    sandbox_limits,
+    sandbox_packages,
+    store_config,
+)
 from codegen.corpus.store import chunks_path
 from codegen.orchestration.instance import postgres_url
 from codegen.requests.route import KEY_ENV, daemon_environment, key_fingerprint, refusal
 from codegen.retrieval.index import open_store
-from codegen.sandbox.backends import backend_label, backend_names
+from codegen.sandbox.backends import backend_label, backend_names, memory_scopes
 from codegen.sandbox.errors import SandboxError
 from codegen.settings import (
     Origin,
@@ -255,6 +261,8 @@ def info(as_json: bool) -> None:
         "structured_outputs": StructuredModes(structured_modes_file(settings.cache_dir)).all(),
         # The large index's faiss sidecar: rows, lists, calibrated probe count and its figures.
         "ann_index": ann,
+        # Per backend, what its memory limit covers here: the whole job, or each process.
+        "sandbox_memory": memory_scopes(),
     }
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -282,6 +290,9 @@ def info(as_json: bool) -> None:
         click.echo(f"{'index' if i == 0 else '':<14}{line}")
     click.echo(f"{'built on':<14}{build_line(build, settings.retrieval.device)}")
     click.echo(f"sandbox       {sandbox_line(settings.sandbox)}")
+    memory = f"{sandbox_limits(settings.sandbox).memory_mb} MB"
+    for i, (name, scope) in enumerate(data["sandbox_memory"].items()):
+        click.echo(f"{'memory' if i == 0 else '':<14}{name}: {memory} for {scope}")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
     for i, line in enumerate(settings_lines(settings.public_dict(), origins)):
         click.echo(f"{'settings' if i == 0 else '':<14}{line}")

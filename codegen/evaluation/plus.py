@@ -35,7 +35,14 @@ from codegen.evaluation.scoring import HARNESS_VERSION, Category, SampleScore
 from codegen.evaluation.store import EvalStore, digest
 from codegen.json_types import JSONValue
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.calls import CallOutcome, Digest, Opaque, call_function, is_close
+from codegen.sandbox.calls import (
+    CallOutcome,
+    Digest,
+    Opaque,
+    call_function,
+    encode_int,
+    is_close,
+)
 from codegen.sandbox.time_limit import load_1m
 from codegen.sandbox.types import Limits
 
@@ -80,8 +87,10 @@ def _inputs(text: str) -> list[Args]:
 
 def encode(value: object) -> JSONValue:
     """The inverse of ``codegen.sandbox.calls.decode``, for storing expected outputs."""
-    if value is None or isinstance(value, bool | int | str):
+    if value is None or isinstance(value, bool | str):
         return value
+    if isinstance(value, int):
+        return encode_int(value)  # exact at any size: JSON cannot write 4,301 digits
     if isinstance(value, float):
         return value if math.isfinite(value) else {"f": repr(value)}
     if isinstance(value, list):

@@ -8,15 +8,31 @@ sandbox boundary as tagged JSON (``call_driver._encode``), decoded here into pla
 values (tuple, set, dict, non-finite floats kept); nothing is unpickled and nothing the
 module returns is executed on the host. HumanEval+ scoring (``codegen.evaluation.plus``) uses
 it for the canonical and the candidate solutions alike.
+
+What the box prints is the candidate's to forge (its child writes the lines the driver relays),
+so the host decodes it within bounds, each checked on the text before any value is built: a
+run's output is at most ``OUTPUT_BYTES``; a line longer than ``max_line_chars`` of its run, a
+value longer than its run's ``max_value_chars`` or nested deeper than ``MAX_VALUE_DEPTH``
+levels of JSON, and every value after the run has decoded ``MAX_DECODED_CHARS`` of value text
+become that call's one-line error (``undecodable output: ...``), never an exception out of
+the run. Lines are read one at a time and values built by ``json``'s own parser (tags turned
+into values bottom-up, no recursion of ours), so the host's memory for one run is the run's
+result (``protocol.max_result_bytes`` of ``OUTPUT_BYTES``) plus the values it decoded: at
+most ``MAX_DECODED_CHARS`` of text, which builds at most about 30 bytes of objects per
+character (a list of empty sets), under 0.5 GiB in all (measured: docs/architecture.md).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
+import re
 import secrets
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from fractions import Fraction
 from typing import Literal, cast
 
 from codegen.json_types import JSONObject, JSONValue
@@ -27,26 +43,17 @@ from codegen.sandbox.types import ExecResult, Limits
 
 Status = Literal["ok", "error", "timeout"]
 
-
-def codec_decode(data: JSONValue) -> object:
-    """A value in ``isolation``'s tags (big ints, bytes, complex, Decimal, Fraction)."""
-    import base64
-    from decimal import Decimal
-    from fractions import Fraction
-
-    assert isinstance(data, dict)
-    if "i" in data:
-        return int(str(data["i"]), 16)
-    if "b" in data:
-        raw = base64.b64decode(str(data["b"]), validate=True)
-        return bytearray(raw) if data.get("mutable") else raw
-    if "c" in data:
-        real, imag = (decode(v) for v in cast(list[JSONValue], data["c"]))
-        return complex(cast(float, real), cast(float, imag))
-    if "dec" in data:
-        return Decimal(str(data["dec"]))
-    num, den = (decode(v) for v in cast(list[JSONValue], data["fr"]))
-    return Fraction(cast(int, num), cast(int, den))
+MAX_VALUE_CHARS = 200_000  # a longer value travels as its digest (sent with every job)
+# Levels of JSON in one value: far more than any benchmark's value (a tuple is two, a dict
+# three), few enough that building and comparing it never nears Python's recursion limit.
+MAX_VALUE_DEPTH = 100
+MAX_DECODED_CHARS = 8 << 20  # value text one run decodes, every module together
+# A run's output: every value it may decode, escaped once more on its line, and room for the
+# other lines (HumanEval+'s largest canonical run prints about 9 MB).
+OUTPUT_BYTES = 2 * MAX_DECODED_CHARS + (4 << 20)
+# A 4,001-bit int and larger are written as hex: Python stops converting ints of more than
+# 4,300 digits to text, and so ``json`` cannot write them (the box's codec does the same).
+DECIMAL_INT_BITS = 4000
 
 
 @dataclass(frozen=True)
@@ -93,42 +100,120 @@ class CallOutcome:
         )
 
 
+def encode_int(value: int) -> JSONValue:
+    """``value`` as the box's codec writes it: decimal while JSON can carry it, else hex."""
+    return value if value.bit_length() <= DECIMAL_INT_BITS else {"i": format(value, "x")}
+
+
 def decode(data: JSONValue) -> object:
-    """The Python value of the driver's tagged JSON."""
+    """The Python value of the driver's tagged JSON, already parsed (a stored value, whose depth
+    was checked when it was first decoded from the box's text)."""
     if isinstance(data, list):
         return [decode(v) for v in data]
-    if not isinstance(data, dict):
-        return data
+    if isinstance(data, dict):
+        return _tagged({key: decode(v) for key, v in data.items()})
+    return data
+
+
+def decode_text(text: str) -> object:
+    """The Python value of one value's tagged JSON text, its depth checked first; ValueError
+    (one line) when it is too deep or not the codec's."""
+    if _nests_deeper(text, MAX_VALUE_DEPTH):
+        raise ValueError(f"a value nested more than {MAX_VALUE_DEPTH} levels deep")
+    try:
+        return json.loads(text, object_hook=_tagged)
+    except RecursionError:  # only on an already deep stack: the text itself is shallow
+        raise ValueError("a value nested too deep for this stack") from None
+    except (KeyError, TypeError, ArithmeticError) as exc:
+        raise ValueError(f"{type(exc).__name__}: {exc}"[:200]) from None
+
+
+# A JSON string (to its closing quote or the end of the text: never re-scanned) or a bracket.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+"?|[\[\]{}]', re.DOTALL)
+
+
+def _nests_deeper(text: str, limit: int) -> bool:
+    """Whether the JSON ``text`` opens more than ``limit`` arrays and objects inside each
+    other, found in one pass over it without building anything."""
+    if text.count("[") + text.count("{") <= limit:  # the usual case: no scan at all
+        return False
+    depth = 0
+    for match in _JSON_TOKEN.finditer(text):
+        char = text[match.start()]
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+def _tagged(data: dict[str, object]) -> object:
+    """One tagged JSON object as its value, its members already values (``json``'s
+    object_hook: the parser builds inner values first)."""
     if "t" in data:
-        return tuple(decode(v) for v in data["t"])
+        return tuple(cast(list[object], data["t"]))
     if "f" in data:
-        return float(data["f"])
+        return float(cast(str, data["f"]))
     if "d" in data:
-        return {_hashable(decode(k)): decode(v) for k, v in data["d"]}
+        return {_hashable(k): v for k, v in cast(list[list[object]], data["d"])}
     if "s" in data:
-        items = {_hashable(decode(v)) for v in data["s"]}
+        items = {_hashable(v) for v in cast(list[object], data["s"])}
         return frozenset(items) if data.get("frozen") else items
     if "o" in data:
-        return Opaque(str(data["o"]), str(data.get("r", "")))
-    if any(tag in data for tag in ("i", "b", "c", "dec", "fr")):
-        return codec_decode(data)  # the tags only ``isolation``'s codec writes
-    raise ValueError(f"unknown value tag in {sorted(data)}")
+        return Opaque(str(data["o"])[:200], str(data.get("r", ""))[:1000])
+    # The tags only ``isolation``'s codec writes (big ints, bytes, complex, Decimal, Fraction).
+    if "i" in data:
+        return int(cast(str, data["i"]), 16)
+    if "b" in data:
+        raw = base64.b64decode(cast(str, data["b"]), validate=True)
+        return bytearray(raw) if data.get("mutable") else raw
+    if "c" in data:
+        real, imag = cast(list[float], data["c"])
+        return complex(real, imag)
+    if "dec" in data:
+        return Decimal(cast(str, data["dec"]))
+    if "fr" in data:
+        num, den = cast(list[int], data["fr"])
+        return Fraction(num, den)
+    raise ValueError(f"unknown value tag in {sorted(data)[:5]}")
 
 
 def _hashable(value: object) -> object:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _outcome(item: JSONObject) -> CallOutcome:
+@dataclass
+class _Budget:
+    """What one run's outcomes may still decode; every module of the run draws on it."""
+
+    chars: int = MAX_DECODED_CHARS
+    max_value_chars: int = MAX_VALUE_CHARS
+
+
+def _outcome(item: JSONObject, budget: _Budget) -> CallOutcome:
     status = item.get("status")
-    duration = float(item.get("duration_s", 0.0))
+    duration = float(cast(float, item.get("duration_s", 0.0)))
     if status == "ok":
         if "digest" in item:
-            return CallOutcome("ok", Digest(str(item["digest"])), duration_s=duration)
-        return CallOutcome("ok", decode(json.loads(item["value"])), duration_s=duration)
+            return CallOutcome("ok", Digest(str(item["digest"])[:64]), duration_s=duration)
+        text = item["value"]
+        if not isinstance(text, str):
+            raise TypeError("a value that is not JSON text")
+        if len(text) > budget.max_value_chars:
+            raise ValueError(
+                f"a value of {len(text)} characters, over the {budget.max_value_chars} "
+                "the driver sends (a longer one travels as its digest)"
+            )
+        if len(text) > budget.chars:
+            raise ValueError(f"the run's values passed {MAX_DECODED_CHARS} characters")
+        budget.chars -= len(text)
+        return CallOutcome("ok", decode_text(text), duration_s=duration)
+    error = str(item.get("error", ""))[:300]
     if status == "timeout":
-        return CallOutcome("timeout", error=str(item.get("error", "")), duration_s=duration)
-    return CallOutcome("error", error=str(item.get("error", "")), duration_s=duration)
+        return CallOutcome("timeout", error=error, duration_s=duration)
+    return CallOutcome("error", error=error, duration_s=duration)
 
 
 def call_function(
@@ -158,11 +243,7 @@ def call_function(
     # The whole run: every call at its limit, plus room to load the module.
     deadline = sum(per_input) + 2.0 if deadline_s is None else deadline_s
     base = limits or Limits()
-    run_limits = replace(
-        base,
-        timeout_s=deadline + 10.0,
-        max_output_bytes=max(base.max_output_bytes, 64 * 1024 * 1024),
-    )
+    run_limits = replace(base, timeout_s=deadline + 10.0, max_output_bytes=OUTPUT_BYTES)
     token = secrets.token_hex(16)
     job = {
         "module": module,
@@ -171,6 +252,7 @@ def call_function(
         "time_limits": per_input,
         "deadline_s": deadline,
         "stop_after_failure": stop_after_failure,
+        "max_value_chars": MAX_VALUE_CHARS,
     }
     files = {
         **driver_files("call_driver.py"),
@@ -182,18 +264,49 @@ def call_function(
     return parse_outcomes(result, token, count)
 
 
-def _items(result: ExecResult, token: str) -> list[JSONObject]:
-    items: list[JSONObject] = []
-    for line in result.stdout.splitlines():
-        if not line.startswith(token + " "):
+# The module's index, which ``call_driver._many`` writes last on each of its lines.
+_MODULE_INDEX = re.compile(r'"c": (\d+)\}$')
+# Levels of JSON a line of the driver has (its value travels as text inside it).
+LINE_DEPTH = 4
+
+
+def _find(text: str, mark: str, start: int) -> int | None:
+    at = text.find(mark, start)
+    return None if at < 0 else at
+
+
+def _items(result: ExecResult, token: str, max_value_chars: int) -> Iterator[JSONObject]:
+    """Each line under ``token`` as a JSON object, one at a time (the output is never split
+    whole). A line too long for a value of ``max_value_chars`` (escaped once more on its line)
+    is not parsed: it is an error outcome, of the module its end names."""
+    text, mark = result.stdout, "\n" + token + " "
+    max_chars = 2 * max_value_chars + 8192
+    # ``at``: where the newline before a line under the token is (-1: the text's start).
+    at = -1 if text.startswith(mark[1:]) else _find(text, mark, 0)
+    while at is not None:
+        begin = at + len(mark)
+        end = text.find("\n", begin)
+        end = len(text) if end < 0 else end
+        at = _find(text, mark, end)
+        if end - begin > max_chars:
+            item: JSONObject = {
+                "status": "error",
+                "error": f"undecodable output: a line of {end - begin} characters",
+            }
+            index = _MODULE_INDEX.search(text[max(begin, end - 32) : end])
+            if index is not None:
+                item["c"] = int(index.group(1))
+            yield item
             continue
+        line = text[begin:end]
+        if _nests_deeper(line, LINE_DEPTH):
+            continue  # no line of the driver's: parsing it could only recurse
         try:
-            item = json.loads(line[len(token) + 1 :])
+            parsed = json.loads(line)
         except ValueError:
             continue
-        if isinstance(item, dict):
-            items.append(item)
-    return items
+        if isinstance(parsed, dict):
+            yield parsed
 
 
 def call_functions(
@@ -231,7 +344,7 @@ def call_functions(
         base,
         # every module at its deadline, plus a fork, a sweep and a wipe each
         timeout_s=len(modules) * (per_module + 0.5) + 10.0,
-        max_output_bytes=max(base.max_output_bytes, 64 * 1024 * 1024),
+        max_output_bytes=OUTPUT_BYTES,
     )
     outcomes: list[list[CallOutcome]] = []
     todo = list(modules)
@@ -277,7 +390,7 @@ def _run_many(
         "time_limits": per_input,
         "deadline_s": per_module,
         "max_timeouts": max_timeouts,
-        "max_value_chars": max_value_chars,
+        "max_value_chars": max_value_chars or MAX_VALUE_CHARS,
         "memory_bytes": run_limits.memory_mb * 1024 * 1024,
         "own_pid_namespace": own_pid_namespace(sandbox),
     }
@@ -288,55 +401,91 @@ def _run_many(
         "job.json": json.dumps(job),
     }
     result = sandbox.run(files, DRIVER_COMMAND, run_limits)
-    ran = parse_many(result, token, len(modules), len(inputs))
-    items = _items(result, token)
-    if result.timed_out or result.oom_killed or any(i.get("end") == "all" for i in items):
+    runs = _read_many(result, token, len(modules), len(inputs), max_value_chars)
+    ran = [run.outcomes(result) for run in runs.modules]
+    if result.timed_out or result.oom_killed or runs.all_ended:
         return ran, len(modules) - 1
-    ended = [i.get("c") for i in items if "end" in i and isinstance(i.get("c"), int)]
-    in_progress = max([c for c in ended if isinstance(c, int)], default=-1) + 1
-    return ran, min(in_progress, len(modules) - 1)
+    return ran, min(runs.last_ended + 1, len(modules) - 1)
 
 
-def parse_many(result: ExecResult, token: str, modules: int, count: int) -> list[list[CallOutcome]]:
-    """Per module, its outcomes under ``token``; a module the run never finished gets "not
-    reached" for the rest (timeouts when its own deadline cut it)."""
-    by_module: list[list[JSONObject]] = [[] for _ in range(modules)]
-    for item in _items(result, token):
+@dataclass
+class _Module:
+    """One module's outcomes as its lines arrive: at most one per input is kept."""
+
+    count: int
+    budget: _Budget
+    kept: list[CallOutcome] = field(default_factory=list)
+    why: str = "not reached: the run ended first"
+
+    def add(self, item: JSONObject) -> None:
+        if "load_error" in item:
+            self.why = f"{LOAD_FAILED}: {str(item['load_error'])[:300]}"
+        elif "stopped_after" in item:
+            self.why = f"not reached: stopped after input {str(item['stopped_after'])[:20]} failed"
+        elif item.get("end") == "deadline":
+            self.why = "not reached: the run hit its deadline"
+        elif "status" in item and len(self.kept) < self.count:
+            try:
+                self.kept.append(_outcome(item, self.budget))
+            except (ValueError, KeyError, TypeError, ArithmeticError) as exc:
+                error = f"undecodable output: {exc}"[:300]
+                self.kept.append(CallOutcome("error", error=error))
+
+    def outcomes(self, result: ExecResult) -> list[CallOutcome]:
+        why = self.why
+        if result.timed_out or result.oom_killed:
+            why = "not reached: the sandbox " + (
+                "ran out of memory" if result.oom_killed else "timed out"
+            )
+        status: Status = "timeout" if "deadline" in why or "timed out" in why else "error"
+        return self.kept + [CallOutcome(status, error=why)] * (self.count - len(self.kept))
+
+
+@dataclass
+class _ManyRun:
+    modules: list[_Module]
+    all_ended: bool = False  # the driver's last line: every module ran
+    last_ended: int = -1  # the last module whose run the driver saw end
+
+
+def _read_many(
+    result: ExecResult, token: str, modules: int, count: int, max_value_chars: int | None
+) -> _ManyRun:
+    budget = _Budget(max_value_chars=max_value_chars or MAX_VALUE_CHARS)
+    run = _ManyRun([_Module(count, budget) for _ in range(modules)])
+    for item in _items(result, token, budget.max_value_chars):
         index = item.get("c")
-        if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < modules:
+        if item.get("end") == "all":
+            run.all_ended = True
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < modules:
+            continue
+        if "end" in item:
+            run.last_ended = max(run.last_ended, index)
             if item.get("end") == "done":
                 continue
-            by_module[index].append(item)
-    return [_outcomes_of(items, result, count) for items in by_module]
+        run.modules[index].add(item)
+    return run
+
+
+def parse_many(
+    result: ExecResult,
+    token: str,
+    modules: int,
+    count: int,
+    max_value_chars: int | None = None,
+) -> list[list[CallOutcome]]:
+    """Per module, its outcomes under ``token``; a module the run never finished gets "not
+    reached" for the rest (timeouts when its own deadline cut it)."""
+    runs = _read_many(result, token, modules, count, max_value_chars)
+    return [run.outcomes(result) for run in runs.modules]
 
 
 def parse_outcomes(result: ExecResult, token: str, count: int) -> list[CallOutcome]:
     """The outcomes under ``token`` in order; inputs without one are "not reached"."""
-    return _outcomes_of(_items(result, token), result, count)
-
-
-def _outcomes_of(items: list[JSONObject], result: ExecResult, count: int) -> list[CallOutcome]:
-    outcomes: list[CallOutcome] = []
-    why = "not reached: the run ended first"
-    for item in items:
-        if "load_error" in item:
-            why = f"{LOAD_FAILED}: {item['load_error']}"
-        elif "stopped_after" in item:
-            why = f"not reached: stopped after input {item['stopped_after']} failed"
-        elif item.get("end") == "deadline":
-            why = "not reached: the run hit its deadline"
-        elif "status" in item and len(outcomes) < count:
-            try:
-                outcomes.append(_outcome(item))
-            except (ValueError, KeyError, TypeError) as exc:
-                outcomes.append(CallOutcome("error", error=f"undecodable output: {exc}"))
-    if result.timed_out or result.oom_killed:
-        why = "not reached: the sandbox " + (
-            "ran out of memory" if result.oom_killed else "timed out"
-        )
-    status: Status = "timeout" if "deadline" in why or "timed out" in why else "error"
-    outcomes += [CallOutcome(status, error=why)] * (count - len(outcomes))
-    return outcomes
+    module = _Module(count, _Budget())
+    for item in _items(result, token, MAX_VALUE_CHARS):
+        module.add(item)
+    return module.outcomes(result)
 
 
 def is_close(out: object, expected: object, atol: float, rtol: float = 1e-07) -> bool:

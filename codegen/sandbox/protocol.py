@@ -30,7 +30,7 @@ SANDBOX_ENV: dict[str, str] = {
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
 }
-# Room the result JSON may take beyond the captured output (escaping can grow text up to 6x).
+# Room the result JSON may take beyond the captured output and files (base64, 4/3 of them).
 RESULT_SLACK_BYTES = 64_000
 
 
@@ -149,23 +149,35 @@ def encode_job(
     return b"JOB %d\n" % len(data) + data
 
 
-def max_result_bytes(limits: Limits) -> int:
-    return 2 * 6 * limits.max_output_bytes + RESULT_SLACK_BYTES
+def max_result_bytes(limits: Limits, collect_bytes: int = 0) -> int:
+    """The most a result may take: both streams at their cap and ``collect_bytes`` of files,
+    each in base64; the host's memory for one result is a small multiple of it."""
+    return _base64_size(2 * limits.max_output_bytes + collect_bytes) + RESULT_SLACK_BYTES
+
+
+def _base64_size(raw_bytes: int) -> int:
+    return 4 * ((raw_bytes + 2) // 3) + 8
+
+
+def collect_bytes(extra: JobExtra) -> int:
+    """What a job's ``collect`` may send back: each file at most ``max_collect_bytes`` + 1."""
+    return len(extra.get("collect", [])) * (int(extra.get("max_collect_bytes", 0)) + 1)
 
 
 def decode_result(
     data: bytes, backend: str, duration_s: float
 ) -> tuple[ExecResult, bool, dict[str, bytes]]:
     """Returns the result, whether the sandbox verified its own reset, and collected files."""
-    raw = json.loads(data.decode("utf-8"))
-    stderr = raw["stderr"]
+    raw = json.loads(data)
+    stdout = base64.b64decode(raw.pop("stdout_b64")).decode("utf-8", "replace")
+    stderr = base64.b64decode(raw.pop("stderr_b64")).decode("utf-8", "replace")
     if raw.get("setup_error"):
         stderr = f"sandbox: {raw['setup_error']}\n" + stderr
     result = ExecResult(
         exit_code=raw["exit_code"],
         timed_out=bool(raw["timed_out"]),
         oom_killed=bool(raw["oom_killed"]),
-        stdout=raw["stdout"],
+        stdout=stdout,
         stderr=stderr,
         truncated=bool(raw["truncated"]),
         duration_s=round(duration_s, 4),

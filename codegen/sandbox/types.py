@@ -34,6 +34,7 @@ class ExecResultDict(TypedDict):
     backend: str
     time_limit_s: NotRequired[float | None]
     load_1m: NotRequired[float | None]
+    memory_limit: NotRequired[str]
 
 
 class TestCaseDict(TypedDict):
@@ -70,6 +71,9 @@ class ExecResult:
     # came back (``time_limit``: a busy machine turns a slow run into a timeout). None else.
     time_limit_s: float | None = None
     load_1m: float | None = None
+    # The memory limit and what it covers: "512 MB for the whole job (...)" or "... for each
+    # process on its own (RLIMIT_AS ...)"; "" where no sandbox said.
+    memory_limit: str = ""
 
     def to_dict(self) -> ExecResultDict:
         return ExecResultDict(
@@ -83,6 +87,7 @@ class ExecResult:
             backend=self.backend,
             time_limit_s=self.time_limit_s,
             load_1m=self.load_1m,
+            memory_limit=self.memory_limit,
         )
 
 

@@ -96,3 +96,36 @@ def test_canonical_passes_base_and_plus_and_a_base_only_solution_fails_plus(
     ]
     assert [s["category"] for s in third] == ["passed", "timeout", "wrong_answer"]
     assert result["passed_samples"] == 2 and result["plus"]["passed_samples"] == 1
+
+
+def test_outputs_of_ten_thousand_digits_are_expected_and_compared_exactly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path
+) -> None:
+    """HumanEval/83 and /139 return ints past Python's 4,300-digit text limit: the canonical
+    solution passes (it ended as an outage, exit 5), and one unit off fails."""
+    task = {
+        "task_id": "Plus/2",
+        "prompt": 'def power(n: int) -> int:\n    """10 to the n, plus 7."""\n',
+        "entry_point": "power",
+        "canonical_solution": "    return 10 ** n + 7\n",
+        "test": "def check(candidate):\n    assert candidate(1) == 17\n",
+        "contract": "",
+        "base_input": "[[9999], [1]]",
+        "plus_input": "[[12000]]",
+        "atol": 0,
+    }
+    tasks = tmp_path / "big.jsonl.gz"
+    tasks.write_bytes(gzip.compress((json.dumps(task) + "\n").encode()))
+    code, canon, err = run(capsys, "--plus", str(tasks), "--canonical")
+    assert code == 0, err
+    assert canon["pass_at_k"] == {"pass@1": 1.0} and canon["plus"]["solved_tasks"] == 1
+    samples = tmp_path / "samples.jsonl"
+    rows = [
+        {"task_id": "Plus/2", "completion": "    return 5**n * 2**n + 7\n"},
+        {"task_id": "Plus/2", "completion": "    return 10 ** n + 7 + (n > 9000)\n"},
+    ]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, result, err = run(capsys, "--plus", str(tasks), "--samples-file", str(samples))
+    assert code == 0, err
+    scores = json.loads((Path(result["results_dir"]) / "scores" / "Plus-2.json").read_text())
+    assert [(s["passed"], s["plus"]) for s in scores["scores"]] == [(True, True), (False, False)]

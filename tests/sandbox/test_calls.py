@@ -3,9 +3,23 @@ every outcome back (value, exception, timeout), values with their Python types."
 
 from __future__ import annotations
 
+import json
+import tracemalloc
+
 from codegen.sandbox.api import Sandbox
-from codegen.sandbox.calls import Digest, Opaque, call_function, call_functions, is_close
+from codegen.sandbox.calls import (
+    MAX_DECODED_CHARS,
+    MAX_VALUE_CHARS,
+    Digest,
+    Opaque,
+    call_function,
+    call_functions,
+    is_close,
+    parse_many,
+    parse_outcomes,
+)
 from codegen.sandbox.protocol import kernel_fence
+from codegen.sandbox.types import ExecResult
 
 MODULE = """
 import time
@@ -164,3 +178,73 @@ def test_a_module_cannot_see_or_disturb_the_next_one(sb: Sandbox) -> None:
     assert [o.value for o in again[0]] == [1, 2]
     assert again[1][0].status == "error"
     assert [o.value for o in again[2]] == [1, 2]
+
+
+# The module's child writes lines of its own into the driver's result pipe, as any module can.
+FORGES_ITS_LINES = """
+import json, os, stat
+
+def f(x):
+    lines = [
+        {"status": "ok", "duration_s": 0, "value": "[" * 700 + "]" * 700},
+        {"status": "ok", "duration_s": 0, "value": json.dumps(["x" * 98] * 3000)},
+        {"status": "ok", "duration_s": 0, "value": json.dumps({"t": [1, 2]})},
+    ]
+    data = ("[" * 5000 + "\\n" + "".join(json.dumps(line) + "\\n" for line in lines)).encode()
+    for fd in range(3, 64):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                while data:
+                    data = data[os.write(fd, data):]
+        except OSError:
+            pass
+    os._exit(0)
+"""
+
+
+def test_a_forged_value_too_deep_or_too_long_is_one_failed_call(sb: Sandbox) -> None:
+    got = call_function(sb, FORGES_ITS_LINES, "f", [[0], [1], [2], [3]], 5.0)
+    assert [o.status for o in got] == ["error", "error", "ok", "error"]
+    assert got[0].error == "undecodable output: a value nested more than 100 levels deep"
+    assert got[1].error.startswith("undecodable output: a value of 306000 characters, over")
+    assert got[2].value == (1, 2)  # a forged line is the module's own outcome, nothing more
+    assert got[3].error == "not reached: the run ended first"
+
+
+TOKEN = "f" * 32
+
+
+def printed(*lines: str) -> ExecResult:
+    """What a run printed: ``lines`` under the token, as the driver writes them."""
+    return ExecResult(0, False, False, "".join(f"{TOKEN} {line}\n" for line in lines), "", False, 1)
+
+
+def test_a_run_decodes_at_most_its_budget_of_value_text() -> None:
+    value = json.dumps("a" * (MAX_VALUE_CHARS - 10))
+    line = json.dumps({"status": "ok", "duration_s": 0, "value": value})
+    fits = MAX_DECODED_CHARS // len(value)
+    output = printed(*[line] * (fits + 3))
+    tracemalloc.start()
+    got = parse_outcomes(output, TOKEN, fits + 3)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert all(o.ok for o in got[:fits])
+    assert {o.error for o in got[fits:]} == {
+        f"undecodable output: the run's values passed {MAX_DECODED_CHARS} characters"
+    }
+    # The values kept, and one line at a time beside them (the output is never split whole).
+    assert peak < MAX_DECODED_CHARS + 4 * MAX_VALUE_CHARS
+
+
+def test_a_line_too_long_for_its_values_fails_the_call_of_its_module_unparsed() -> None:
+    long_value = json.dumps("a" * 20_000)
+    lines = [
+        json.dumps({"status": "ok", "duration_s": 0, "value": "5", "c": 0}),
+        json.dumps({"status": "ok", "duration_s": 0, "value": json.dumps(long_value), "c": 1}),
+        json.dumps({"status": "ok", "duration_s": 0, "value": long_value[:5000], "c": 1}),
+        "[" * 5000,  # no line of the driver's: skipped, never parsed
+    ]
+    got = parse_many(printed(*lines), TOKEN, 2, 2, max_value_chars=2000)
+    assert [o.value for o in got[0]] == [5, None]
+    assert got[1][0].error == "undecodable output: a line of 20066 characters"
+    assert got[1][1].error.startswith("undecodable output: a value of 5000 characters, over")

@@ -18,6 +18,8 @@ from sandbox_support import SMALL, assert_clean, assert_still_works, record_timi
 
 from codegen.sandbox import Symlink, open_sandbox
 from codegen.sandbox.api import Sandbox
+from codegen.sandbox.backends import cgroup
+from codegen.sandbox.protocol import max_result_bytes
 from codegen.sandbox.types import ExecResult
 
 
@@ -53,6 +55,35 @@ def test_memory_bomb(sb: Sandbox) -> None:
     assert result.exit_code != 0 and not result.timed_out
     # Docker: the cgroup OOM killer; bubblewrap: RLIMIT_AS makes the allocation fail.
     assert result.oom_killed or "MemoryError" in result.stderr, result
+
+
+EIGHT_CHILDREN = """
+import os, time
+children = []
+for _ in range(8):  # 8 x 40 MB, each far under the 128 MB limit, together far over it
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(40 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        time.sleep(0.5)
+        os._exit(0)
+    children.append(pid)
+ends = [os.waitpid(pid, 0)[1] for pid in children]
+print(sum(os.WIFSIGNALED(end) and os.WTERMSIG(end) == 9 for end in ends))
+"""
+
+
+def test_eight_children_over_the_jobs_memory_are_killed_as_in_one_container(sb: Sandbox) -> None:
+    where = cgroup.place()
+    if sb.backend != "docker" and isinstance(where, str):
+        pytest.skip(f"no memory cgroup for bubblewrap on this host: {where}")
+    result = attack(sb, "8 children over memory", EIGHT_CHILDREN)
+    assert result.oom_killed and int(result.stdout) >= 1, result
+    assert result.memory_limit.startswith(f"{SMALL.memory_mb} MB for the whole job (")
+    honest = "block = bytearray(60 << 20)\nblock[::4096] = b'x' * len(block[::4096])\nprint('ok')\n"
+    fits = attack(sb, "one process under memory", honest)
+    assert fits.stdout == "ok\n" and not fits.oom_killed, fits
 
 
 def test_cpu_spin_past_the_timeout(sb: Sandbox) -> None:
@@ -313,6 +344,16 @@ def test_stdout_flood_is_capped_while_streaming(sb: Sandbox) -> None:
     assert result.truncated
     assert len(result.stdout) == SMALL.max_output_bytes
     assert result.stderr == "done\n"  # the flood was drained to the end, not cut short
+
+
+def test_control_characters_to_the_cap_come_back_exactly_in_a_result_of_4_3_their_size(
+    sb: Sandbox,
+) -> None:
+    # In JSON each one was six bytes: a 20 MiB cap let one result take 240 MiB of the host.
+    code = "import os\nfor _ in range(4):\n    os.write(1, bytes(range(32)) * 8192)\n"
+    result = attack(sb, "control character flood", code)
+    assert result.truncated and result.stdout == "".join(map(chr, range(32))) * 6250
+    assert max_result_bytes(SMALL) < 3 * SMALL.max_output_bytes
 
 
 @pytest.mark.parametrize("target", ["1", "-1"])

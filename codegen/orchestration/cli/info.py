@@ -12,12 +12,18 @@ from urllib.parse import urlsplit
 import click
 
 from codegen.agents.llm import StructuredModes, structured_modes_file
-from codegen.composition import llm_route, sandbox_image, sandbox_packages, store_config
+from codegen.composition import (
+    llm_route,
+    sandbox_image,
+    sandbox_limits,
+    sandbox_packages,
+    store_config,
+)
 from codegen.corpus.store import chunks_path
 from codegen.orchestration.instance import postgres_url
 from codegen.requests.route import KEY_ENV, daemon_environment, key_fingerprint, refusal
 from codegen.retrieval.index import open_store
-from codegen.sandbox.backends import backend_label, backend_names
+from codegen.sandbox.backends import backend_label, backend_names, memory_scopes
 from codegen.sandbox.errors import SandboxError
 from codegen.sandbox.protocol import kernel_fence
 from codegen.settings import (
@@ -269,6 +275,8 @@ def info(as_json: bool) -> None:
         # The file fence a candidate's process enters in the sandbox (this host's kernel):
         # "landlock (ABI n)" or "none: <why>".
         "sandbox_fence": kernel_fence(),
+        # Per backend, what its memory limit covers here: the whole job, or each process.
+        "sandbox_memory": memory_scopes(),
     }
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -297,6 +305,9 @@ def info(as_json: bool) -> None:
     click.echo(f"{'built on':<14}{build_line(build, settings.retrieval.device)}")
     click.echo(f"sandbox       {sandbox_line(settings.sandbox)}")
     click.echo(f"fence         {fence_line(data['sandbox_fence'])}")
+    memory = f"{sandbox_limits(settings.sandbox).memory_mb} MB"
+    for i, (name, scope) in enumerate(data["sandbox_memory"].items()):
+        click.echo(f"{'memory' if i == 0 else '':<14}{name}: {memory} for {scope}")
     click.echo(f"vector store  {settings.retrieval.vector_store} at {settings.index_uri}")
     for i, line in enumerate(settings_lines(settings.public_dict(), origins)):
         click.echo(f"{'settings' if i == 0 else '':<14}{line}")

@@ -11,6 +11,7 @@ from codegen.sandbox.backends.kind import BackendKind, NotHere, OpenRequest
 from codegen.sandbox.backends.registry import (
     backend_label,
     backend_names,
+    memory_scopes,
     open_backend,
     own_pid_namespace,
     register,
@@ -23,6 +24,7 @@ __all__ = [
     "OpenRequest",
     "backend_label",
     "backend_names",
+    "memory_scopes",
     "open_backend",
     "own_pid_namespace",
     "register",

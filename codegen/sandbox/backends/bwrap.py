@@ -16,9 +16,12 @@ left. Pooled sandboxes are reused, ``strict`` starts one per execution. Run as r
 started under an unprivileged uid per slot (a block of uids per host process), so the job
 never holds a uid that owns anything.
 
-The kernel offers no memory+swap cgroup here without privileges: the memory limit is
-RLIMIT_AS, so a memory bomb sees MemoryError rather than the OOM killer. tmpfs pages are not
-in a process's address space, so every tmpfs has a size (the job's ``workdir_mb``).
+Memory: run as root where the host has a writable memory cgroup, each sandbox gets its own
+(``cgroup.py``) and the job's limit holds for the whole job, as a container's does: the OOM
+killer ends a job over it, and the result says ``oom_killed``. Elsewhere the limit is
+RLIMIT_AS, per process (a memory bomb sees MemoryError; eight processes may each take the
+limit), and ``codegen info`` and every result's ``memory_limit`` say so. Every tmpfs has a
+size (the job's ``workdir_mb``): without a cgroup its pages count against no limit.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from codegen.sandbox.backends import cgroup
 from codegen.sandbox.backends.docker import owner_tag
 from codegen.sandbox.backends.kind import BackendKind, NotHere, OpenRequest
 from codegen.sandbox.backends.pool import Deadline, PooledSandbox
@@ -118,12 +122,18 @@ class _PipeBox:
     """One bwrap (or, unsafe, bare) process running the supervisor; jobs over its pipes."""
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], shape: int, slot: int, err: IO[bytes]
+        self,
+        proc: subprocess.Popen[bytes],
+        shape: tuple[int, int],
+        slot: int,
+        err: IO[bytes],
+        group: cgroup.MemoryCgroup | None,
     ) -> None:
         self.proc = proc
         self.shape = shape
         self.slot = slot
         self.err = err  # an unlinked temp file: the supervisor's own diagnostics, if any
+        self.group = group  # the box's memory cgroup, or None (RLIMIT_AS per process)
         self.pending = bytearray()
         assert proc.stdout is not None and proc.stdin is not None
         self._out = proc.stdout.fileno()
@@ -203,7 +213,9 @@ BWRAP = BackendKind(
     own_pid_namespace=True,
     environment="'bwrap root <its directory>', or 'host /usr' bound from the host",
     host_usr_label=HOST_BACKEND,
+    memory_scope=cgroup.scope,
 )
+PER_PROCESS = "each process on its own (RLIMIT_AS)"
 # The bare host (rlimits, a timeout, a process-group kill), only by allow_unsafe_host.
 UNSAFE_HOST = BackendKind(
     name="unsafe-host",
@@ -213,6 +225,7 @@ UNSAFE_HOST = BackendKind(
     own_pid_namespace=False,
     environment="'host'",
     in_auto=False,
+    memory_scope=lambda: PER_PROCESS,
 )
 
 
@@ -247,6 +260,9 @@ class BwrapSandbox(PooledSandbox):
         concurrency = min(max(concurrency, 1), UID_BLOCK // 2)
         super().__init__(pool_size=concurrency, isolation=isolation, default_limits=default_limits)
         self._privileged = os.geteuid() == 0
+        # Where each box's memory cgroup goes; a string: why there is none (RLIMIT_AS then).
+        self._cgroups = "the bare host" if unsafe_host else cgroup.place()
+        self.memory_scope = self.kind.memory_scope()
         self._used_slots: set[int] = set()
         self._bwrap = shutil.which("bwrap") or "bwrap"
         self._spawner = Spawner()
@@ -279,7 +295,7 @@ class BwrapSandbox(PooledSandbox):
     def _probe(self) -> None:
         slot = _SLOTS.acquire()
         try:
-            probe = self._popen(self._argv(["true"], 1, slot), slot, stdin=subprocess.DEVNULL)
+            probe = self._popen(self._argv(["true"], 1, slot), slot, None, stdin=subprocess.DEVNULL)
             _, err = probe.communicate(timeout=30)
         finally:
             _SLOTS.release(slot)
@@ -335,12 +351,16 @@ class BwrapSandbox(PooledSandbox):
         self,
         argv: list[str],
         slot: int,
+        group: cgroup.MemoryCgroup | None,
         *,
         stdin: int | IO[bytes] | None = None,
         stderr: int | IO[bytes] = subprocess.PIPE,
         cwd: str = "/",
     ) -> subprocess.Popen[bytes]:
         uid = self.slot_uid(slot)
+        if group is not None:
+            # Root joins the cgroup first, then drops to the slot's uid itself.
+            argv, uid = cgroup.join_command(group, uid, argv), None
         return subprocess.Popen(
             argv,
             stdin=stdin,
@@ -358,27 +378,37 @@ class BwrapSandbox(PooledSandbox):
 
     # -- pool hooks ----------------------------------------------------------------------------
 
-    def _shape(self, limits: Limits) -> int:  # type: ignore[override]
-        # Memory, processes and CPU are per-job rlimits; only the tmpfs size is fixed at start.
-        return limits.workdir_mb
+    def _shape(self, limits: Limits) -> tuple[int, int]:  # type: ignore[override]
+        # Fixed at start: the tmpfs size and, in a cgroup, the memory limit (0: RLIMIT_AS per
+        # job). Processes and CPU are per-job rlimits.
+        memory_mb = limits.memory_mb if isinstance(self._cgroups, cgroup.Parent) else 0
+        return limits.workdir_mb, memory_mb
 
     def _job_extra(self, limits: Limits) -> JobExtra:
         extra: JobExtra = {
-            "as_bytes": limits.memory_mb * 1024 * 1024,
             "nproc": limits.pids,
             "cpu_s": math.ceil(limits.timeout_s * limits.cpus) + 1,
         }
+        if not isinstance(self._cgroups, cgroup.Parent):
+            extra["as_bytes"] = limits.memory_mb * 1024 * 1024
         if self.unsafe_host:
             # The supervisor's cwd is the box's own temp dir (there is no /work on the host).
             extra.update({"kill_scope": "group", "workdir": "."})
         return extra
 
-    def _start(self, shape: int) -> _PipeBox:
+    def _oom_kills(self, box: _PipeBox) -> int | None:  # type: ignore[override]
+        return box.group.oom_kills() if box.group is not None else None
+
+    def _start(self, shape: tuple[int, int]) -> _PipeBox:
         slot = _SLOTS.acquire()
         self._used_slots.add(slot)
         err = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the box
         workdir: str | None = None
+        group: cgroup.MemoryCgroup | None = None
+        workdir_mb, memory_mb = shape
         try:
+            if memory_mb and isinstance(self._cgroups, cgroup.Parent):
+                group = cgroup.make(self._cgroups, memory_mb * 1024 * 1024, str(slot))
             argv = [*supervisor_command("serve"), owner_tag()]
             if self.unsafe_host:
                 workdir = tempfile.mkdtemp(prefix="codegen-unsafe-")
@@ -386,13 +416,13 @@ class BwrapSandbox(PooledSandbox):
                 if uid is not None:
                     os.chown(workdir, uid, uid)
             else:
-                argv = self._argv(argv, shape, slot)
+                argv = self._argv(argv, workdir_mb, slot)
             proc = self._spawner.call(
                 lambda: self._popen(
-                    argv, slot, stdin=subprocess.PIPE, stderr=err, cwd=workdir or "/"
+                    argv, slot, group, stdin=subprocess.PIPE, stderr=err, cwd=workdir or "/"
                 )
             )
-            box = _PipeBox(proc, shape, slot, err)
+            box = _PipeBox(proc, shape, slot, err, group)
             box.workdir = workdir  # type: ignore[attr-defined]
             box.wait_ready(time.monotonic() + START_TIMEOUT_S)
             return box
@@ -403,6 +433,8 @@ class BwrapSandbox(PooledSandbox):
                 why = " ".join(err.read()[-1000:].decode(errors="replace").split())
             self._release(slot, locals().get("proc"))
             err.close()
+            if group is not None:
+                group.remove()
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             raise SandboxError(f"could not start a bubblewrap sandbox: {exc} {why}") from exc
@@ -425,6 +457,8 @@ class BwrapSandbox(PooledSandbox):
     def _discard(self, box: _PipeBox) -> None:
         self._release(box.slot, box.proc)
         box.err.close()
+        if box.group is not None:
+            box.group.remove()
         workdir = getattr(box, "workdir", None)
         if workdir:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -186,12 +186,14 @@ DOCKER = BackendKind(
     own_pid_namespace=True,
     environment="the image tag (its package set)",
     title="Docker",
+    memory_scope=lambda: "the whole job (memory + swap; the container's cgroup)",
 )
 
 
 class DockerSandbox(PooledSandbox):
     kind = DOCKER
     backend = DOCKER.name
+    memory_scope = DOCKER.memory_scope()
     wipe_dirs = tuple(WIPE_DIRS)
 
     def __init__(

@@ -59,3 +59,6 @@ class BackendKind:
     title: str = ""
     # ``auto`` tries it (in registration order); False: only by name.
     in_auto: bool = True
+    # What its memory limit covers here ("the whole job (...)", "each process on its own
+    # (...)"), for ``codegen info`` and each result's ``memory_limit``.
+    memory_scope: Callable[[], str] = lambda: "the whole job"

@@ -23,6 +23,7 @@ from codegen.sandbox.errors import SandboxError
 from codegen.sandbox.files import FileContent
 from codegen.sandbox.protocol import (
     JobExtra,
+    collect_bytes,
     decode_result,
     encode_job,
     lost_result,
@@ -62,6 +63,7 @@ class PooledSandbox(BaseSandbox):
     """Subclasses start and discard boxes; checkout, reuse and the job round trip live here."""
 
     wipe_dirs: tuple[str, ...] = ()
+    memory_scope: str = "the whole job"  # what the memory limit covers (``BackendKind``)
     # Links copied in may point anywhere: they resolve in the sandbox's own file system. Only
     # a backend whose work dir is on the host must keep them inside it.
     confine_links: bool = False
@@ -101,6 +103,11 @@ class PooledSandbox(BaseSandbox):
 
     def _after_loss(self, box: Box, result: ExecResult) -> None:
         """Add what the backend knows when a supervisor is lost (e.g. the OOM flag)."""
+
+    def _oom_kills(self, box: Box) -> int | None:
+        """The OOM kills of the box's own memory cgroup, where the host counts them (a
+        bubblewrap box's; a container's supervisor reads its own)."""
+        return None
 
     # -- pool --------------------------------------------------------------------------------
 
@@ -199,10 +206,11 @@ class PooledSandbox(BaseSandbox):
         box = self._checkout(self._shape(limits))
         reusable = False
         collected: dict[str, bytes] = {}
+        kills = self._oom_kills(box)
         try:
             deadline = time.monotonic() + limits.timeout_s + DEADLINE_GRACE_S
             box.send(job)
-            payload = box.read_result(deadline, max_result_bytes(limits))
+            payload = box.read_result(deadline, max_result_bytes(limits, collect_bytes(job_extra)))
             result, reusable, collected = decode_result(
                 payload, self.backend, time.perf_counter() - started
             )
@@ -224,7 +232,11 @@ class PooledSandbox(BaseSandbox):
             )
             self._after_loss(box, result)
         finally:
+            after = self._oom_kills(box) if kills is not None else None
             self._checkin(box, reusable)
+        if kills is not None and after is not None and after > kills:
+            result.oom_killed = True
+        result.memory_limit = f"{limits.memory_mb} MB for {self.memory_scope}"
         return result, collected
 
     def _shutdown(self) -> None:

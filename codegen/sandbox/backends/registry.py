@@ -44,6 +44,11 @@ def backend_names() -> tuple[str, ...]:
     return (AUTO, *_KINDS)
 
 
+def memory_scopes() -> dict[str, str]:
+    """Per backend, what its memory limit covers on this machine (``codegen info``)."""
+    return {name: kind.memory_scope() for name, kind in _KINDS.items()}
+
+
 def backend_kind(name: str) -> BackendKind | None:
     return _KINDS.get(name)
 

@@ -9,7 +9,7 @@ Modes:
   ``once``   one job (bubblewrap, strict containers), then exit.
 
 Wire format (stdin/stdout, both directions): ``JOB <n>\\n`` + n bytes of JSON, answered by
-``RESULT <n>\\n`` + n bytes of JSON.
+``RESULT <n>\\n`` + n bytes of JSON (the captured output in base64).
 
 Why this shape: the supervisor runs as the same uid as the untrusted code (all capabilities are
 dropped, so it could not signal another uid), which lets ``kill(-1, SIGKILL)`` reach every
@@ -426,8 +426,9 @@ def run_job(job, me, wakeup_r):
         exit_code=exit_code,
         timed_out=timed_out,
         oom_killed=bool(oom_before is not None and oom_after and oom_after > oom_before),
-        stdout=captured["stdout"].decode("utf-8", "replace"),
-        stderr=captured["stderr"].decode("utf-8", "replace"),
+        # As base64: the host's copy is 4/3 of the bytes, where JSON's escapes made some six.
+        stdout_b64=base64.b64encode(bytes(captured["stdout"])).decode("ascii"),
+        stderr_b64=base64.b64encode(bytes(captured["stderr"])).decode("ascii"),
         truncated=truncated["stdout"] or truncated["stderr"],
         duration_s=round(ended - started, 6),
         reset_ok=ok,

@@ -216,6 +216,32 @@ DESCRIPTIONS: dict[str, Description] = {
             Row("speedup from the cut", "tokenize_speedup_from_the_cut"),
         ),
     ),
+    "verdict_payloads": Description(
+        title="Issue 46's attacks on the verdicts, before and after the fix",
+        module="benchmarks.verdicts.payloads",
+        what=(
+            "Each numbered finding of issue 46 as a payload (a planted `__init__.py`, the test"
+            " file swapped for a folder, a cross-sample plant, a class object forcing the old"
+            " way in three scorers, a draft reading its siblings, each overridden resource"
+            " field, deep and huge outputs, eight children over the job's memory, a"
+            " 10,000-digit int, StopIteration, an unhashed package set, an inbox link, a"
+            " negative Content-Length), run against two trees (the commit before the fix, a"
+            " git worktree, and this one), on both sandbox backends where it runs in one."
+            " `succeeded` means the attack worked; `blocked` only when the defence was seen;"
+            " `attacks` in the JSON lists each. The inbox link was refused before the first"
+            " tree already (f0f8475); it succeeds at e0b7ad2."
+        ),
+        rows=(
+            Row(
+                "attacks succeeded after the fix",
+                "after.succeeded",
+                "before it",
+                "before.succeeded",
+            ),
+            Row("attacks blocked after the fix", "after.blocked", "before it", "before.blocked"),
+            Row("payload errors after the fix", "after.error", "before it", "before.error"),
+        ),
+    ),
     "classeval_scoring": Description(
         title="ClassEval scored in the Docker sandbox against the authors' table",
         module="benchmarks.scoring.classeval_scoring",
@@ -224,15 +250,20 @@ DESCRIPTIONS: dict[str, Description] = {
             " authors' recorded replies (`--samples-file`): five greedy whole-class files and"
             " two five-sample files at temperature 0.2, each unittest class on its own in the"
             " sandbox with the `classeval` package set. The baseline is the authors' published"
-            " figure for the same file. A reference solution that passes with some test class"
-            " run in the test's process passes only there (that test shares objects with the"
-            " class by reference); `canonical.failures` in the JSON says why each failing test"
-            " class fails."
+            " figure for the same file. Every verdict is decided in the test side's own"
+            " process (there is no other way: a test whose values cannot cross ends"
+            " `cannot_isolate`, a failure), behind the fence `verdicts_by_fence` names;"
+            " verdicts the 5 s limit decided move with the machine's load, so they are listed"
+            " apart with the load at the start; `canonical.failures` in the JSON says why each"
+            " failing test class fails."
         ),
         rows=(
+            Row("load average at the start", "load_1m_at_start"),
             Row("reference solutions passing", "canonical.passed"),
             Row("... every test class decided isolated", "canonical.passed_isolated"),
-            Row("... some test class run in the test's process", "canonical.passed_with_fallback"),
+            Row("test-class verdicts not isolated", "canonical.verdicts_not_isolated"),
+            Row("test-class verdicts ended cannot_isolate", "canonical.verdicts_cannot_isolate"),
+            Row("test-class verdicts decided by the 5 s limit", "canonical.verdicts_by_time_limit"),
             Row("reference solutions' failing test classes", "canonical.failing_test_classes"),
             Row(
                 "Gemini-Pro greedy: classes solved",

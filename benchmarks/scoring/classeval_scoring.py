@@ -63,6 +63,7 @@ def ours(result: dict, wall: float) -> dict:
         **{name: figures[name] for name in FIGURES},
         "verdicts_isolated": figures["verdicts_isolated"],
         "verdicts": figures["verdicts"],
+        "verdicts_by_fence": figures.get("verdicts_by_fence"),
         "wall_s": round(wall, 1),
     }
 
@@ -86,11 +87,13 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("CODEGEN_SANDBOX__BACKEND", "docker")
     table = json.loads((args.replies / "published_pass_at_k_result.json").read_text())
+    load_at_start = round(os.getloadavg()[0], 2)  # the 5 s limit's verdicts move with load
     canonical, wall = run(args.tasks, ["--canonical"])
     figures = canonical["classeval"]
     report: dict = {
         "command": ".venv/bin/python -m benchmarks.scoring.classeval_scoring",
-        "machine": machine() + ", Docker sandbox, shared with other work",
+        "machine": machine() + ", Docker sandbox",
+        "load_1m_at_start": load_at_start,
         "sandbox": os.environ["CODEGEN_SANDBOX__BACKEND"],
         "canonical": {
             **ours(canonical, wall),

@@ -47,6 +47,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import ROOT, machine
 from benchmarks.verdicts import payload_side
 
 BENCHMARKS = Path(payload_side.__file__).resolve().parents[1]
@@ -171,7 +172,18 @@ def main() -> int:
     parser.add_argument("--only", default="", help="payload numbers, comma separated")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per payload")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--store",
+        action="store_true",
+        help="with two trees (before, after): write benchmarks/results/verdict_payloads.json",
+    )
     args = parser.parse_args()
+    if args.store and len(args.tree) != 2:
+        print(
+            "payloads: error: --store compares two trees: --tree BEFORE --tree AFTER",
+            file=sys.stderr,
+        )
+        return 2
     chosen = [p.strip() for p in args.only.split(",") if p.strip()] or list(payload_side.PAYLOADS)
     unknown = [p for p in chosen if p not in payload_side.PAYLOADS]
     if unknown:
@@ -188,7 +200,28 @@ def main() -> int:
     backends = ["docker", "bwrap"] if args.backend == "both" else [args.backend]
     runs = [run_tree(t.resolve(), chosen, backends, args.timeout) for t in args.tree]
     print(json.dumps({"runs": runs}, indent=1) if args.json else table(runs))
+    if args.store:
+        RESULT.write_text(json.dumps(stored(runs, sys.argv[1:]), indent=1) + "\n")
     return 0
+
+
+RESULT = ROOT / "benchmarks/results/verdict_payloads.json"
+
+
+def stored(runs: list[dict[str, Any]], argv: list[str]) -> dict[str, Any]:
+    """The two trees' runs side by side: per tree its commit and counts, per payload and
+    backend what each tree made of the attack (the details stay in the printed JSON)."""
+    before, after = runs
+    outcome = {f"{r['id']} ({r['backend']})": {"before": r["attack"]} for r in before["results"]}
+    for r in after["results"]:
+        outcome.setdefault(f"{r['id']} ({r['backend']})", {})["after"] = r["attack"]
+    return {
+        "command": ".venv/bin/python -m benchmarks.verdicts.payloads " + " ".join(argv),
+        "machine": machine(),
+        "before": {"commit": before["commit"], **before["counts"]},
+        "after": {"commit": after["commit"], **after["counts"]},
+        "attacks": outcome,
+    }
 
 
 if __name__ == "__main__":

@@ -1,13 +1,18 @@
 """An evaluation with drafts from several models re-decides its picks at its end.
 
 After the last task, the run estimates each model's reliability from the selection records
-of all its tasks (``agents.pick.reliability.estimate``: each draft's eligibility on the worked
-examples and its behaviour group; no hidden test) and picks every task again from the
-behaviour table its record holds (``agents.pick.decision``): no model call and no sandbox run for
-the pick. A model's figure in the config wins over the estimate. Where the pick moves, the
-new draft as written is the task's answer (the refinement rounds it would have had need
-model calls); where it stays, the refined code stays. Only a moved pick's draft is scored on
-the hidden tests (through the per-sample verdict cache); the others' verdicts are reused.
+of all its tasks, on their method-level questions (``agents.pick.method_evidence``: every shared
+input, e.g. each call of a class's call sequences, and every check on which the drafts differ;
+a worked example's answer known to be likely right; no hidden test), with an interval per
+model (records without a behaviour table: ``agents.pick.reliability.estimate`` of whole
+drafts), and picks every task again from the behaviour table its record holds
+(``agents.pick.decision``; the ``dominance`` rule: a model whose interval lies above every
+other's keeps its draft unless execution shows it wrong where another draft is right): no
+model call and no sandbox run for the pick. A model's figure in the config wins over the
+estimate. Where the pick moves, the new draft as written is the task's answer (the
+refinement rounds it would have had need model calls); where it stays, the refined code
+stays. Only a moved pick's draft is scored on the hidden tests (through the per-sample
+verdict cache); the others' verdicts are reused.
 
 Stored next to the run's samples and scores (``EvalStore``):
 
@@ -36,12 +41,17 @@ from codegen.agents.pick import (
     Learned,
     ReliabilityHistory,
     Selection,
+    TaskQuestions,
+    TaskVotes,
     UsedReliability,
     estimate,
+    estimate_from_questions,
+    questions_of,
     repick,
     tasks_per_source,
     votes_of,
 )
+from codegen.agents.pick.decision import observations
 from codegen.evaluation.harness import EvalConfig, score_samples, verdict_key
 from codegen.evaluation.store import Candidate, EvalStore, read_object, write_json_atomic
 from codegen.evaluation.tasks import TaskSet
@@ -59,6 +69,8 @@ class LearnedRun:
     reason: str = ""
     estimates: dict[str, Learned] = field(default_factory=dict)
     tasks: int = 0
+    questions: int = 0  # the method-level questions the estimates rest on
+    none_right: float | None = None  # their learned share where no draft is right
     moved: list[str] = field(default_factory=list)  # task keys whose pick moved
     scored: int = 0  # drafts scored on the hidden tests for it (verdict cache misses)
     seconds: float = 0.0
@@ -71,9 +83,13 @@ class LearnedRun:
             "applied": self.applied,
             "reason": self.reason,
             "estimates": {
-                k: {"p": v.value, "tasks": v.tasks} for k, v in sorted(self.estimates.items())
+                k: {"p": v.value, "tasks": v.tasks}
+                | ({"low": v.low, "high": v.high} if v.low is not None else {})
+                for k, v in sorted(self.estimates.items())
             },
             "tasks": self.tasks,
+            "questions": self.questions,
+            "none_right": self.none_right,
             "moved": list[JSONValue](self.moved),
             "scored": self.scored,
             "seconds": round(self.seconds, 3),
@@ -132,6 +148,8 @@ def _used(selection: Selection, estimates: dict[str, Learned]) -> list[UsedRelia
             estimates[u.model].value if u.model in estimates else None,
             EVALUATION if u.model in estimates else NONE,
             estimates[u.model].tasks if u.model in estimates else None,
+            estimates[u.model].low if u.model in estimates else None,
+            estimates[u.model].high if u.model in estimates else None,
         )
         for u in sorted(selection.reliabilities, key=lambda u: u.candidate)
     ]
@@ -188,6 +206,25 @@ def _score_learned(
     return len(misses)
 
 
+def _questions(found: Records) -> list[TaskQuestions]:
+    """Each record's method-level questions (``agents.pick.method_evidence``)."""
+    asked = []
+    for selection, models in found.values():
+        seen = observations(selection)
+        if seen is not None:
+            table, _, rows, trusted = seen
+            asked.append(TaskQuestions(tuple(models), questions_of(table.classes, rows, trusted)))
+    return asked
+
+
+def _estimates(votes: Sequence[TaskVotes], sources: Sequence[str]) -> dict[str, Learned]:
+    """Whole-draft estimates (``agents.pick.reliability.estimate``): for records that hold no
+    behaviour table, so no method-level question."""
+    fitted = estimate(votes)
+    counts = tasks_per_source(votes)
+    return {s: Learned(fitted.accuracy[s], counts.get(s, 0)) for s in sources}
+
+
 def learn_picks(
     store: EvalStore,
     cfg: EvalConfig,
@@ -222,10 +259,15 @@ def learn_picks(
     if len(sources) < 2:
         why = "one model wrote every draft" if sources else "no stored selection record"
         return done(LearnedRun(False, why))
-    fitted = estimate(votes)
-    counts = tasks_per_source(votes)
-    estimates = {s: Learned(fitted.accuracy[s], counts.get(s, 0)) for s in sources}
-    run = LearnedRun(True, "", estimates, len(votes))
+    run = LearnedRun(True, "", _estimates(votes, sources), len(votes))
+    asked = _questions(found)
+    if any(t.questions for t in asked):
+        fitted = estimate_from_questions(asked)
+        run.estimates = {
+            s: Learned(e.value, e.tasks, e.low, e.high) for s, e in fitted.estimates.items()
+        }
+        run.questions, run.none_right = fitted.questions, fitted.none_right
+    estimates = run.estimates
     decided: list[Decided] = []
     for key, (fingerprint, cands) in samples.items():
         repicked = [

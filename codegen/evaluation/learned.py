@@ -1,14 +1,17 @@
 """An evaluation with drafts from several models re-decides its picks at its end.
 
 After the last task, the run estimates each model's reliability from the selection records
-of all its tasks, on their method-level questions (``agents.pick.method_evidence``: every shared
-input, e.g. each call of a class's call sequences, and every check on which the drafts differ;
-a worked example's answer known to be likely right; no hidden test), with an interval per
-model (records without a behaviour table: ``agents.pick.reliability.estimate`` of whole
-drafts), and picks every task again from the behaviour table its record holds
-(``agents.pick.decision``; the ``dominance`` rule: a model whose interval lies above every
-other's keeps its draft unless execution shows it wrong where another draft is right): no
-model call and no sandbox run for the pick. A model's figure in the config wins over the
+of all its tasks, with an interval per model (``agents.pick.method_evidence.with_interval``): from
+whole drafts (``agents.pick.reliability.estimate``: each draft's eligibility on the worked
+examples and its behaviour group) where they tell the models apart, else, where no draft is
+right on half the tasks or more (``reliability.whole_drafts_tell``: ClassEval's classes), from
+the records' method-level questions (``agents.pick.method_evidence``: each call of the shared
+call sequences and each check the drafts answer differently, a worked example's answer known
+to be likely right, "no draft is right" a hypothesis of its own). No hidden test. Then it picks
+every task again from the behaviour table its record holds (``agents.pick.decision``; the
+``dominance`` rule: a model whose interval lies above every other's keeps its draft unless
+execution shows it wrong where another draft is right): no model call and no sandbox run for
+the pick. A model's figure in the config wins over the
 estimate. Where the pick moves, the new draft as written is the task's answer (the
 refinement rounds it would have had need model calls); where it stays, the refined code
 stays. Only a moved pick's draft is scored on the hidden tests (through the per-sample
@@ -38,11 +41,11 @@ from codegen.agents.pick import (
     CONFIG,
     EVALUATION,
     NONE,
+    Estimate,
     Learned,
     ReliabilityHistory,
     Selection,
     TaskQuestions,
-    TaskVotes,
     UsedReliability,
     estimate,
     estimate_from_questions,
@@ -52,6 +55,8 @@ from codegen.agents.pick import (
     votes_of,
 )
 from codegen.agents.pick.decision import observations
+from codegen.agents.pick.method_evidence import with_interval
+from codegen.agents.pick.reliability import PRIOR, whole_drafts_tell
 from codegen.evaluation.harness import EvalConfig, score_samples, verdict_key
 from codegen.evaluation.store import Candidate, EvalStore, read_object, write_json_atomic
 from codegen.evaluation.tasks import TaskSet
@@ -69,6 +74,7 @@ class LearnedRun:
     reason: str = ""
     estimates: dict[str, Learned] = field(default_factory=dict)
     tasks: int = 0
+    evidence: str = ""  # what the estimates rest on: whole drafts, or method-level questions
     questions: int = 0  # the method-level questions the estimates rest on
     none_right: float | None = None  # their learned share where no draft is right
     moved: list[str] = field(default_factory=list)  # task keys whose pick moved
@@ -88,6 +94,7 @@ class LearnedRun:
                 for k, v in sorted(self.estimates.items())
             },
             "tasks": self.tasks,
+            "evidence": self.evidence,
             "questions": self.questions,
             "none_right": self.none_right,
             "moved": list[JSONValue](self.moved),
@@ -217,12 +224,8 @@ def _questions(found: Records) -> list[TaskQuestions]:
     return asked
 
 
-def _estimates(votes: Sequence[TaskVotes], sources: Sequence[str]) -> dict[str, Learned]:
-    """Whole-draft estimates (``agents.pick.reliability.estimate``): for records that hold no
-    behaviour table, so no method-level question."""
-    fitted = estimate(votes)
-    counts = tasks_per_source(votes)
-    return {s: Learned(fitted.accuracy[s], counts.get(s, 0)) for s in sources}
+def _learned(found: Estimate) -> Learned:
+    return Learned(found.value, found.tasks, found.low, found.high)
 
 
 def learn_picks(
@@ -259,13 +262,18 @@ def learn_picks(
     if len(sources) < 2:
         why = "one model wrote every draft" if sources else "no stored selection record"
         return done(LearnedRun(False, why))
-    run = LearnedRun(True, "", _estimates(votes, sources), len(votes))
-    asked = _questions(found)
-    if any(t.questions for t in asked):
-        fitted = estimate_from_questions(asked)
+    run = LearnedRun(True, "", {}, len(votes))
+    whole = estimate(votes)
+    if whole_drafts_tell(whole):
+        counts = tasks_per_source(votes)
+        run.evidence = "whole drafts"
         run.estimates = {
-            s: Learned(e.value, e.tasks, e.low, e.high) for s, e in fitted.estimates.items()
+            s: _learned(with_interval(whole.accuracy[s], counts.get(s, 0), PRIOR)) for s in sources
         }
+    else:  # no right draft on most tasks: the method-level questions tell the models apart
+        fitted = estimate_from_questions(_questions(found))
+        run.evidence = "method-level questions"
+        run.estimates = {s: _learned(e) for s, e in fitted.estimates.items()}
         run.questions, run.none_right = fitted.questions, fitted.none_right
     estimates = run.estimates
     decided: list[Decided] = []

@@ -9,14 +9,17 @@ from codegen.agents.pick import (
     BehaviourTable,
     Question,
     TaskQuestions,
+    TaskVotes,
     UsedReliability,
     decide,
+    estimate,
     estimate_from_questions,
     questions_of,
 )
 from codegen.agents.pick import rules as pick_rules
 from codegen.agents.pick.behaviour import ERROR
 from codegen.agents.pick.decision import agreement_rule
+from codegen.agents.pick.reliability import NONE_CAP, whole_drafts_tell
 from codegen.agents.pick.rules import Observations
 
 STRONG = "strong @ http://a"
@@ -144,3 +147,15 @@ def test_the_method_level_estimate_ranks_the_reliable_model_first_and_narrows_wi
     assert not all(strong.low > w.high for w in weak)
     many = estimate_from_questions(tasks * 8)
     assert all(many.estimates[STRONG].low > many.estimates[m].high for m in WEAK)
+
+
+def test_whole_drafts_tell_the_models_apart_only_where_some_draft_is_right_on_most_tasks() -> None:
+    sources = (STRONG, *WEAK)
+    agreeing = [TaskVotes(sources, (True,) * 5, (0, 0, 0, 1, 2)) for _ in range(30)]
+    assert whole_drafts_tell(estimate(agreeing))
+    # Every draft of every class its own behaviour, most failing the examples: whole-class
+    # agreement finds no right draft, and every estimate collapses alike.
+    apart = [TaskVotes(sources, (True, False, False, True, False), (0, 1, 2, 3, 4))] * 30
+    collapsed = estimate(apart)
+    assert not whole_drafts_tell(collapsed)
+    assert collapsed.none_correct == NONE_CAP

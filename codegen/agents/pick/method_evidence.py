@@ -79,6 +79,15 @@ class MethodReliability:
     iterations: int
 
 
+def with_interval(p: float, tasks: int, prior: tuple[float, float]) -> Estimate:
+    """``p`` estimated over ``tasks`` with a Beta(``prior``) pseudo-count, and its interval
+    (a normal approximation of the Beta posterior, ``INTERVAL_Z`` each side)."""
+    spread = INTERVAL_Z * math.sqrt(p * (1.0 - p) / (sum(prior) + tasks + 1.0))
+    return Estimate(
+        round(p, 4), round(max(0.0, p - spread), 4), round(min(1.0, p + spread), 4), tasks
+    )
+
+
 def questions_of(
     classes: Sequence[Sequence[int]],
     rows: Sequence[Sequence[bool]],
@@ -169,16 +178,7 @@ def estimate_from_questions(
         p = new
         if change < tolerance:
             break
-    estimates = {}
-    for s in sources:
-        n = tally[s][1]
-        spread = INTERVAL_Z * math.sqrt(p[s] * (1.0 - p[s]) / (a + b + n + 1.0))
-        estimates[s] = Estimate(
-            round(p[s], 4),
-            round(max(0.0, p[s] - spread), 4),
-            round(min(1.0, p[s] + spread), 4),
-            int(n),
-        )
+    estimates = {s: with_interval(p[s], int(tally[s][1]), prior) for s in sources}
     return MethodReliability(
         estimates, round(none_prior, 4), sum(len(t.questions) for t in asked), done
     )

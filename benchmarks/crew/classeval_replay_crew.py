@@ -59,6 +59,7 @@ from benchmarks.common.classeval_heldout import HELD_OUT, held_out_ids
 RESULT = ROOT / "benchmarks" / "results" / "classeval_replay_crew.json"
 GREEDY = "_class_H_greedy.json"
 SAMPLED = "_class_H_t0.2.json"
+SHOWN_WHY = 300  # characters of a moved pick's reason on the results page
 
 
 @dataclass
@@ -247,7 +248,11 @@ def run_eval_config(
         k: report.get(k) for k in ("solved_tasks", "tasks_scored", "wall_s", "repick_seconds")
     }
     repick = report.get("repick") or {}
-    result.estimates = repick.get("estimates") or {}
+    # Keyed by model name (the endpoint is the replay's port, another each run).
+    result.estimates = {
+        key.split(" @ ")[0]: value for key, value in (repick.get("estimates") or {}).items()
+    }
+    result.report |= {k: repick.get(k) for k in ("evidence", "questions", "none_right")}
     results_dir = Path(report["results_dir"])
     for path in sorted((results_dir / "samples").glob("*.json")):
         doc = json.loads(path.read_text())
@@ -339,6 +344,36 @@ def figures(
     return out
 
 
+def estimates_line(run: CrewRun) -> str:
+    """Each model's estimate and interval, most reliable first, and what they rest on."""
+    found = sorted(run.estimates.items(), key=lambda kv: -float(kv[1].get("p", 0.0)))
+    shown = "; ".join(
+        f"{m} {e['p']}" + (f" [{e['low']}, {e['high']}]" if "low" in e else "") for m, e in found
+    )
+    return f"{shown} (from {run.report.get('evidence') or 'no estimate'})"
+
+
+def moved_lines(run: CrewRun, verdicts: dict[str, dict[str, bool]], held: list[str]) -> list[str]:
+    """Per moved pick: the task, the models before and after, whether each was right, and the
+    rule and evidence that moved it (held-out tasks first)."""
+    name = run.config.name
+    order = sorted(run.moved, key=lambda k: (k not in held, int(k.rsplit("_", 1)[1])))
+    lines = []
+    for key in order:
+        m = run.moved[key]
+        right = verdicts.get(key, {})
+        before = "right" if right.get(f"{name}|plain{m['first']}") else "wrong"
+        after = "right" if right.get(f"{name}|plain{m['learned']}") else "wrong"
+        why = " ".join(str(m.get("why") or "").split()).replace("|", "/")
+        why = why if len(why) <= SHOWN_WHY else why[: SHOWN_WHY - 3] + "..."  # whole in "moved"
+        lines.append(
+            f"{key}{' (held out)' if key in held else ''}: draft {m['first']} "
+            f"({m['first_model']}, {before}) -> draft {m['learned']} ({m['learned_model']}, "
+            f"{after}) by {m.get('rule')}: {why}"
+        )
+    return lines
+
+
 def acceptance(held: dict[str, Any], every: dict[str, Any]) -> dict[str, Any]:
     """Issue 48's targets: five greedy named at least the best single file on the held-out
     tasks and at least it + 3 on all; a file's five samples at least pass@1 on the held-out
@@ -368,6 +403,41 @@ def acceptance(held: dict[str, Any], every: dict[str, Any]) -> dict[str, Any]:
     return checks
 
 
+# The per-configuration parts of the JSON (each a dict keyed by configuration name).
+PER_CONFIG = (
+    "estimates",
+    "models",
+    "moved",
+    "estimates_shown",
+    "moved_shown",
+    "eval_reports",
+    "crew_statuses",
+    "programmer_requests_answered_with_own_task",
+    "requests",
+    "wall_s",
+)
+
+
+def kept_from(result: dict[str, Any], earlier: Path) -> dict[str, Any]:
+    """``result`` with the configurations it did not run taken from an earlier full run of
+    this script (a rule change that cannot move their picks need not run them again); the
+    JSON names that run and what was kept."""
+    old = json.loads(earlier.read_text())
+    kept = sorted(set(old["all"]) - set(result["all"]) - {"tasks"})
+    for part in ("held_out", "all", *PER_CONFIG):
+        for name in kept:
+            if name in old.get(part, {}):
+                result.setdefault(part, {})[name] = old[part][name]
+    result["acceptance"] = acceptance(result["held_out"], result["all"])
+    result["kept_from_earlier_run"] = {
+        "configurations": kept,
+        "command": old.get("command"),
+        "machine": old.get("machine"),
+        "home": old.get("home"),
+    }
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=SHARED / "replays" / "classeval")
@@ -383,9 +453,17 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="tasks through the crew at once")
     parser.add_argument("--only", default="single,five_greedy,t0.2")
     parser.add_argument("--store", action="store_true", help=f"write {RESULT.name} (full runs)")
+    parser.add_argument(
+        "--keep-from",
+        type=Path,
+        default=None,
+        help="an earlier full run's JSON: the configurations --only leaves out, as it had them",
+    )
     args = parser.parse_args()
     if args.store and (args.limit or args.tuning):
         raise SystemExit("classeval_replay_crew: error: --store is for a full run (no --limit)")
+    if args.keep_from is not None and not args.keep_from.is_file():
+        raise SystemExit(f"classeval_replay_crew: error: --keep-from {args.keep_from}: no file")
     home = Path(tempfile.mkdtemp(prefix="classeval-replay-crew-"))
     os.environ.update(
         {
@@ -397,6 +475,8 @@ def main() -> None:
     )
     (home / "dagster").mkdir()
     result = run(args, home)
+    if args.keep_from is not None:
+        result = kept_from(result, args.keep_from)
     text = json.dumps(result, indent=1)
     print(text)
     if args.store:
@@ -461,7 +541,8 @@ def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         "command": "python -m benchmarks.crew.classeval_replay_crew"
         + (f" --limit {args.limit}" if args.limit else "")
         + (" --tuning" if args.tuning else "")
-        + (f" --only {args.only}" if args.only != "single,five_greedy,t0.2" else ""),
+        + (f" --only {args.only}" if args.only != "single,five_greedy,t0.2" else "")
+        + (f" --keep-from {args.keep_from.name}" if args.keep_from else ""),
         "held_out_seed": 37,
         "held_out": held_figures,
         "all": all_figures,
@@ -469,6 +550,13 @@ def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         "estimates": {r.config.name: r.estimates for r in runs if r.config.candidates > 1},
         "models": {r.config.name: r.models for r in runs if r.config.candidates > 1},
         "moved": {r.config.name: r.moved for r in runs if r.config.candidates > 1},
+        # For the results page: one line per model and per moved pick, held-out tasks first.
+        "estimates_shown": {
+            r.config.name: estimates_line(r) for r in runs if r.config.candidates > 1
+        },
+        "moved_shown": {
+            r.config.name: moved_lines(r, verdicts, held) for r in runs if r.config.candidates > 1
+        },
         "eval_reports": {r.config.name: r.report for r in runs if r.config.candidates > 1},
         "crew_statuses": {r.config.name: dict(Counter(r.status.values())) for r in runs},
         "programmer_requests_answered_with_own_task": {

@@ -56,7 +56,7 @@ from codegen.agents.pick import (
 )
 from codegen.agents.pick.decision import observations
 from codegen.agents.pick.method_evidence import with_interval
-from codegen.agents.pick.reliability import PRIOR, whole_drafts_tell
+from codegen.agents.pick.reliability import METHOD_LEVEL, PRIOR, whole_drafts_tell
 from codegen.evaluation.harness import EvalConfig, score_samples, verdict_key
 from codegen.evaluation.store import Candidate, EvalStore, read_object, write_json_atomic
 from codegen.evaluation.tasks import TaskSet
@@ -143,9 +143,12 @@ def _stored_samples(
     return samples
 
 
-def _used(selection: Selection, estimates: dict[str, Learned]) -> list[UsedReliability]:
+def _used(
+    selection: Selection, estimates: dict[str, Learned], origin: str = EVALUATION
+) -> list[UsedReliability]:
     """The reliabilities to re-pick with: a figure in the config wins; else this
-    evaluation's estimate."""
+    evaluation's estimate, from ``origin`` (``EVALUATION``: whole drafts; ``METHOD_LEVEL``:
+    method-level questions, which tell a dominant model but do not weigh votes)."""
     return [
         u
         if u.source == CONFIG
@@ -153,7 +156,7 @@ def _used(selection: Selection, estimates: dict[str, Learned]) -> list[UsedRelia
             u.candidate,
             u.model,
             estimates[u.model].value if u.model in estimates else None,
-            EVALUATION if u.model in estimates else NONE,
+            origin if u.model in estimates else NONE,
             estimates[u.model].tasks if u.model in estimates else None,
             estimates[u.model].low if u.model in estimates else None,
             estimates[u.model].high if u.model in estimates else None,
@@ -163,10 +166,13 @@ def _used(selection: Selection, estimates: dict[str, Learned]) -> list[UsedRelia
 
 
 def _repick_sample(
-    cand: Candidate, rec: tuple[Selection, list[str]] | None, estimates: dict[str, Learned]
+    cand: Candidate,
+    rec: tuple[Selection, list[str]] | None,
+    estimates: dict[str, Learned],
+    origin: str,
 ) -> tuple[JSONObject, str | None]:
     """One sample's picks record and the code it answers with after the re-pick."""
-    again = repick(rec[0], _used(rec[0], estimates)) if rec is not None else None
+    again = repick(rec[0], _used(rec[0], estimates, origin)) if rec is not None else None
     if rec is None or again is None:
         return {"first": None, "learned": None, "moved": False}, cand.code
     first = rec[0].chosen
@@ -264,13 +270,14 @@ def learn_picks(
         return done(LearnedRun(False, why))
     run = LearnedRun(True, "", {}, len(votes))
     whole = estimate(votes)
-    if whole_drafts_tell(whole):
+    origin = EVALUATION if whole_drafts_tell(whole) else METHOD_LEVEL
+    if origin == EVALUATION:
         counts = tasks_per_source(votes)
         run.evidence = "whole drafts"
         run.estimates = {
             s: _learned(with_interval(whole.accuracy[s], counts.get(s, 0), PRIOR)) for s in sources
         }
-    else:  # no right draft on most tasks: the method-level questions tell the models apart
+    else:  # no right draft on most tasks: method-level questions, for the dominance rule
         fitted = estimate_from_questions(_questions(found))
         run.evidence = "method-level questions"
         run.estimates = {s: _learned(e) for s, e in fitted.estimates.items()}
@@ -279,7 +286,8 @@ def learn_picks(
     decided: list[Decided] = []
     for key, (fingerprint, cands) in samples.items():
         repicked = [
-            _repick_sample(cand, found.get((key, i)), estimates) for i, cand in enumerate(cands)
+            _repick_sample(cand, found.get((key, i)), estimates, origin)
+            for i, cand in enumerate(cands)
         ]
         picks = [p for p, _ in repicked]
         if any(p["moved"] for p in picks):

@@ -28,7 +28,7 @@ from codegen.agents.pick.records import (
     SplittingInput,
     UsedReliability,
 )
-from codegen.agents.pick.reliability import priors_from_history
+from codegen.agents.pick.reliability import priors_from_history, vote_weights
 from codegen.agents.pick.rules import Decision, Observations, register_rule
 from codegen.agents.pick.typical import most_typical
 
@@ -58,7 +58,7 @@ def agreement_rule(seen: Observations) -> Decision:
     table, names, rows, trusted = seen.table, seen.names, seen.rows, seen.trusted
     used, typical = seen.used, seen.typical
     count = len(used)
-    priors = priors_from_history([u.model for u in used], [u.value for u in used])
+    priors = priors_from_history([u.model for u in used], vote_weights(used))
     if not names and not table.inputs and priors is None:
         if typical is not None and count > 1:
             chosen = most_typical(range(count), typical)

@@ -28,6 +28,8 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
+from codegen.agents.pick.records import UsedReliability
+
 MIN_P = 0.05
 MAX_P = 0.98
 # The most of the tasks ``estimate`` lets "no candidate is right" explain. An estimate that
@@ -182,7 +184,18 @@ CONFIG = "config"  # an ``[llm] candidates`` entry's ``reliability``
 EVALUATION = "evaluation"  # estimated over this evaluation's own tasks (its re-pick)
 HISTORY = "history"  # estimated by earlier evaluations and requests in the same home
 NONE = "none"  # no figure: the draft counts as today (equal votes, or UNKNOWN beside others)
-ORIGINS = (CONFIG, EVALUATION, HISTORY, NONE)
+# Estimated over this evaluation's method-level questions (whole drafts told the models
+# nothing): it says when one model clearly dominates (``agents.pick.dominance``) but does not
+# weigh votes: on ClassEval's 70 tuning tasks, votes weighed by it lost 2 classes against
+# equal votes, while equal votes kept the first pick's 26 (best single file: 24).
+METHOD_LEVEL = "method_level"
+ORIGINS = (CONFIG, EVALUATION, HISTORY, METHOD_LEVEL, NONE)
+
+
+def vote_weights(used: Sequence[UsedReliability]) -> list[float | None]:
+    """Per draft, the reliability its vote counts with: its value, except a method-level
+    estimate's (None: an equal vote)."""
+    return [None if u.source == METHOD_LEVEL else u.value for u in used]
 
 
 def source_key(model: str, endpoint: str) -> str:

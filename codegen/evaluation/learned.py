@@ -299,7 +299,8 @@ def learn_picks(
         run.scored = sum(
             pool.map(lambda item: _score_learned(item, store, cfg, tasks, sandbox), decided)
         )
-    if history is not None:
+    # A method-level estimate weighs no vote, so later requests do not weigh by it either.
+    if history is not None and origin == EVALUATION:
         history.record_evaluation(cfg.config_id, tasks.name, run.tasks, estimates)
     return done(run)
 

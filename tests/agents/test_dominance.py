@@ -5,6 +5,8 @@ behaviour table (one column per call of a shared call sequence) and suite rows."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from codegen.agents.pick import (
     BehaviourTable,
     Question,
@@ -19,7 +21,7 @@ from codegen.agents.pick import (
 from codegen.agents.pick import rules as pick_rules
 from codegen.agents.pick.behaviour import ERROR
 from codegen.agents.pick.decision import agreement_rule
-from codegen.agents.pick.reliability import NONE_CAP, whole_drafts_tell
+from codegen.agents.pick.reliability import METHOD_LEVEL, NONE_CAP, whole_drafts_tell
 from codegen.agents.pick.rules import Observations
 
 STRONG = "strong @ http://a"
@@ -159,3 +161,17 @@ def test_whole_drafts_tell_the_models_apart_only_where_some_draft_is_right_on_mo
     collapsed = estimate(apart)
     assert not whole_drafts_tell(collapsed)
     assert collapsed.none_correct == NONE_CAP
+
+
+def test_a_method_level_estimate_weighs_no_vote_but_still_tells_a_dominant_model() -> None:
+    rows = [(True, True)] * 5
+    method = [replace(u, source=METHOD_LEVEL) for u in CLEAR]
+    table = BehaviourTable([list(r) for r in CLASSES], LABELS)
+    equal = [replace(u, value=None, source="none") for u in CLEAR]
+    votes = Observations(table, [EXAMPLE, GENERATED], rows, [True, False], method, None, ORIGINS)
+    plain = Observations(table, [EXAMPLE, GENERATED], rows, [True, False], equal, None, ORIGINS)
+    assert agreement_rule(votes) == agreement_rule(plain)  # equal votes
+    chosen, why, rule = pick(rows, method)  # the dominant draft stands
+    assert (chosen, rule) == (0, "dominant_model") and "stands clearly above" in why
+    close = [replace(u, source=METHOD_LEVEL) for u in CLOSE]
+    assert pick(rows, close)[0] == agreement_rule(plain).chosen

@@ -51,9 +51,11 @@ def sources(workers: int) -> dict[str, list[str]]:
     }
 
 
-def row(pick: int, baseline: float, baseline_name: str, part: dict[str, Any]) -> dict[str, Any]:
+def row(
+    pick: int, baseline: float, baseline_name: str, part: dict[str, Any], tasks: int
+) -> dict[str, Any]:
     return {
-        "tasks": part["tasks"],
+        "tasks": tasks,
         "pick": pick,
         "baseline": baseline,
         "baseline_is": baseline_name,
@@ -64,7 +66,13 @@ def row(pick: int, baseline: float, baseline_name: str, part: dict[str, Any]) ->
 
 def mapcoder_set(data: dict[str, Any]) -> dict[str, Any]:
     return {
-        part: row(data[part]["learned"], data[part]["best_single"], "best single run", data[part])
+        part: row(
+            data[part]["learned"],
+            data[part]["best_single"],
+            "best single run",
+            data[part],
+            data[part]["tasks"],
+        )
         for part in ("held_out", "all")
     }
 
@@ -79,6 +87,7 @@ def classeval_sets(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
                     data[part][name]["best_single"],
                     "best single file",
                     data[part][name],
+                    data[part]["tasks"],
                 )
                 for part in ("held_out", "all")
             }
@@ -89,6 +98,7 @@ def classeval_sets(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
                     data[part][name]["pass@1"],
                     "pass@1",
                     data[part][name],
+                    data[part]["tasks"],
                 )
                 for part in ("held_out", "all")
             }

@@ -40,7 +40,9 @@ from typing import cast
 from codegen.agents.pick import (
     CONFIG,
     EVALUATION,
+    METHOD_LEVEL,
     NONE,
+    PRIOR,
     Estimate,
     Learned,
     ReliabilityHistory,
@@ -49,14 +51,14 @@ from codegen.agents.pick import (
     UsedReliability,
     estimate,
     estimate_from_questions,
+    observations,
     questions_of,
     repick,
     tasks_per_source,
     votes_of,
+    whole_drafts_tell,
+    with_interval,
 )
-from codegen.agents.pick.decision import observations
-from codegen.agents.pick.method_evidence import with_interval
-from codegen.agents.pick.reliability import METHOD_LEVEL, PRIOR, whole_drafts_tell
 from codegen.evaluation.harness import EvalConfig, score_samples, verdict_key
 from codegen.evaluation.store import Candidate, EvalStore, read_object, write_json_atomic
 from codegen.evaluation.tasks import TaskSet

@@ -15,7 +15,7 @@ from codegen.agents.pick.agreement import (
     run_on_shared_inputs,
 )
 from codegen.agents.pick.behaviour import BehaviourTable
-from codegen.agents.pick.decision import decide, record, repick
+from codegen.agents.pick.decision import decide, observations, record, repick
 from codegen.agents.pick.dominance import Dominant, Evidence, dominant_model, shown_wrong
 from codegen.agents.pick.matrix import Row, dual_agreement, pick
 from codegen.agents.pick.method_evidence import (
@@ -25,6 +25,7 @@ from codegen.agents.pick.method_evidence import (
     TaskQuestions,
     estimate_from_questions,
     questions_of,
+    with_interval,
 )
 from codegen.agents.pick.posterior import CHECK_ERRORS, posterior_pick
 from codegen.agents.pick.records import CandidateRun, Selection, SharedInput, UsedReliability
@@ -32,12 +33,15 @@ from codegen.agents.pick.reliability import (
     CONFIG,
     EVALUATION,
     HISTORY,
+    METHOD_LEVEL,
     NONE,
+    PRIOR,
     TaskVotes,
     estimate,
     source_key,
     tasks_per_source,
     votes_of,
+    whole_drafts_tell,
 )
 from codegen.agents.pick.reliability_history import (
     FILE_NAME,
@@ -63,8 +67,10 @@ __all__ = [
     "FILE_NAME",
     "HISTORY",
     "MAX_TIMEOUTS",
+    "METHOD_LEVEL",
     "NONE",
     "PICK_RULES",
+    "PRIOR",
     "BehaviourTable",
     "CandidateRun",
     "Decision",
@@ -90,6 +96,7 @@ __all__ = [
     "estimate",
     "estimate_from_questions",
     "most_typical",
+    "observations",
     "pick",
     "posterior_pick",
     "questions_of",
@@ -103,4 +110,6 @@ __all__ = [
     "typicality",
     "usable",
     "votes_of",
+    "whole_drafts_tell",
+    "with_interval",
 ]

@@ -325,36 +325,40 @@ DESCRIPTIONS: dict[str, Description] = {
         title="ClassEval through the whole crew by replay",
         module="benchmarks.crew.classeval_replay_crew",
         what=(
-            "The five greedy `class_H` reply files each alone, the five as five candidates per"
-            " task, and each `t0.2` file's five samples as five candidates, through the whole"
-            " crew by replay (the class skeleton as the request; the analyzer's spec and the"
-            " tests derived from the skeleton); the crew's final code and every raw reply (read"
-            " by the authors' rules) scored in the same run by the ClassEval scorer. `plain` is"
-            " a file's own score, `random` the mean over the candidates, pass@5 the oracle of"
-            " five samples. The 30 held-out tasks (seed 37) come first, then all 100."
+            "The five greedy `class_H` reply files each alone through the crew; the five as five"
+            " candidates per task and each `t0.2` file's five samples as five candidates, each"
+            " run as a user runs it: one `codegen eval classeval --candidates 5` with every"
+            " candidate's model named in `[llm] candidates` (five greedy files: five models; a"
+            " t0.2 file: one model five times), the evaluation estimating each model's"
+            " reliability and re-picking at its end (the pick shown; `first pick` is the crew's"
+            " during the run). The crew's final code and every raw reply (read by the authors'"
+            " rules) scored in the same run by the ClassEval scorer. `plain` is a file's own"
+            " score, `random` the mean over the candidates, pass@5 the oracle of five samples."
+            " The 30 held-out tasks (seed 37) come first, then all 100; then the estimates and,"
+            " per pick the re-pick moved, the rule and evidence that moved it."
         ),
         rows=(
             Row("held-out tasks", "held_out.tasks"),
             Row(
-                "held out: five greedy files, the crew's pick",
+                "held out: five greedy files named, the learned pick",
                 "held_out.five_greedy.ours",
                 "best single file",
                 "held_out.five_greedy.best_single",
             ),
             Row(
-                "held out: five greedy files, random pick",
-                "held_out.five_greedy.random",
+                "held out: five greedy files, first pick",
+                "held_out.five_greedy.first_pick",
                 "oracle",
                 "held_out.five_greedy.oracle",
             ),
             Row(
-                "held out: GPT-3.5-Turbo t0.2, the crew's pick",
+                "held out: GPT-3.5-Turbo t0.2, the pick",
                 "held_out.t02_GPT-35-Turbo.ours",
                 "pass@1",
                 "held_out.t02_GPT-35-Turbo.pass@1",
             ),
             Row(
-                "held out: Gemini-Pro t0.2, the crew's pick",
+                "held out: Gemini-Pro t0.2, the pick",
                 "held_out.t02_Gemini-Pro.ours",
                 "pass@1",
                 "held_out.t02_Gemini-Pro.pass@1",
@@ -376,31 +380,110 @@ DESCRIPTIONS: dict[str, Description] = {
                 )
             ),
             Row(
-                "five greedy files, the crew's pick",
+                "five greedy files named, the learned pick",
                 "all.five_greedy.ours",
                 "best single file",
                 "all.five_greedy.best_single",
             ),
             Row(
-                "five greedy files, random pick",
+                "five greedy files, first pick",
+                "all.five_greedy.first_pick",
+                "random",
                 "all.five_greedy.random",
-                "oracle",
-                "all.five_greedy.oracle",
             ),
+            Row("five greedy files, oracle", "all.five_greedy.oracle"),
             Row(
-                "GPT-3.5-Turbo t0.2, the crew's pick",
+                "GPT-3.5-Turbo t0.2, the pick",
                 "all.t02_GPT-35-Turbo.ours",
                 "pass@1",
                 "all.t02_GPT-35-Turbo.pass@1",
             ),
             Row("GPT-3.5-Turbo t0.2, pass@5", "all.t02_GPT-35-Turbo.pass@5"),
             Row(
-                "Gemini-Pro t0.2, the crew's pick",
+                "Gemini-Pro t0.2, the pick",
                 "all.t02_Gemini-Pro.ours",
                 "pass@1",
                 "all.t02_Gemini-Pro.pass@1",
             ),
             Row("Gemini-Pro t0.2, pass@5", "all.t02_Gemini-Pro.pass@5"),
+            Row(
+                "held out: five greedy files named, the rule before (votes weighed by whole-class"
+                " estimates)",
+                "rule_before_issue_48.held_out.five_greedy.ours",
+                "picks it moved",
+                "rule_before_issue_48.held_out.five_greedy.moved",
+            ),
+            Row(
+                "all: five greedy files named, the rule before",
+                "rule_before_issue_48.all.five_greedy.ours",
+                "picks it moved",
+                "rule_before_issue_48.all.five_greedy.moved",
+            ),
+            Row("five greedy files: each model's estimate", "estimates_shown.five_greedy"),
+            Row("five greedy files: picks the re-pick moved", "all.five_greedy.moved"),
+            Row("five greedy files: each moved pick and why", "moved_shown.five_greedy"),
+        ),
+    ),
+    "pick_every_set": Description(
+        title="The pick on every multi-candidate set, held-out tasks first",
+        module="benchmarks.pick.every_set",
+        what=(
+            "A selection rule ships only if its pick is not below the best single run (several"
+            " models) or pass@1 (five samples of one model) on the held-out part of every set:"
+            " MapCoder HumanEval (five runs, 40 held out, seed 41), MapCoder MBPP (three runs,"
+            " 100 held out, seed 43), ClassEval's five greedy files named as five models and each"
+            " t0.2 file's five samples (30 held out, seed 37). Each set's figures are read from"
+            " the JSON its own script stored (`learned_pick_humaneval`, `learned_pick_mbpp`,"
+            " `classeval_replay_crew`)."
+        ),
+        rows=(
+            *(
+                row
+                for key, label in (
+                    ("humaneval_mapcoder_five_runs", "HumanEval, five MapCoder runs"),
+                    ("mbpp_mapcoder_three_runs", "MBPP, three MapCoder runs"),
+                    ("classeval_five_greedy", "ClassEval, five greedy files named"),
+                    ("classeval_t02_GPT-35-Turbo", "ClassEval, GPT-3.5-Turbo t0.2 samples"),
+                    ("classeval_t02_Gemini-Pro", "ClassEval, Gemini-Pro t0.2 samples"),
+                )
+                for row in (
+                    Row(
+                        f"held out: {label}",
+                        f"sets.{key}.held_out.pick",
+                        "baseline",
+                        f"sets.{key}.held_out.baseline",
+                    ),
+                    Row(
+                        f"all: {label}",
+                        f"sets.{key}.all.pick",
+                        "baseline",
+                        f"sets.{key}.all.baseline",
+                    ),
+                )
+            ),
+            Row("ships (held out not below the baseline on every set)", "ships"),
+        ),
+    ),
+    "learned_pick_mbpp": Description(
+        title="One evaluation that learns whom to trust among three models (MBPP)",
+        module="benchmarks.pick.learned_pick",
+        what=(
+            "`codegen eval mbpp --candidates 3` against a replay of MapCoder's three recorded"
+            " runs of the 397-task set, one model name per run and no reliability given; as for"
+            " HumanEval. The 100 tasks held out by seed 43 (drawn before the dominance rule looked"
+            " at MBPP) come first."
+        ),
+        rows=(
+            Row("held-out tasks", "held_out.tasks"),
+            Row(
+                "held out: learned pick", "held_out.learned", "best single", "held_out.best_single"
+            ),
+            Row("held out: oracle", "held_out.oracle"),
+            Row("all: learned pick", "all.learned", "best single", "all.best_single"),
+            Row("all: first pick (equal votes)", "all.first_pick", "random", "all.random"),
+            Row("all: oracle", "all.oracle"),
+            Row("re-pick share of the evaluation's wall time", "eval.repick_share"),
+            Row("replay requests during the re-pick", "replay_requests_during_repick"),
         ),
     ),
     "retrieval_quality_device_fp16": Description(
@@ -455,8 +538,7 @@ DESCRIPTIONS: dict[str, Description] = {
             " equal votes, estimates each model's reliability over its own selection records and"
             " re-picks every task at its end. Every draft is scored on the hidden tests only"
             " afterwards, for each run alone, the best single run and the oracle. The 40 tasks"
-            " held out when the rule was written (seed 41) come first. The figures recorded"
-            " before evaluation moved into one slice are beside them."
+            " held out when the rule was written (seed 41) come first."
         ),
         rows=(
             Row("held-out tasks", "held_out.tasks"),
@@ -469,7 +551,6 @@ DESCRIPTIONS: dict[str, Description] = {
             Row("all: oracle", "all.oracle"),
             Row("re-pick share of the evaluation's wall time", "eval.repick_share"),
             Row("replay requests during the re-pick", "replay_requests_during_repick"),
-            Row("before the move: learned pick", "before_the_one_home_move.learned"),
         ),
     ),
     "selection_mapcoder_mbpp": Description(

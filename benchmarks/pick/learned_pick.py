@@ -8,14 +8,15 @@ the best single run and the oracle.
     .venv/bin/python -m benchmarks.pick.learned_pick --data ../shared/replays/mapcoder
     .venv/bin/python -m benchmarks.pick.learned_pick --data ../shared/replays/mapcoder-mbpp \\
         --mbpp-set ../shared/datasets/mbpp/mbpp-multiple-397.jsonl
-    # --workers W; --limit N
+    # --workers W; --limit N; --store: write benchmarks/results/learned_pick_<set>.json
 
 Prints one JSON object: the evaluation's own figures (``learned`` = its ``solved_tasks``,
 ``first_pick`` = the pick the crew made during the run, equal votes), the estimates, the
 re-pick's seconds and share of the evaluation's wall time, the replay server's requests
 logged between the re-pick's start and end (must be 0), and every figure again on the
-held-out HumanEval tasks (``HELD_OUT_SEED``, 40 tasks drawn before the change; docs name
-them). Not part of the test run.
+held-out tasks, first: HumanEval's ``HELD_OUT_SEED`` (40 tasks drawn before the change; docs
+name them), MBPP's ``MBPP_HELD_OUT_SEED`` (100 of the 397, drawn by seed before issue 48's rule
+looked at MBPP). Not part of the test run.
 """
 
 from __future__ import annotations
@@ -30,11 +31,22 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import replay_server
-from benchmarks.pick.replay_candidates import import_runs, run_json, stored, write_task_file
+from benchmarks.common import RESULTS, machine, replay_server
+from benchmarks.pick.replay_candidates import (
+    import_runs,
+    row_id,
+    run_json,
+    stored,
+    write_task_file,
+)
 
 HELD_OUT_SEED = 41
 HELD_OUT_COUNT = 40
+# MBPP's held-out tasks, drawn by seed alone (issue 48) before any rule looked at MBPP's picks:
+# a quarter of the 397-task set.
+MBPP_HELD_OUT_SEED = 43
+MBPP_HELD_OUT_COUNT = 100
+RESULT = RESULTS / "learned_pick_{set}.json"
 
 
 def held_out() -> list[str]:
@@ -44,6 +56,12 @@ def held_out() -> list[str]:
         random.Random(HELD_OUT_SEED).sample(keys, HELD_OUT_COUNT),
         key=lambda k: int(k.split("/")[1]),
     )
+
+
+def mbpp_held_out(task_ids: list[str]) -> list[str]:
+    """100 of the MBPP set's tasks by a seeded draw over its ids in sorted order."""
+    keys = sorted(task_ids)
+    return sorted(random.Random(MBPP_HELD_OUT_SEED).sample(keys, MBPP_HELD_OUT_COUNT))
 
 
 def figures(
@@ -74,6 +92,9 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--mbpp-set", type=Path, default=None)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument(
+        "--store", action="store_true", help="write benchmarks/results/learned_pick_<set>.json"
+    )
     return parser.parse_args()
 
 
@@ -201,14 +222,28 @@ def main() -> None:
         "all": figures(every, names, drafts, first, learned),
         "home": str(home),
     }
-    if not mbpp:
-        held = held_out()
-        out["held_out"] = {
-            "seed": HELD_OUT_SEED,
+    if mbpp:  # drawn over the whole set, whatever --limit ran
+        lines = files[0].read_text().splitlines()
+        held = mbpp_held_out([row_id(json.loads(x)) for x in lines if x.strip()])
+        seed = MBPP_HELD_OUT_SEED
+    else:
+        held, seed = held_out(), HELD_OUT_SEED
+    # Held-out figures first: the ones users get.
+    out = {
+        "held_out": {
+            "seed": seed,
             "task_ids": held,
             **figures([k for k in held if k in drafts], names, drafts, first, learned),
-        }
-    print(json.dumps(out, indent=1, default=str))
+        },
+        **out,
+        "machine": f"{machine()}; load average {os.getloadavg()[0]:.1f} at the end",
+    }
+    text = json.dumps(out, indent=1, default=str)
+    print(text)
+    if args.store and not args.limit:
+        RESULT.with_name(RESULT.name.format(set="mbpp" if mbpp else "humaneval")).write_text(
+            text + "\n"
+        )
 
 
 if __name__ == "__main__":

@@ -1,13 +1,21 @@
 """An evaluation with drafts from several models re-decides its picks at its end.
 
 After the last task, the run estimates each model's reliability from the selection records
-of all its tasks (``agents.pick.reliability.estimate``: each draft's eligibility on the worked
-examples and its behaviour group; no hidden test) and picks every task again from the
-behaviour table its record holds (``agents.pick.decision``): no model call and no sandbox run for
-the pick. A model's figure in the config wins over the estimate. Where the pick moves, the
-new draft as written is the task's answer (the refinement rounds it would have had need
-model calls); where it stays, the refined code stays. Only a moved pick's draft is scored on
-the hidden tests (through the per-sample verdict cache); the others' verdicts are reused.
+of all its tasks, with an interval per model (``agents.pick.method_evidence.with_interval``): from
+whole drafts (``agents.pick.reliability.estimate``: each draft's eligibility on the worked
+examples and its behaviour group) where they tell the models apart, else, where no draft is
+right on half the tasks or more (``reliability.whole_drafts_tell``: ClassEval's classes), from
+the records' method-level questions (``agents.pick.method_evidence``: each call of the shared
+call sequences and each check the drafts answer differently, a worked example's answer known
+to be likely right, "no draft is right" a hypothesis of its own). No hidden test. Then it picks
+every task again from the behaviour table its record holds (``agents.pick.decision``; the
+``dominance`` rule: a model whose interval lies above every other's keeps its draft unless
+execution shows it wrong where another draft is right): no model call and no sandbox run for
+the pick. A model's figure in the config wins over the
+estimate. Where the pick moves, the new draft as written is the task's answer (the
+refinement rounds it would have had need model calls); where it stays, the refined code
+stays. Only a moved pick's draft is scored on the hidden tests (through the per-sample
+verdict cache); the others' verdicts are reused.
 
 Stored next to the run's samples and scores (``EvalStore``):
 
@@ -32,15 +40,24 @@ from typing import cast
 from codegen.agents.pick import (
     CONFIG,
     EVALUATION,
+    METHOD_LEVEL,
     NONE,
+    PRIOR,
+    Estimate,
     Learned,
     ReliabilityHistory,
     Selection,
+    TaskQuestions,
     UsedReliability,
     estimate,
+    estimate_from_questions,
+    observations,
+    questions_of,
     repick,
     tasks_per_source,
     votes_of,
+    whole_drafts_tell,
+    with_interval,
 )
 from codegen.evaluation.harness import EvalConfig, score_samples, verdict_key
 from codegen.evaluation.store import Candidate, EvalStore, read_object, write_json_atomic
@@ -59,6 +76,9 @@ class LearnedRun:
     reason: str = ""
     estimates: dict[str, Learned] = field(default_factory=dict)
     tasks: int = 0
+    evidence: str = ""  # what the estimates rest on: whole drafts, or method-level questions
+    questions: int = 0  # the method-level questions the estimates rest on
+    none_right: float | None = None  # their learned share where no draft is right
     moved: list[str] = field(default_factory=list)  # task keys whose pick moved
     scored: int = 0  # drafts scored on the hidden tests for it (verdict cache misses)
     seconds: float = 0.0
@@ -71,9 +91,14 @@ class LearnedRun:
             "applied": self.applied,
             "reason": self.reason,
             "estimates": {
-                k: {"p": v.value, "tasks": v.tasks} for k, v in sorted(self.estimates.items())
+                k: {"p": v.value, "tasks": v.tasks}
+                | ({"low": v.low, "high": v.high} if v.low is not None else {})
+                for k, v in sorted(self.estimates.items())
             },
             "tasks": self.tasks,
+            "evidence": self.evidence,
+            "questions": self.questions,
+            "none_right": self.none_right,
             "moved": list[JSONValue](self.moved),
             "scored": self.scored,
             "seconds": round(self.seconds, 3),
@@ -120,9 +145,12 @@ def _stored_samples(
     return samples
 
 
-def _used(selection: Selection, estimates: dict[str, Learned]) -> list[UsedReliability]:
+def _used(
+    selection: Selection, estimates: dict[str, Learned], origin: str = EVALUATION
+) -> list[UsedReliability]:
     """The reliabilities to re-pick with: a figure in the config wins; else this
-    evaluation's estimate."""
+    evaluation's estimate, from ``origin`` (``EVALUATION``: whole drafts; ``METHOD_LEVEL``:
+    method-level questions, which tell a dominant model but do not weigh votes)."""
     return [
         u
         if u.source == CONFIG
@@ -130,18 +158,23 @@ def _used(selection: Selection, estimates: dict[str, Learned]) -> list[UsedRelia
             u.candidate,
             u.model,
             estimates[u.model].value if u.model in estimates else None,
-            EVALUATION if u.model in estimates else NONE,
+            origin if u.model in estimates else NONE,
             estimates[u.model].tasks if u.model in estimates else None,
+            estimates[u.model].low if u.model in estimates else None,
+            estimates[u.model].high if u.model in estimates else None,
         )
         for u in sorted(selection.reliabilities, key=lambda u: u.candidate)
     ]
 
 
 def _repick_sample(
-    cand: Candidate, rec: tuple[Selection, list[str]] | None, estimates: dict[str, Learned]
+    cand: Candidate,
+    rec: tuple[Selection, list[str]] | None,
+    estimates: dict[str, Learned],
+    origin: str,
 ) -> tuple[JSONObject, str | None]:
     """One sample's picks record and the code it answers with after the re-pick."""
-    again = repick(rec[0], _used(rec[0], estimates)) if rec is not None else None
+    again = repick(rec[0], _used(rec[0], estimates, origin)) if rec is not None else None
     if rec is None or again is None:
         return {"first": None, "learned": None, "moved": False}, cand.code
     first = rec[0].chosen
@@ -188,6 +221,21 @@ def _score_learned(
     return len(misses)
 
 
+def _questions(found: Records) -> list[TaskQuestions]:
+    """Each record's method-level questions (``agents.pick.method_evidence``)."""
+    asked = []
+    for selection, models in found.values():
+        seen = observations(selection)
+        if seen is not None:
+            table, _, rows, trusted = seen
+            asked.append(TaskQuestions(tuple(models), questions_of(table.classes, rows, trusted)))
+    return asked
+
+
+def _learned(found: Estimate) -> Learned:
+    return Learned(found.value, found.tasks, found.low, found.high)
+
+
 def learn_picks(
     store: EvalStore,
     cfg: EvalConfig,
@@ -222,14 +270,26 @@ def learn_picks(
     if len(sources) < 2:
         why = "one model wrote every draft" if sources else "no stored selection record"
         return done(LearnedRun(False, why))
-    fitted = estimate(votes)
-    counts = tasks_per_source(votes)
-    estimates = {s: Learned(fitted.accuracy[s], counts.get(s, 0)) for s in sources}
-    run = LearnedRun(True, "", estimates, len(votes))
+    run = LearnedRun(True, "", {}, len(votes))
+    whole = estimate(votes)
+    origin = EVALUATION if whole_drafts_tell(whole) else METHOD_LEVEL
+    if origin == EVALUATION:
+        counts = tasks_per_source(votes)
+        run.evidence = "whole drafts"
+        run.estimates = {
+            s: _learned(with_interval(whole.accuracy[s], counts.get(s, 0), PRIOR)) for s in sources
+        }
+    else:  # no right draft on most tasks: method-level questions, for the dominance rule
+        fitted = estimate_from_questions(_questions(found))
+        run.evidence = "method-level questions"
+        run.estimates = {s: _learned(e) for s, e in fitted.estimates.items()}
+        run.questions, run.none_right = fitted.questions, fitted.none_right
+    estimates = run.estimates
     decided: list[Decided] = []
     for key, (fingerprint, cands) in samples.items():
         repicked = [
-            _repick_sample(cand, found.get((key, i)), estimates) for i, cand in enumerate(cands)
+            _repick_sample(cand, found.get((key, i)), estimates, origin)
+            for i, cand in enumerate(cands)
         ]
         picks = [p for p, _ in repicked]
         if any(p["moved"] for p in picks):
@@ -241,7 +301,8 @@ def learn_picks(
         run.scored = sum(
             pool.map(lambda item: _score_learned(item, store, cfg, tasks, sandbox), decided)
         )
-    if history is not None:
+    # A method-level estimate weighs no vote, so later requests do not weigh by it either.
+    if history is not None and origin == EVALUATION:
         history.record_evaluation(cfg.config_id, tasks.name, run.tasks, estimates)
     return done(run)
 

@@ -1,6 +1,7 @@
 """Changing the pick rule (docs/architecture.md, "Changing the pick rule"): a rule registered
 by name and named as the default is the one the crew's pick follows, with nothing else
-edited; the default rule stays the registered ``agreement``."""
+edited; the default rule is the registered ``dominance`` (agreement unless one model clearly
+dominates)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from codegen.agents.pick import (
 )
 from codegen.agents.pick import rules as pick_rules
 from codegen.agents.pick.decision import agreement_rule
+from codegen.agents.pick.dominance import dominance_rule
 from codegen.agents.types import Status
 from codegen.replay.scripted import PRIMES_SOLUTION, ScriptedOpenAIServer, primes_handler
 from codegen.sandbox.api import Sandbox
@@ -42,8 +44,9 @@ def toy_rule(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def test_the_default_rule_is_the_registered_agreement_rule() -> None:
-    assert pick_rules.DEFAULT_RULE == "agreement"
+def test_the_default_rule_is_the_registered_dominance_rule() -> None:
+    assert pick_rules.DEFAULT_RULE == "dominance"
+    assert PICK_RULES["dominance"] is dominance_rule
     assert PICK_RULES["agreement"] is agreement_rule
 
 

@@ -2,7 +2,8 @@
 sandbox, ``draft_pick.select_draft``) and an evaluation's re-pick (from the stored selection record,
 no model call and no sandbox run) decide by the same code.
 
-``decide`` applies the registered pick rule (``rules``; by default ``agreement_rule``) to the
+``decide`` applies the registered pick rule (``rules``; by default ``dominance``, which is
+``agreement_rule`` unless one model clearly dominates) to the
 behaviour table (each draft's outcome class per shared input), the
 suite's pass/fail rows, which tests are worked examples, and per draft the reliability its
 vote counts with (``UsedReliability``; all ``none``: equal votes). ``record`` writes the
@@ -27,7 +28,7 @@ from codegen.agents.pick.records import (
     SplittingInput,
     UsedReliability,
 )
-from codegen.agents.pick.reliability import priors_from_history
+from codegen.agents.pick.reliability import priors_from_history, vote_weights
 from codegen.agents.pick.rules import Decision, Observations, register_rule
 from codegen.agents.pick.typical import most_typical
 
@@ -39,10 +40,11 @@ def decide(
     trusted: Sequence[bool],
     used: Sequence[UsedReliability],
     typical: Sequence[float] | None = None,
+    origins: Sequence[str] | None = None,
 ) -> Decision:
-    """The pick by the registered rule ``rules.DEFAULT_RULE`` names (``agreement_rule``
-    unless another was registered and named there)."""
-    seen = Observations(table, names, rows, trusted, used, typical)
+    """The pick by the registered rule ``rules.DEFAULT_RULE`` names (``dominance``:
+    ``agreement_rule`` unless one model clearly dominates, ``agents.pick.dominance``)."""
+    seen = Observations(table, names, rows, trusted, used, typical, origins)
     return rules.rule_named(rules.DEFAULT_RULE)(seen)
 
 
@@ -56,7 +58,7 @@ def agreement_rule(seen: Observations) -> Decision:
     table, names, rows, trusted = seen.table, seen.names, seen.rows, seen.trusted
     used, typical = seen.used, seen.typical
     count = len(used)
-    priors = priors_from_history([u.model for u in used], [u.value for u in used])
+    priors = priors_from_history([u.model for u in used], vote_weights(used))
     if not names and not table.inputs and priors is None:
         if typical is not None and count > 1:
             chosen = most_typical(range(count), typical)
@@ -188,5 +190,6 @@ def repick(selection: Selection, used: Sequence[UsedReliability]) -> Selection |
     if found is None or len(used) != len(selection.candidates):
         return None
     table, names, rows, trusted = found
-    decision = decide(table, names, rows, trusted, used, typicality_of(selection))
+    origins = [i.origin for i in selection.inputs]
+    decision = decide(table, names, rows, trusted, used, typicality_of(selection), origins)
     return record(replace(selection, reliabilities=list(used)), decision, names)

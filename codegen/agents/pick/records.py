@@ -210,13 +210,16 @@ class UsedReliability:
     (``agents.pick.reliability.source_key``: model @ endpoint), the value (None: none, the draft
     counts as today), where it came from (``config``, ``evaluation``: estimated over this
     evaluation's tasks, ``history``: over earlier evaluations and requests in this home, or
-    ``none``) and how many tasks an estimate rests on."""
+    ``none``), how many tasks an estimate rests on and, for an estimate, its interval
+    (``low``/``high``: ``agents.pick.method_evidence``; the dominance rule reads them)."""
 
     candidate: int
     model: str
     value: float | None
     source: str
     tasks: int | None = None
+    low: float | None = None
+    high: float | None = None
 
     def to_dict(self) -> JSONObject:
         out: JSONObject = {
@@ -227,6 +230,8 @@ class UsedReliability:
         }
         if self.tasks is not None:
             out["tasks"] = self.tasks
+        if self.low is not None and self.high is not None:
+            out["low"], out["high"] = self.low, self.high
         return out
 
     @classmethod
@@ -237,6 +242,8 @@ class UsedReliability:
             value=_float(data.get("value")),
             source=_str(data.get("source")) or "none",
             tasks=_opt_int(data.get("tasks")),
+            low=_float(data.get("low")),
+            high=_float(data.get("high")),
         )
 
 

@@ -28,8 +28,16 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
+from codegen.agents.pick.records import UsedReliability
+
 MIN_P = 0.05
 MAX_P = 0.98
+# The most of the tasks ``estimate`` lets "no candidate is right" explain. An estimate that
+# reaches it found no right behaviour on half the tasks or more: whole candidates cannot tell
+# the sources apart there (``whole_drafts_tell``), and the estimate must come from smaller
+# questions (``agents.pick.method_evidence``).
+NONE_CAP = 0.5
+PRIOR = (2.0, 1.0)  # ``estimate``'s Beta pseudo-count on each source's tally
 UNKNOWN = math.e / (1.0 + math.e)  # p whose log-odds are 1.0: a source with no estimate
 
 
@@ -85,7 +93,7 @@ def _groups(task: TaskVotes) -> dict[Hashable, list[int]]:
 def estimate(
     tasks: Sequence[TaskVotes],
     iterations: int = 100,
-    prior: tuple[float, float] = (2.0, 1.0),
+    prior: tuple[float, float] = PRIOR,
     tolerance: float = 1e-6,
 ) -> Reliability:
     """The one-coin Dawid-Skene estimate of each source's accuracy over ``tasks`` (EM from
@@ -136,7 +144,7 @@ def estimate(
                 tally[source][0] += right
                 tally[source][1] += 1.0
         new = {s: hits / total for s, (hits, total) in tally.items()}
-        none_prior = min(0.5, max(0.01, none_mass / max(len(tasks), 1)))
+        none_prior = min(NONE_CAP, max(0.01, none_mass / max(len(tasks), 1)))
         change = max(abs(new[s] - p[s]) for s in sources)
         p = new
         if change < tolerance:
@@ -144,6 +152,12 @@ def estimate(
     return Reliability(
         {s: round(v, 4) for s, v in p.items()}, iterations=done, none_correct=none_prior
     )
+
+
+def whole_drafts_tell(fitted: Reliability) -> bool:
+    """Whether a whole-candidate estimate can tell its sources apart: it found a right
+    behaviour on more than half the tasks (``NONE_CAP``)."""
+    return fitted.none_correct < NONE_CAP
 
 
 def _clip(p: float) -> float:
@@ -170,7 +184,18 @@ CONFIG = "config"  # an ``[llm] candidates`` entry's ``reliability``
 EVALUATION = "evaluation"  # estimated over this evaluation's own tasks (its re-pick)
 HISTORY = "history"  # estimated by earlier evaluations and requests in the same home
 NONE = "none"  # no figure: the draft counts as today (equal votes, or UNKNOWN beside others)
-ORIGINS = (CONFIG, EVALUATION, HISTORY, NONE)
+# Estimated over this evaluation's method-level questions (whole drafts told the models
+# nothing): it says when one model clearly dominates (``agents.pick.dominance``) but does not
+# weigh votes: on ClassEval's 70 tuning tasks, votes weighed by it lost 2 classes against
+# equal votes, while equal votes kept the first pick's 26 (best single file: 24).
+METHOD_LEVEL = "method_level"
+ORIGINS = (CONFIG, EVALUATION, HISTORY, METHOD_LEVEL, NONE)
+
+
+def vote_weights(used: Sequence[UsedReliability]) -> list[float | None]:
+    """Per draft, the reliability its vote counts with: its value, except a method-level
+    estimate's (None: an equal vote)."""
+    return [None if u.source == METHOD_LEVEL else u.value for u in used]
 
 
 def source_key(model: str, endpoint: str) -> str:

@@ -39,10 +39,13 @@ FILE_NAME = "reliability.json"
 
 @dataclass(frozen=True)
 class Learned:
-    """One model's reliability as the home has learned it."""
+    """One model's reliability as the home has learned it (with its interval when an
+    evaluation's method-level estimate gave one)."""
 
     value: float
     tasks: int
+    low: float | None = None
+    high: float | None = None
 
 
 class ReliabilityHistory:

@@ -17,7 +17,8 @@ from codegen.agents.pick.records import SelectionGroup, UsedReliability
 class Observations:
     """What a pick is decided from: each draft's outcome class per shared input (``table``),
     the suite's test names and per-draft pass/fail rows, which tests are worked examples
-    (``trusted``), each draft's reliability (``used``) and, when known, its typicality."""
+    (``trusted``), each draft's reliability (``used``) and, when known, its typicality and
+    where each shared input came from (``origins``: ``example``, ``test``, ``mutation``...)."""
 
     table: BehaviourTable
     names: Sequence[str]
@@ -25,6 +26,7 @@ class Observations:
     trusted: Sequence[bool]
     used: Sequence[UsedReliability]
     typical: Sequence[float] | None = None
+    origins: Sequence[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,8 @@ PickRule = Callable[[Observations], Decision]
 PICK_RULES: dict[str, PickRule] = {}
 
 # The rule ``decide`` applies; read when it runs, so a registration can change it.
-DEFAULT_RULE = "agreement"
+# ``dominance`` (agents.pick.dominance): agreement, unless one model clearly dominates.
+DEFAULT_RULE = "dominance"
 
 
 def register_rule(name: str, rule: PickRule) -> PickRule:

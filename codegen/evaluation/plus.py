@@ -53,7 +53,8 @@ MIN_TIME_LIMIT_S = 1.0  # evalplus.config.DEFAULT_MIN_TIME_LIMIT
 TASK_TIMEOUT_S = 60.0
 CANONICAL_TIME_LIMIT_S = 20.0  # per input, for the reference solution itself
 EXPECTED_VERSION = "2"  # bump when the expected-output computation changes
-SCORING_VERSION = "4"  # bump when a candidate's run or comparison changes (verdict keys)
+# Bump when a candidate's run or comparison changes (verdict keys); 5: drafts fenced and apart.
+SCORING_VERSION = "5"
 
 
 # One input's arguments, as the task file gives them (JSON).

@@ -53,8 +53,9 @@ from codegen.sandbox.types import CANNOT_ISOLATE, ExecResult, Limits
 
 # Bump when the driver or the classification changes: it is part of every cache key.
 # 5: the candidate in its own process, the test reaches it by calls; 6: a fixed hash seed;
-# 7: no in-process fallback (cannot_isolate), a scratch folder per sample, the fence.
-HARNESS_VERSION = "7"
+# 7: no in-process fallback (cannot_isolate), a scratch folder per sample, the fence; 8: values
+# cross (handles, mirrors, proxies) and the test side shares the candidate's temp folder.
+HARNESS_VERSION = "8"
 # Samples per sandbox execution: large enough to amortise the round trip, small enough that
 # a pool of workers still shares one task's 100 samples.
 MAX_BATCH = 25

@@ -207,6 +207,38 @@ def test_the_test_and_the_candidate_share_a_scratch_folder(sb: Sandbox) -> None:
     assert all(s.passed and s.isolated is True for s in scores), scores
 
 
+def test_the_test_and_the_candidate_share_one_temporary_folder(sb: Sandbox) -> None:
+    # ClassEval _92: the test makes a database under tempfile.gettempdir() and hands the path
+    # to the class, which the fence lets write only its scratch folder: both sides' temporary
+    # folder is that folder. The candidate also reads /etc/mime.types (openpyxl's import).
+    problem = Problem(
+        task_id="Fixture/tempdir",
+        prompt='def count(path):\n    """Rows of table t in the SQLite file at path."""\n',
+        entry_point="count",
+        canonical_solution="",
+        test=(
+            "import os, sqlite3\n"
+            "from tempfile import gettempdir\n"
+            "def check(candidate):\n"
+            "    path = os.path.join(gettempdir(), 'test_db.db')\n"
+            "    with sqlite3.connect(path) as db:\n"
+            "        db.execute('CREATE TABLE t (x)')\n"
+            "        db.execute('INSERT INTO t VALUES (1)')\n"
+            "    assert candidate(path) == 1\n"
+        ),
+    )
+    solution = (
+        "import mimetypes, sqlite3\n"
+        "mimetypes.init()\n"
+        "def count(path):\n"
+        "    with sqlite3.connect(path) as db:\n"
+        "        db.execute('INSERT INTO t VALUES (2)')\n"
+        "        return db.execute('SELECT count(*) FROM t').fetchone()[0] - 1\n"
+    )
+    [score] = _scores(sb, problem, [solution])
+    assert score.passed and score.isolated is True and _fenced(score.fence), score
+
+
 CODEC = Problem(
     task_id="Fixture/codec",
     # decode is the solution's (a free name of the test the prompt does not define)

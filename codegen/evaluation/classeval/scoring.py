@@ -48,8 +48,9 @@ from codegen.sandbox.protocol import DRIVER_COMMAND
 from codegen.sandbox.types import Limits
 
 # 2: a fixed hash seed (sandbox.protocol.DRIVER_COMMAND): ClassEval_22's list(set(...))
-# passed or failed by the test process's random seed; 3: no test class runs the old way.
-SCORING_VERSION = "3"  # bump when the runner or the outcomes change (part of verdict keys)
+# passed or failed by the test process's random seed; 3: no test class runs the old way;
+# 4: values cross (Inventory's live dict), the fence reads /etc/mime.types, one temp folder.
+SCORING_VERSION = "4"  # bump when the runner or the outcomes change (part of verdict keys)
 TEST_CLASS_TIMEOUT_S = 5.0
 SUCCESS, PARTIAL, FAIL, ERROR = "success", "partial_success", "fail", "error"
 _MARK = "CLASSEVAL"

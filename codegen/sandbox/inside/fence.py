@@ -71,6 +71,9 @@ SYSTEM_READS = (
     "/usr/lib/locale",
     "/usr/share/locale",
     "/etc/hostname",
+    # the MIME table the standard library's mimetypes reads when a package imports it
+    # (openpyxl does: ClassEval _38)
+    "/etc/mime.types",
     # devices: /dev/null is also writable (below); randomness comes from getrandom() anyway
     "/dev/null",
     "/dev/urandom",

@@ -321,6 +321,18 @@ def load_module(prompt, candidate, entry_point, name="solution"):
     return namespace, None
 
 
+def work_in(scratch):
+    """The test side's working folder and temporary folder: the candidate's scratch folder
+    (on no sys.path), so a file a test makes in its cwd or in ``tempfile.gettempdir()`` (ClassEval
+    _92's database) is one the fenced candidate may open; ``fence.enter`` points the
+    candidate's ``TMPDIR`` there too."""
+    import tempfile
+
+    os.chdir(scratch)
+    os.environ["TMPDIR"] = scratch
+    tempfile.tempdir = None  # chosen again, from TMPDIR
+
+
 def fenced(enter, scratch, report_fd):
     """In a candidate's process, before any of its code: the file fence (``enter``:
     ``fence.enter``, write only ``scratch``) and what it said written on ``report_fd``, then

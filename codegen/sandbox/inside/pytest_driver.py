@@ -179,7 +179,7 @@ def _pytest_side(sock, junit_w, status_w, out_w, test_source, folders):
         os.dup2(out_w, 1)
         os.dup2(out_w, 2)
         _close_except({sock.fileno(), junit_w, status_w})
-        os.chdir(scratch)  # the tests' files beside the solution's (on no sys.path)
+        isolation.work_in(scratch)  # the test's files beside the candidate's
         module = _StandIn("solution")
         module.__dict__["_codegen_conn"] = conn
         sys.modules["solution"] = module

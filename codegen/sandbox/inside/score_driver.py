@@ -184,7 +184,7 @@ def _test_side(task, sock, verdict_w, memory_bytes, scratch):
             resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
         _quiet_stdio()
         _close_except({sock.fileno(), verdict_w})
-        os.chdir(scratch)  # the test's files beside the candidate's (on no sys.path)
+        isolation.work_in(scratch)  # the test's files beside the candidate's
         verdict = _decide(task, handles.Conn(sock))
         data = json.dumps(verdict).encode()
         while data:

@@ -5,9 +5,11 @@ only where the file carries solutions). Fixtures in APPS's row shape, written he
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from dagster import DagsterInstance, instance_for_test
 
 from codegen.evaluation.apps import expected_text, is_task_file, parse_task_file, rows_modules
 from codegen.evaluation.humaneval import PROGRAM
@@ -142,3 +144,37 @@ def test_samples_file_and_canonical_through_the_command(
     assert code == 0, err
     assert "APPS: solved 1/3 tasks (passed 1, wrong_answer 1, runtime_error 1, timeout 0)" in out
     assert "the file's own is_solved: 1; 2 tasks disagree" in out
+
+
+@pytest.fixture
+def instance(monkeypatch: pytest.MonkeyPatch) -> Iterator[DagsterInstance]:
+    """A fresh test instance, which `codegen eval --backfill` submits to."""
+    pools = {"concurrency": {"pools": {"default_limit": 2, "granularity": "op"}}}
+    with instance_for_test(overrides=pools) as found:
+        monkeypatch.setattr(
+            "codegen.orchestration.cli.evaluate.configured_instance", lambda settings: found
+        )
+        yield found
+
+
+@pytest.mark.docker
+def test_rows_as_a_backfill_report_as_a_direct_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], instance: DagsterInstance
+) -> None:
+    """The registered shape gives the backfill for free: its runs read the staged task file
+    and samples, the command reports the same figures and disagreements."""
+    tasks = write_tasks(tmp_path / "apps.jsonl")
+    rows = [
+        {"task_id": 11, "source_codes": [RIGHT.format(task=11)], "is_solved": False},
+        {"task_id": 12, "source_codes": ["print(1)\n"], "is_solved": False},
+    ]
+    samples = tmp_path / "rows.jsonl"
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ("--tasks", str(tasks), "--samples-file", str(samples), "--backfill", "--json")
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    result = json.loads(out[out.find("{") :])  # the driven daemon logs to the captured stdout
+    assert result["backfill_status"] == "COMPLETED_SUCCESS"
+    figures = result["apps"]
+    assert (figures["solved_tasks"], figures["file_is_solved"]) == (1, 0)
+    assert [d["task"] for d in figures["disagreements"]] == ["11"]

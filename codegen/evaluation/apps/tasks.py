@@ -35,7 +35,8 @@ class TaskFileError(BadInput):
 
 
 # The samples file last read, by task key: its own verdict (``is_solved``) per task. The
-# shape's figures set them beside the sandbox's (one process reads the file and reports).
+# shape's figures set them beside the sandbox's (one process reads the file and reports);
+# reading a task file forgets them (a command reads its task file first).
 _recorded: dict[str, bool] = {}
 
 
@@ -133,6 +134,7 @@ def parse_task(record: JSONValue, where: str) -> Problem:
 
 
 def parse_task_file(text: str, path: Path) -> dict[str, Problem]:
+    _recorded.clear()
     problems: dict[str, Problem] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

@@ -11,6 +11,21 @@ from benchmarks.results_rows import Description, Row
 __all__ = ["DESCRIPTIONS", "Description", "Row"]
 
 # Keyed by the JSON file's stem. Key paths are dotted; a list value is printed whole.
+# MapCoder's six APPS runs (benchmarks.scoring.apps_plain), each its file's name's start.
+APPS_RUNS = ("ChatGPT-Direct", "ChatGPT-CoT", "ChatGPT-Analogical", "ChatGPT-SelfPlanning",
+             "ChatGPT-MapCoder-3-5", "GPT4-Turbo-Direct")  # fmt: skip
+
+
+def apps_rows() -> tuple[Row, ...]:
+    """Per run: solved in the sandbox beside the plain run, and the file's own count."""
+    rows: list[Row] = []
+    for label in APPS_RUNS:
+        key = f"runs.{label}-APPS-Python3-0-1"
+        solved = Row(f"{label}: solved", f"{key}.sandbox_solved", "plain", f"{key}.plain_solved")
+        rows += [solved, Row(f"{label}: the file's own is_solved", f"{key}.file_is_solved")]
+    return tuple(rows)
+
+
 DESCRIPTIONS: dict[str, Description] = {
     "cpu_default_build": Description(
         title="Index build on the CPU with the default embedder",
@@ -194,6 +209,24 @@ DESCRIPTIONS: dict[str, Description] = {
             ),
             Row("attacks blocked after the fix", "after.blocked", "before it", "before.blocked"),
             Row("payload errors after the fix", "after.error", "before it", "before.error"),
+        ),
+    ),
+    "apps_plain": Description(
+        title="APPS: MapCoder's six runs scored in the sandbox beside a plain run",
+        module="benchmarks.scoring.apps_plain",
+        what=(
+            "`codegen eval apps --samples-file` on each recorded MapCoder run of the 128 APPS"
+            " tasks (each row's final program, `source_codes[-1]`): every hidden input on a"
+            " fresh process's stdin behind the fence, stdout against the expected lines,"
+            " trailing whitespace ignored, 4 s per input. The baseline is a plain run of the"
+            " same programs on the same inputs in a plain container of the sandbox image"
+            " (`python3 prog.py < input`, stdout only, the same limit), beside the file's own"
+            " `is_solved`. The JSON lists every task where the three differ, with its cause."
+        ),
+        rows=(
+            Row("load average at the start", "load_1m_at_start"),
+            Row("time limit per input, s", "time_limit_s"),
+            *apps_rows(),
         ),
     ),
     "classeval_scoring": Description(

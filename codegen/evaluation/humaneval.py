@@ -20,6 +20,8 @@ KEY_SEPARATOR = "-"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 # The task shape of HumanEval-like problems (``codegen.evaluation.task_shape``).
 FUNCTION = "function"
+# APPS's: a whole program, stdin in and stdout out (``codegen.evaluation.apps``).
+PROGRAM = "apps"
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,9 @@ class Problem:
     def canonical_module(self) -> str:
         """The benchmark's own solution as a candidate module: prompt + canonical body
         (HumanEval), or the canonical solution itself where it is a whole module defining the
-        entry point (MBPP; ClassEval, whose entry point is a class)."""
-        if _defines(self.canonical_solution, self.entry_point):
+        entry point (MBPP; ClassEval, whose entry point is a class), or a whole program
+        (APPS, whose prompt is prose)."""
+        if self.shape == PROGRAM or _defines(self.canonical_solution, self.entry_point):
             return self.canonical_solution
         return self.prompt + self.canonical_solution
 

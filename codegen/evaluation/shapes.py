@@ -1,6 +1,6 @@
 """The registry of task shapes (``codegen.evaluation.task_shape``): every shape, named once.
 
-Built in: the function shape and ClassEval's. A shape of one's own is registered with
+Built in: the function shape, ClassEval's and APPS's. A shape of one's own is registered with
 :func:`register_shape` by its module (a module named in ``[eval] benchmarks`` is imported
 before a task file is read, and by every run of a backfill).
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from codegen.evaluation.apps import APPS_SHAPE
 from codegen.evaluation.classeval import CLASSEVAL_SHAPE
 from codegen.evaluation.humaneval import Problem
 from codegen.evaluation.task_shape import FUNCTION_SHAPE, TaskShape
@@ -65,4 +66,4 @@ def package_set_of(problems: Iterable[Problem]) -> TaskShape | None:
 
 
 # The registration: one line per built-in shape.
-BUILT_IN = tuple(register_shape(s).name for s in (FUNCTION_SHAPE, CLASSEVAL_SHAPE))
+BUILT_IN = tuple(register_shape(s).name for s in (FUNCTION_SHAPE, CLASSEVAL_SHAPE, APPS_SHAPE))

@@ -159,6 +159,29 @@ def classeval(task_file: Path, **options: Unpack[RunOptions]) -> None:
     _evaluate(found, **options)
 
 
+@eval_group.command(name="apps")
+@click.option(
+    "--tasks",
+    "task_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="An APPS task file: JSONL with description, sample_io and test_list ({input, "
+    "output} cases), as MapCoder's selection has it.",
+)
+@run_options
+def apps_command(task_file: Path, **options: Unpack[RunOptions]) -> None:
+    """Run APPS: whole programs, each hidden input on a fresh process's stdin in the sandbox,
+    stdout compared with the expected lines (trailing whitespace ignored), a time limit per
+    input. --samples-file also takes MapCoder's rows (each task's source_codes[-1]) and
+    reports their own is_solved beside the sandbox's verdicts, with every disagreement."""
+    from codegen.evaluation.humaneval import PROGRAM
+
+    found = _task_set(task_file, "APPS")
+    if not any(p.shape == PROGRAM for p in found.problems.values()):
+        raise click.UsageError(f"--tasks: {task_file} is not an APPS task file (test_list cases)")
+    _evaluate(found, **options)
+
+
 def _shape_sandbox(settings: Settings, shape: TaskShape) -> Settings:
     """A task shape whose tests need a package set (ClassEval's import numpy, pandas, nltk,
     ...) runs with it (a backfill's runs too: its plan carries the set in a run tag)."""

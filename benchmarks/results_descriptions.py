@@ -186,11 +186,11 @@ DESCRIPTIONS: dict[str, Description] = {
         ),
     ),
     "verdict_payloads": Description(
-        title="Issue 46's attacks on the verdicts, before and after the fix",
+        title="Attacks on the verdicts, before and after the fix",
         module="benchmarks.verdicts.payloads",
         what=(
-            "Each numbered finding of issue 46 as a payload (a planted `__init__.py`, the test"
-            " file swapped for a folder, a cross-sample plant, a class object forcing the old"
+            "Each numbered finding of the hostile review as a payload (a planted"
+            " `__init__.py`, the test file swapped for a folder, a cross-sample plant, a class object forcing the old"
             " way in three scorers, a draft reading its siblings, each overridden resource"
             " field, deep and huge outputs, eight children over the job's memory, a"
             " 10,000-digit int, StopIteration, an unhashed package set, an inbox link, a"

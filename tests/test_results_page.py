@@ -50,8 +50,8 @@ def test_a_recorded_command_shows_how_it_runs_today() -> None:
     page = load_script()
     text = page.render()
     # The stored JSON is history: its command stays as recorded, the moved script beside it.
-    assert "- Command, as recorded: `.venv/bin/python benchmarks/classeval_scoring.py`" in text
-    assert "- Runs today as: `.venv/bin/python -m benchmarks.scoring.classeval_scoring`" in text
+    assert "- Command, as recorded: `.venv/bin/python benchmarks/replay_crew.py`" in text
+    assert "- Runs today as: `.venv/bin/python -m benchmarks.crew.replay_crew`" in text
 
 
 def test_every_moved_script_names_a_module_that_runs_today() -> None:

@@ -39,6 +39,7 @@ CASES = [
     Case("eval tasks", ("eval", "tasks", "{missing}", "--canonical"), "cannot read"),
     Case("eval tasks", ("eval", "tasks", "{not_json}", "--canonical"), "not valid JSON"),
     Case("eval mbpp", ("eval", "mbpp", "--tasks", "{no_fields}", "--canonical"), "is missing"),
+    Case("eval apps", ("eval", "apps", "--tasks", "{missing}", "--canonical"), "cannot read"),
     Case(
         "eval classeval",
         ("eval", "classeval", "--tasks", "{numbers}", "--canonical"),

@@ -189,16 +189,16 @@ DESCRIPTIONS: dict[str, Description] = {
         title="Attacks on the verdicts, before and after the fix",
         module="benchmarks.verdicts.payloads",
         what=(
-            "Each numbered finding of the hostile review as a payload (a planted"
-            " `__init__.py`, the test file swapped for a folder, a cross-sample plant, a class object forcing the old"
-            " way in three scorers, a draft reading its siblings, each overridden resource"
-            " field, deep and huge outputs, eight children over the job's memory, a"
-            " 10,000-digit int, StopIteration, an unhashed package set, an inbox link, a"
-            " negative Content-Length), run against two trees (the commit before the fix, a"
-            " git worktree, and this one), on both sandbox backends where it runs in one."
-            " `succeeded` means the attack worked; `blocked` only when the defence was seen;"
-            " `attacks` in the JSON lists each. The inbox link was refused before the first"
-            " tree already (f0f8475); it succeeds at e0b7ad2."
+            "Each numbered finding of the hostile review as a payload (a planted `__init__.py`, "
+            "the test file swapped for a folder, a cross-sample plant, a class object forcing the"
+            " old way in three scorers, a draft reading its siblings, each overridden resource "
+            "field, deep and huge outputs, eight children over the job's memory, a 10,000-digit "
+            "int, StopIteration, an unhashed package set, an inbox link, a negative Content-"
+            "Length), run against two trees (the commit before the fix, a git worktree, and this "
+            "one), on both sandbox backends where it runs in one. `succeeded` means the attack "
+            "worked; `blocked` only when the defence was seen; `attacks` in the JSON lists each. "
+            "The inbox link was refused before the first tree already (f0f8475); it succeeds at "
+            "e0b7ad2."
         ),
         rows=(
             Row(

@@ -42,6 +42,7 @@ from supervisor import (
     _kill_leftovers,
     _non_dumpable,
     _reap,
+    _take,
     _wipe_dir,
     _wipe_ipc,
 )
@@ -375,12 +376,8 @@ def main():
         zygote.close()
         _zygote(theirs)
     theirs.close()
-    with open("token.txt") as fh:
-        token = fh.read().strip()
-    os.remove("token.txt")
-    with open("job.json") as fh:
-        job = json.load(fh)
-    os.remove("job.json")
+    token = _take("token.txt").strip()
+    job = json.loads(_take("job.json"))
     if "modules" in job:
         _many(job, token, zygote, zygote_pid)
         return

@@ -32,7 +32,7 @@ import time
 DRIVER_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, DRIVER_DIR)  # -I leaves the script's dir out
 import fence  # noqa: E402
-from supervisor import _ancestors, _kill_leftovers, _non_dumpable, _reap, _wipe_dir  # noqa: E402
+from supervisor import _ancestors, _clear_sample, _kill_leftovers, _non_dumpable, _take  # noqa: E402
 
 sys.path[:] = [p for p in sys.path if p not in (DRIVER_DIR, "", ".")]
 MAX_FENCE_TEXT = 300
@@ -187,17 +187,6 @@ def judge(run, expected, job):
     return "wrong_answer", f"expected {wanted[:120]!r}, got {got[:120]!r}"
 
 
-def _clear(previous, own_pid_namespace, keep):
-    """Every process of the previous sample gone, its scratch folder removed."""
-    if own_pid_namespace:
-        _kill_leftovers(keep)
-    _reap()
-    if previous is not None:
-        _wipe_dir(previous)
-        with contextlib.suppress(OSError):
-            os.rmdir(previous)
-
-
 def _sample(scratch, source, cases, job, keep):
     """Every input of ``cases`` until the first that fails: the sample's verdict line."""
     with open(os.path.join(scratch, PROGRAM), "w", encoding="utf-8") as fh:
@@ -227,24 +216,20 @@ def _sample(scratch, source, cases, job, keep):
 
 def _main():
     _non_dumpable()
-    with open("token.txt") as fh:
-        batch_token = fh.read().strip()
-    os.remove("token.txt")
-    with open("batch.json") as fh:
-        batch = json.load(fh)
-    os.remove("batch.json")
+    batch_token = _take("token.txt").strip()
+    batch = json.loads(_take("batch.json"))
     keep = _ancestors()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a program that closes its stdin early
     names = ("timeout_s", "memory_bytes", "max_output_bytes", "own_pid_namespace")
     job = {k: batch[k] for k in names}
     scratch = None
     for i, source in enumerate(batch["programs"]):
-        _clear(scratch, batch["own_pid_namespace"], keep)
+        _clear_sample(scratch, batch["own_pid_namespace"], keep)
         scratch = tempfile.mkdtemp(prefix="scratch-", dir=DRIVER_DIR)
         line = json.dumps({"i": i, **_sample(scratch, source, batch["cases"], job, keep)})
         sys.stdout.write("\n" + batch_token + " " + line + "\n")
         sys.stdout.flush()
-    _clear(scratch, batch["own_pid_namespace"], keep)
+    _clear_sample(scratch, batch["own_pid_namespace"], keep)
 
 
 if __name__ == "__main__":

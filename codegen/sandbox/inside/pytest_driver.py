@@ -37,7 +37,7 @@ DRIVER_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, DRIVER_DIR)  # -I leaves the script's dir out
 import handles  # noqa: E402
 import isolation  # noqa: E402
-from supervisor import _non_dumpable  # noqa: E402
+from supervisor import _close_except, _non_dumpable, _take  # noqa: E402
 
 # Everything the driver needs from its folder is imported: no process of the run imports from
 # it again (the solution can write there when the kernel has no fence).
@@ -46,15 +46,6 @@ sys.path[:] = [p for p in sys.path if p not in (DRIVER_DIR, "", ".")]
 MAX_XML = 4_000_000
 MAX_TAIL = 20_000
 MAX_FENCE = 300
-
-
-def _close_except(keep):
-    low = 3
-    for fd in sorted(keep):
-        if fd >= low:
-            os.closerange(low, fd)
-            low = fd + 1
-    os.closerange(low, 65536)
 
 
 class _StandIn(types.ModuleType):
@@ -255,9 +246,7 @@ def _folder(prefix, name, text):
 
 def main():
     _non_dumpable()
-    with open("token.txt") as fh:
-        token = fh.read().strip()
-    os.remove("token.txt")
+    token = _take("token.txt").strip()
     sources = {}
     for name in ("test_solution.py", "solution.py"):
         with open(name, encoding="utf-8") as fh:

@@ -40,21 +40,12 @@ sys.path.insert(0, DRIVER_DIR)  # -I leaves the script's dir out
 import fence  # noqa: E402
 import handles  # noqa: E402
 import isolation  # noqa: E402
-from supervisor import _ancestors, _kill_leftovers, _non_dumpable, _reap, _wipe_dir  # noqa: E402
+from supervisor import _ancestors, _clear_sample, _close_except, _non_dumpable, _take  # noqa: E402
 
 # Everything the batch needs is imported: from here on no process of it imports from the
 # driver's folder (the candidates can write there when the kernel has no fence).
 sys.path[:] = [p for p in sys.path if p not in (DRIVER_DIR, "", ".")]
 MAX_FENCE_TEXT = 300
-
-
-def _close_except(keep):
-    low = 3
-    for fd in sorted(keep):
-        if fd >= low:
-            os.closerange(low, fd)
-            low = fd + 1
-    os.closerange(low, 65536)
 
 
 def _quiet_stdio():
@@ -259,15 +250,9 @@ def _isolated(zygote, task, timeout_s, memory_bytes, scratch):
 
 
 def _scratch(previous, own_pid_namespace, keep):
-    """A fresh scratch folder of a random name for the next sample, once every process of the
-    previous one is gone and its folder removed (even directories it made unwritable)."""
-    if own_pid_namespace:
-        _kill_leftovers(keep)
-    _reap()
-    if previous is not None:
-        _wipe_dir(previous)
-        with contextlib.suppress(OSError):
-            os.rmdir(previous)
+    """A fresh scratch folder of a random name for the next sample, once the previous one's
+    processes and folder are gone."""
+    _clear_sample(previous, own_pid_namespace, keep)
     return tempfile.mkdtemp(prefix="scratch-", dir=DRIVER_DIR)
 
 
@@ -279,12 +264,8 @@ def _main():
         zygote.close()
         _zygote(theirs)
     theirs.close()
-    with open("token.txt") as fh:
-        batch_token = fh.read().strip()
-    os.remove("token.txt")
-    with open("batch.json") as fh:
-        batch = json.load(fh)
-    os.remove("batch.json")
+    batch_token = _take("token.txt").strip()
+    batch = json.loads(_take("batch.json"))
     keep = _ancestors() | {zygote_pid}
     own = batch["own_pid_namespace"]
     scratch = None

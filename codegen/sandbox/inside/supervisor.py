@@ -49,6 +49,28 @@ def _non_dumpable():
         _libc().prctl(4, 0, 0, 0, 0)
 
 
+def _take(name):
+    """The text of the job's file ``name``, removed once read (a driver's token and job: gone
+    before any candidate runs)."""
+    with open(name, encoding="utf-8") as fh:
+        text = fh.read()
+    os.remove(name)
+    return text
+
+
+def _clear_sample(previous, own_pid_namespace, keep):
+    """Every process of the previous sample gone (in the sandbox's own PID namespace, where
+    every other process is a sample's) and its scratch folder removed, even directories it
+    made unwritable."""
+    if own_pid_namespace:
+        _kill_leftovers(keep)
+    _reap()
+    if previous is not None:
+        _wipe_dir(previous)
+        with contextlib.suppress(OSError):
+            os.rmdir(previous)
+
+
 def _close_except(keep):
     """Close every descriptor from 3 up but those in ``keep``."""
     low = 3

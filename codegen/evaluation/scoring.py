@@ -38,6 +38,7 @@ import builtins
 import json
 import secrets
 import sys
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -339,13 +340,12 @@ def _batch_limits(limits: Limits, count: int) -> Limits:
     )
 
 
-def parse_batch(
-    result: ExecResult, token: str, count: int, time_limit_s: float
-) -> dict[int, SampleScore]:
-    """The verdicts the batch driver printed under ``token``; samples it never reached are
-    absent. Only lines carrying the batch token are believed. A sample killed at its
-    ``time_limit_s`` gets the host's load now, as the batch comes back."""
-    scores: dict[int, SampleScore] = {}
+def batch_lines(
+    result: ExecResult, token: str, count: int
+) -> Iterator[tuple[int, JSONObject, str]]:
+    """Each sample's line a batch driver printed under ``token``: its index (below ``count``),
+    its data and its category (a known one, never the crew's: else ``runtime_error``). Only
+    lines carrying the token are believed."""
     for line in result.stdout.splitlines():
         if not line.startswith(token + " "):
             continue
@@ -354,11 +354,22 @@ def parse_batch(
             index = int(data["i"])
         except (ValueError, KeyError, TypeError):
             continue
-        if not 0 <= index < count:
+        if not isinstance(data, dict) or not 0 <= index < count:
             continue
         category = str(data.get("category", Category.RUNTIME_ERROR))
         if category not in set(Category) or category == Category.CREW_STATUS:
             category = Category.RUNTIME_ERROR
+        yield index, data, category
+
+
+def parse_batch(
+    result: ExecResult, token: str, count: int, time_limit_s: float
+) -> dict[int, SampleScore]:
+    """The verdicts the batch driver printed under ``token``; samples it never reached are
+    absent. Only lines carrying the batch token are believed. A sample killed at its
+    ``time_limit_s`` gets the host's load now, as the batch comes back."""
+    scores: dict[int, SampleScore] = {}
+    for index, data, category in batch_lines(result, token, count):
         timed_out = category == Category.TIMEOUT
         scores[index] = SampleScore(
             category == Category.PASSED,

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from codegen.evaluation.apps.tasks import hidden_cases
 from codegen.evaluation.humaneval import Problem
-from codegen.evaluation.scoring import MAX_BATCH, Category, SampleScore, _lost
+from codegen.evaluation.scoring import MAX_BATCH, Category, SampleScore, _lost, batch_lines
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.backends import own_pid_namespace
@@ -68,19 +68,7 @@ def _execution_limits(limits: Limits, programs: int, cases: int) -> Limits:
 def parse_lines(result: ExecResult, token: str, count: int) -> dict[int, SampleScore]:
     """The verdicts the driver printed under ``token``; samples it never reached are absent."""
     scores: dict[int, SampleScore] = {}
-    for line in result.stdout.splitlines():
-        if not line.startswith(token + " "):
-            continue
-        try:
-            data = json.loads(line[len(token) + 1 :])
-            index = int(data["i"])
-        except (ValueError, KeyError, TypeError):
-            continue
-        if not 0 <= index < count:
-            continue
-        category = str(data.get("category", Category.RUNTIME_ERROR))
-        if category not in set(Category) or category == Category.CREW_STATUS:
-            category = Category.RUNTIME_ERROR
+    for index, data, category in batch_lines(result, token, count):
         inputs = data.get("inputs") if isinstance(data.get("inputs"), list) else []
         passed = sum(1 for c in inputs if c == Category.PASSED)
         message = str(data.get("message", ""))[:500]

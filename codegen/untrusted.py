@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -64,6 +65,22 @@ def gunzip_capped(data: bytes, limit: int) -> bytes:
                 raise EOFError("compressed file ended before the end-of-stream marker")
         rest = inflater.unused_data.lstrip(b"\x00")  # gzip allows zero padding after a member
     return bytes(out)
+
+
+def json_lines(
+    text: str, path: Path | str, error: type[Exception] = BadInput
+) -> Iterator[tuple[str, JSONValue]]:
+    """Each non-blank line of a JSON-lines text as ``(where, value)``, ``where`` being
+    ``path:line``; a line that is not JSON raises ``error`` naming it."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            value = loads_json(line)
+        except ValueError as exc:
+            raise error(f"{where}: not valid JSON ({exc})") from None
+        yield where, value
 
 
 def loads_json(text: str | bytes) -> JSONValue:

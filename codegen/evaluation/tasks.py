@@ -31,7 +31,14 @@ from codegen.evaluation.humaneval import (
     task_key,
 )
 from codegen.json_types import JSONObject, JSONValue
-from codegen.untrusted import BadInput, TooLarge, gunzip_capped, loads_json, read_capped
+from codegen.untrusted import (
+    BadInput,
+    TooLarge,
+    gunzip_capped,
+    json_lines,
+    loads_json,
+    read_capped,
+)
 
 MAX_FILE_BYTES = 256 * 1024 * 1024  # decompressed; HumanEval+ is ~40 MB
 _VISIBLE_FIELDS = ("sample_io", "given_tests")
@@ -229,15 +236,8 @@ def read_task_file(path: Path | str, name: str | None = None) -> TaskSet:
             raise TaskFileError(str(exc)) from None
         return TaskSet(name=name or path.name, digest=digest, problems=found, source=str(path))
     problems: dict[str, Problem] = {}
-    first_line: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            record = loads_json(line)
-        except ValueError as exc:
-            raise TaskFileError(f"{where}: not valid JSON ({exc})") from None
+    first_line: dict[str, str] = {}
+    for where, record in json_lines(text, path, TaskFileError):
         problem = parse_task(record, where)
         key = safe_key(problem.task_id)
         if key in problems:
@@ -245,7 +245,7 @@ def read_task_file(path: Path | str, name: str | None = None) -> TaskSet:
                 f"{where}: duplicate task id {problem.task_id!r} (first on line {first_line[key]})"
             )
         problems[key] = problem
-        first_line[key] = number
+        first_line[key] = where.rsplit(":", 1)[1]
     if not problems:
         raise TaskFileError(f"{path}: empty: no tasks (JSONL, one task a line)")
     return TaskSet(name=name or path.name, digest=digest, problems=problems, source=str(path))

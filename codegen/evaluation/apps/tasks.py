@@ -24,7 +24,7 @@ from pathlib import Path
 
 from codegen.evaluation.humaneval import PROGRAM, Problem, task_key
 from codegen.json_types import JSONObject, JSONValue
-from codegen.untrusted import BadInput, loads_json
+from codegen.untrusted import BadInput, json_lines, loads_json
 
 NAME = "APPS"
 ENTRY_POINT = "main"  # a program has none; the name reports and the crew's request use
@@ -136,14 +136,7 @@ def parse_task(record: JSONValue, where: str) -> Problem:
 def parse_task_file(text: str, path: Path) -> dict[str, Problem]:
     _recorded.clear()
     problems: dict[str, Problem] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            record = loads_json(line)
-        except ValueError as exc:
-            raise TaskFileError(f"{where}: not valid JSON ({exc})") from None
+    for where, record in json_lines(text, path, TaskFileError):
         problem = parse_task(record, where)
         if problem.key in problems:
             raise TaskFileError(f"{where}: duplicate task id {problem.task_id!r}")
@@ -174,14 +167,7 @@ def rows_modules(
     ValueError naming the line."""
     modules: dict[str, list[str]] = {}
     verdicts: dict[str, bool] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            row = loads_json(line)
-        except ValueError as exc:
-            raise ValueError(f"{where}: not valid JSON ({exc})") from None
+    for where, row in json_lines(text, path, ValueError):
         if not isinstance(row, dict):
             raise ValueError(f"{where}: expected a JSON object")
         raw_id = next((row[f] for f in ("task_id", "id", "name") if f in row), None)

@@ -370,12 +370,7 @@ def _many(job, token, zygote, zygote_pid):
 
 def main():
     _non_dumpable()  # inherited by the zygote and its children
-    zygote, theirs = isolation.socket_pair()
-    zygote_pid = os.fork()
-    if zygote_pid == 0:
-        zygote.close()
-        _zygote(theirs)
-    theirs.close()
+    zygote, zygote_pid = isolation.fork_zygote(_zygote)
     token = _take("token.txt").strip()
     job = json.loads(_take("job.json"))
     if "modules" in job:

@@ -321,6 +321,19 @@ def load_module(prompt, candidate, entry_point, name="solution"):
     return namespace, None
 
 
+def fork_zygote(serve):
+    """A zygote forked now, before the driver reads its token or job, so it holds neither:
+    ``serve(its end of a socket pair)`` in the child (never returns); the driver's end and
+    the zygote's pid."""
+    ours, theirs = socket_pair()
+    pid = os.fork()
+    if pid == 0:
+        ours.close()
+        serve(theirs)
+    theirs.close()
+    return ours, pid
+
+
 def work_in(scratch):
     """The test side's working folder and temporary folder: the candidate's scratch folder
     (on no sys.path), so a file a test makes in its cwd or in ``tempfile.gettempdir()`` (ClassEval

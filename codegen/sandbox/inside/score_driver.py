@@ -258,12 +258,7 @@ def _scratch(previous, own_pid_namespace, keep):
 
 def _main():
     _non_dumpable()  # inherited by the zygote, its candidates and the test sides
-    zygote, theirs = isolation.socket_pair()
-    zygote_pid = os.fork()
-    if zygote_pid == 0:
-        zygote.close()
-        _zygote(theirs)
-    theirs.close()
+    zygote, zygote_pid = isolation.fork_zygote(_zygote)
     batch_token = _take("token.txt").strip()
     batch = json.loads(_take("batch.json"))
     keep = _ancestors() | {zygote_pid}

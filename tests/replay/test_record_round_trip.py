@@ -63,7 +63,11 @@ def replay_serve(recording: Path) -> Iterator[str]:
         yield line.removeprefix("OPENAI_BASE_URL=")
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # a loaded machine: cleanup, not what is tested
+            proc.kill()
+            proc.wait()
 
 
 def solution(out: dict[str, Any]) -> str:

@@ -49,6 +49,7 @@ LRU_SPEC: JSONObject = {
             ],
         }
     ],
+    "program": None,
     "constants": [{"name": "MISSING", "value": "-1", "description": "get's answer for no key"}],
     "dependencies": ["pandas"],
     "behaviours": ["get marks a key as recently used"],
@@ -81,9 +82,16 @@ def conforms(value: JSONValue, schema: JSONObject, root: JSONObject) -> bool:
         target = defs[ref.rsplit("/", 1)[-1]]
         assert isinstance(target, dict)
         return conforms(value, target, root)
+    choices = schema.get("anyOf")
+    if isinstance(choices, list):
+        return any(isinstance(c, dict) and conforms(value, c, root) for c in choices)
     kind = schema["type"]
+    if kind == "null":
+        return value is None
     if kind == "string":
-        return isinstance(value, str)
+        return isinstance(value, str) and value in schema.get("enum", [value])  # type: ignore[operator]
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
     if kind == "array":
         items = schema["items"]
         assert isinstance(items, dict)
@@ -110,7 +118,8 @@ def strict_objects(node: JSONValue) -> Iterator[JSONObject]:
 
 def test_the_schema_is_strict_and_a_class_spec_fits_it() -> None:
     objects = list(strict_objects(SPEC_JSON_SCHEMA))
-    assert len(objects) == 6  # the spec, function, attribute, class, constant, example
+    # the spec, function, attribute, class, program, program example, constant, example
+    assert len(objects) == 8
     for node in objects:
         props = node["properties"]
         assert isinstance(props, dict)
@@ -140,6 +149,7 @@ def test_a_class_spec_with_dependencies_round_trips(tmp_path: Path, profile: str
     # The agents see every part a request has (an example without setup shows none).
     shown = copy.deepcopy(LRU_SPEC)
     del shown["examples"][1]["setup"]  # type: ignore[index,union-attr]
+    del shown["program"]  # a module that is no program reads as it always did
     assert json.loads(spec_json(spec)) == shown
 
 
@@ -149,7 +159,7 @@ def test_the_old_function_only_shape_parses_and_reads_as_before() -> None:
     assert all(e.setup == [] for e in spec.examples)
     # The agents are shown it exactly as before: recorded replies still match.
     assert json.loads(spec_json(spec)) == PRIMES_SPEC
-    with pytest.raises(ValueError, match="no function and no class"):
+    with pytest.raises(ValueError, match="no function, no class and no program"):
         Spec.model_validate({**PRIMES_SPEC, "functions": []})
 
 

@@ -2,9 +2,10 @@
 asks for with Structured Outputs.
 
 A spec describes one module: free functions and/or classes (constructor, public attributes,
-methods), module constants, and the third-party distributions it needs. The parts a request
-does not have are empty lists, so strict mode (every property required) still holds; a reply
-in the older function-only shape parses too, its missing parts empty.
+methods), a program (how it is run, what it writes, worked runs: ``spec.program``), module
+constants, and the third-party distributions it needs. The parts a request does not have are
+empty lists (``program``: null), so strict mode (every property required) still holds; a
+reply in an older shape parses too, its missing parts empty.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from codegen.agents.spec.program import ProgramSpec
 from codegen.json_types import JSONObject, JSONValue
 
 
@@ -64,6 +66,7 @@ class Spec(_Strict):
     purpose: str = Field(min_length=1)
     functions: list[FunctionSpec] = Field(default_factory=list)
     classes: list[ClassSpec] = Field(default_factory=list)
+    program: ProgramSpec | None = None
     constants: list[ConstantSpec] = Field(default_factory=list)
     # Third-party distribution names (``pandas``, ``python-docx``); the standard library is not
     # listed.
@@ -75,8 +78,8 @@ class Spec(_Strict):
 
     @model_validator(mode="after")
     def _defines_something(self) -> Spec:
-        if not self.functions and not self.classes:
-            raise ValueError("the spec defines no function and no class")
+        if not self.functions and not self.classes and self.program is None:
+            raise ValueError("the spec defines no function, no class and no program")
         return self
 
     def names(self) -> list[str]:
@@ -88,7 +91,7 @@ class Spec(_Strict):
         """The spec as the agents are shown it: parts a request does not have are left out, so
         a function-only spec reads as it always did (recorded replies still match it)."""
         data = self.model_dump(mode="json")
-        for key in ("classes", "constants", "dependencies"):
+        for key in ("classes", "program", "constants", "dependencies"):
             if not data[key]:
                 del data[key]
         examples = data["examples"]

@@ -206,8 +206,10 @@ def _last_line(text):
     return lines[-1][:200] if lines else ""
 
 
-# What the tests' ``program`` fixture keeps of each run for people (the host's
-# ``ProgramRun``): each text cut to this many characters.
+# What the tests' ``program`` fixture keeps of each run for people: a JUnit property of the
+# test, JSON, each text cut to ``RECORD_CHARS`` (the host's ``codegen.sandbox.junit`` and
+# ``ProgramRun`` read it; a host test holds the names and sizes equal).
+PROPERTY = "codegen_program_run"
 RECORD_CHARS = 2000
 SHOWN_CHARS = 300  # each text in a failure message
 SOLUTION = "solution.py"

@@ -47,9 +47,6 @@ sys.path[:] = [p for p in sys.path if p not in (DRIVER_DIR, "", ".")]
 MAX_XML = 4_000_000
 MAX_TAIL = 20_000
 MAX_FENCE = 300
-# The JUnit property that carries one run of the ``program`` fixture to the host
-# (``codegen.sandbox.junit`` reads it).
-PROGRAM_RUN_PROPERTY = "codegen_program_run"
 
 
 class _StandIn(types.ModuleType):
@@ -146,7 +143,7 @@ def _program_fixture(scratch, status):
     def program(request):
         def record(entry, fence_said):
             status.setdefault("program_fence", fence_said)
-            request.node.user_properties.append((PROGRAM_RUN_PROPERTY, json.dumps(entry)))
+            request.node.user_properties.append((program_run.PROPERTY, json.dumps(entry)))
 
         return program_run.Program(scratch, record)
 

@@ -27,6 +27,7 @@ import program_run
 # One program, its behaviour chosen by its first argument; the default is the median of n
 # numbers read from stdin.
 SOLUTION = """\
+import glob
 import sys
 import time
 
@@ -60,6 +61,9 @@ def main(argv):
         print("escaped")
     elif mode == "sleep":
         time.sleep(30)
+    elif mode == "peek":  # the tests (their expected outputs) sit beside its folder
+        for path in glob.glob("../tests-*/test_solution.py"):
+            print(open(path).read())
 
 
 if __name__ == "__main__":
@@ -105,6 +109,7 @@ def test_writes_outside(program):
     run = program.run(arguments=["escape"])
     assert run.exit_code == 1 and "PermissionError" in run.stderr
     assert not os.path.exists("../escaped.txt")
+    assert "program.check" not in program.run(arguments=["peek"]).stdout
 
 
 def test_long_input_is_cut_in_the_record(program):
@@ -129,7 +134,8 @@ def test_hostile_programs_are_judged_without_hanging(sb: Sandbox) -> None:
     assert not report.collection_errors and report.fence == kernel_fence()
     tests = {t.name.rsplit("::", 1)[-1]: t for t in report.tests}
     fenced = kernel_fence().startswith("landlock")
-    # Behind the fence the write fails (PermissionError, exit 1); without one it lands.
+    # Behind the fence the write fails (PermissionError, exit 1) and the tests cannot be read;
+    # without one the write lands.
     outside = "passed" if fenced else "failed"
     assert {k: t.outcome for k, t in tests.items()} == {**EXPECTED, "test_writes_outside": outside}
     assert "killed: stdout past 1000000 bytes" in tests["test_prints_without_end"].message

@@ -19,6 +19,7 @@ from codegen.agents.replies import (
     ParsedCode,
     extract_json,
     extract_module,
+    extract_program,
     extract_tests,
     strip_reasoning,
 )
@@ -206,10 +207,12 @@ def write_code(
 
 def read_solution(text: str, spec: Spec) -> ParsedCode:
     """``solution.py`` from a programmer reply, read against the spec's functions and
-    classes (each with its constructor and methods)."""
+    classes (each with its constructor and methods); for a spec with a program, as a program
+    (its top-level statements kept: ``agents.replies.program``)."""
     functions = [(f.name, f.signature) for f in spec.functions]
     classes = {c.name: ["__init__", *(m.name for m in c.methods)] for c in spec.classes}
-    return extract_module(text, functions, classes)
+    read = extract_program if spec.program is not None else extract_module
+    return read(text, functions, classes)
 
 
 def review(llm: LLMClient, meter: Meter, spec: Spec, code: str, report: TestReport) -> Verdict:

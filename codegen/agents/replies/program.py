@@ -39,8 +39,7 @@ from codegen.agents.replies.extract import (
 )
 from codegen.agents.replies.repair import (
     _DEFS,
-    MAX_PROSE_LINES,
-    MAX_PROSE_STARTS,
+    _code_in_prose,
     _defined_names,
     _parse,
     _without_usage,
@@ -141,23 +140,8 @@ def _with_definitions(program: _Piece, others: list[_Piece], names: set[str]) ->
 
 def _code_lines(reply: str) -> str | None:
     """The longest run of lines that parses and does something, from a line that reads as
-    code to the last line that keeps it parsing (code between prose)."""
-    lines = reply.splitlines()[:MAX_PROSE_LINES]
-    starts = [i for i, line in enumerate(lines) if _CODE_LINE.match(line)][:MAX_PROSE_STARTS]
-    best: str | None = None
-    covered = -1
-    for start in starts:
-        if start <= covered:
-            continue
-        for end in range(len(lines), start, -1):
-            chunk = "\n".join(lines[start:end]).strip("\n")
-            tree = _parse(chunk)
-            if tree is None:
-                continue
-            if _does_something(tree) and (best is None or len(chunk) > len(best)):
-                best, covered = chunk, end - 1
-            break
-    return best
+    code (code between prose)."""
+    return _code_in_prose(reply, _CODE_LINE, _does_something)
 
 
 def _runnable(code: str, notes: list[str]) -> str:

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import typing
+from collections.abc import Callable
 
 # -- reading Python ---------------------------------------------------------------------------
 # CPython 3.11/3.12 keep the AST converter's recursion depth in per-interpreter state, so
@@ -208,10 +209,15 @@ MAX_PROSE_LINES = 400
 MAX_PROSE_STARTS = 12
 
 
-def _code_in_prose(text: str) -> str | None:
-    """The longest run of lines, starting at a definition or import, that parses as Python."""
+def _code_in_prose(
+    text: str,
+    start: re.Pattern[str] = _CODE_START,
+    keep: Callable[[ast.Module], bool] = _defines_something,
+) -> str | None:
+    """The longest run of lines, from a line ``start`` matches (a definition or import) to the
+    last that keeps it parsing, whose tree ``keep`` accepts (it defines something)."""
     lines = text.splitlines()[:MAX_PROSE_LINES]
-    starts = [i for i, line in enumerate(lines) if _CODE_START.match(line)][:MAX_PROSE_STARTS]
+    starts = [i for i, line in enumerate(lines) if start.match(line)][:MAX_PROSE_STARTS]
     best: str | None = None
     covered = -1  # a start inside the best run so far cannot give a longer one
     for start in starts:
@@ -222,7 +228,7 @@ def _code_in_prose(text: str) -> str | None:
             tree = _parse(chunk)
             if tree is None:
                 continue
-            if _defines_something(tree) and (best is None or len(chunk) > len(best)):
+            if keep(tree) and (best is None or len(chunk) > len(best)):
                 best, covered = chunk, end - 1
             break
     return best

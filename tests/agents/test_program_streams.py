@@ -7,7 +7,7 @@ import random
 
 from codegen.agents.pick.inputs import StreamBudget, stream_inputs
 from codegen.agents.pick.inputs.streams import mutated
-from codegen.agents.spec import ProgramExample, ProgramSpec
+from codegen.agents.spec import ProgramSpec
 
 MEDIAN_FORMAT = (
     "The first line holds n (1 ≤ n ≤ 100). The second line holds n integers a_i (1 ≤ a_i ≤ 10^9)."

@@ -36,6 +36,7 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 from codegen.agents.spec import ProgramSpec
@@ -172,7 +173,7 @@ class _Stream:
 
 
 def _shape(values: Sequence[int]) -> tuple[bool, bool, bool]:
-    pairs = list(zip(values, values[1:], strict=False))
+    pairs = list(pairwise(values))
     return (
         len(set(values)) == len(values),
         all(a <= b for a, b in pairs),

@@ -35,15 +35,10 @@ import tempfile
 
 DRIVER_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, DRIVER_DIR)  # -I leaves the script's dir out
-from program_run import MAX_FENCE_TEXT, PROGRAM, _run, normalised  # noqa: E402
+from program_run import MAX_FENCE_TEXT, PROGRAM, _last_line, _run, normalised  # noqa: E402
 from supervisor import _ancestors, _clear_sample, _kill_leftovers, _non_dumpable, _take  # noqa: E402
 
 sys.path[:] = [p for p in sys.path if p not in (DRIVER_DIR, "", ".")]
-
-
-def _last_line(text):
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:200] if lines else ""
 
 
 def judge(run, expected, job):

@@ -199,3 +199,129 @@ def _run(scratch, stdin_text, job, arguments=(), program=PROGRAM):
         "duration_s": round(duration, 4),
         "fence": said,
     }
+
+
+def _last_line(text):
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+# What the tests' ``program`` fixture keeps of each run for people: a JUnit property of the
+# test, JSON, each text cut to ``RECORD_CHARS`` (the host's ``codegen.sandbox.junit`` and
+# ``ProgramRun`` read it; a host test holds the names and sizes equal).
+PROPERTY = "codegen_program_run"
+RECORD_CHARS = 2000
+SHOWN_CHARS = 300  # each text in a failure message
+SOLUTION = "solution.py"
+
+
+class Run:
+    """One finished run as a test sees it; ``exit_code`` is None when the run was killed (the
+    time limit, or stdout past ``MAX_STDOUT_BYTES``)."""
+
+    FIELDS = ("stdout", "stderr", "exit_code", "timed_out", "output_capped", "duration_s")
+    __slots__ = FIELDS
+
+    def __init__(self, raw):
+        killed = raw["timed_out"] or raw["output_capped"]
+        self.stdout, self.stderr = raw["stdout"], raw["stderr"]
+        self.exit_code = None if killed else raw["exit"]
+        self.timed_out, self.output_capped = raw["timed_out"], raw["output_capped"]
+        self.duration_s = raw["duration_s"]
+
+    def __repr__(self):
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.FIELDS)
+        return f"Run({fields})"
+
+
+def _shown(text):
+    if len(text) <= SHOWN_CHARS:
+        return repr(text)
+    return f"{text[:SHOWN_CHARS]!r}... ({len(text)} characters)"
+
+
+def _checked_inputs(stdin, arguments, timeout_s):
+    if not isinstance(stdin, str):
+        raise TypeError(f"program: stdin must be a str, not {type(stdin).__name__}")
+    if isinstance(arguments, (str, bytes)):
+        raise TypeError("program: arguments must be a list of str, not one string")
+    arguments = list(arguments)
+    if not all(isinstance(a, str) for a in arguments):
+        raise TypeError("program: arguments must be a list of str")
+    if any("\x00" in a for a in arguments):
+        raise ValueError("program: an argument cannot hold a NUL character")
+    if timeout_s is not None and not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+        raise ValueError(f"program: timeout_s must be a positive number, not {timeout_s!r}")
+    return arguments
+
+
+class Program:
+    """The tests' ``program`` fixture: ``python3 solution.py ARGS`` of the scratch folder as a
+    fresh fenced process per run (``_run``), from the test side, which never runs the
+    solution's code itself. ``record(entry, fence_said)`` keeps each run for people."""
+
+    def __init__(self, scratch, record):
+        self._scratch, self._record = scratch, record
+        self._job = {
+            "timeout_s": TIME_LIMIT_S,
+            "max_output_bytes": MAX_STDOUT_BYTES,
+            "memory_bytes": None,  # this process's limit: the job's
+        }
+
+    def _go(self, stdin, arguments, timeout_s, expected):
+        arguments = _checked_inputs(stdin, arguments, timeout_s)
+        job = dict(self._job, timeout_s=float(timeout_s or TIME_LIMIT_S))
+        raw = _run(self._scratch, stdin, job, arguments, SOLUTION)
+        run = Run(raw)
+        entry = {"stdin": stdin, "arguments": arguments, **expected}
+        entry.update(stdout=run.stdout, exit_code=run.exit_code)
+        entry.update(timed_out=run.timed_out, output_capped=run.output_capped)
+        for key in ("stdin", "expected_stdout", "stdout"):
+            if isinstance(entry[key], str):
+                entry[key] = entry[key][:RECORD_CHARS]
+        entry["arguments"] = [a[:RECORD_CHARS] for a in arguments]
+        self._record(entry, raw["fence"])
+        return run, job["timeout_s"]
+
+    def run(self, stdin="", arguments=(), timeout_s=None):
+        """One run on ``stdin`` (then closed) with ``arguments``: a ``Run``."""
+        none = {"expected_stdout": None, "expected_exit_code": None, "comparison": None}
+        return self._go(stdin, arguments, timeout_s, none)[0]
+
+    def check(
+        self,
+        stdin="",
+        arguments=(),
+        stdout=None,
+        exit_code=0,
+        comparison="trailing_whitespace",
+        timeout_s=None,
+    ):
+        """One run; the test fails, with one readable message, when it was killed, or its exit
+        code or (under ``comparison``) its stdout differ. None: not compared. The ``Run``."""
+        __tracebackhide__ = True  # the failure is the test's line, not this frame
+        if comparison not in COMPARISONS:
+            raise ValueError(f"comparison must be one of {', '.join(COMPARISONS)}: {comparison!r}")
+        if stdout is not None and not isinstance(stdout, str):
+            raise TypeError(f"program.check(): stdout must be a str, not {type(stdout).__name__}")
+        expected = {"expected_stdout": stdout, "expected_exit_code": exit_code}
+        run, limit = self._go(stdin, arguments, timeout_s, {**expected, "comparison": comparison})
+        why = None
+        if run.timed_out:
+            why = f"killed at the time limit ({limit:g} s per run)"
+        elif run.output_capped:
+            why = f"killed: stdout past {MAX_STDOUT_BYTES} bytes"
+        elif exit_code is not None and run.exit_code != exit_code:
+            why = f"exit code {run.exit_code}, expected {exit_code}"
+        elif stdout is not None and not same_output(stdout, run.stdout, comparison):
+            why = f"stdout differs (compared {comparison.replace('_', ' ')})"
+        if why is None:
+            return run
+        command = " ".join(["python3", SOLUTION, *arguments])
+        lines = [f"{command}: {why}", f"stdin: {_shown(stdin)}"]
+        if stdout is not None:
+            lines.append(f"expected stdout: {_shown(stdout)}")
+        lines.append(f"actual stdout: {_shown(run.stdout)}")
+        if _last_line(run.stderr):
+            lines.append(f"stderr (last line): {_last_line(run.stderr)}")
+        raise AssertionError("\n".join(lines))

@@ -89,6 +89,10 @@ def test_what_cannot_be_shown_valid_is_not_mutated() -> None:
     for _ in range(20):
         text = mutated("2\n7 9\n", "2 ≤ n ≤ 10, then n integers", rng)
         assert text is None or _lists(text)[0] >= 2
+    # a count the format says is odd keeps its value
+    for _ in range(20):
+        text = mutated("3\n4 8 6\n", "n (odd), then n integers", rng)
+        assert text is None or _lists(text)[0] == 3
     # a connected graph's edges are reordered, never dropped
     edges = "3\n1 2\n2 3\n1 3\n"
     for _ in range(20):
@@ -118,3 +122,33 @@ def test_bounded_in_number_and_in_the_size_of_what_is_mutated() -> None:
     assert [i.origin for i in stream_inputs(program)] == ["example"]
     few = stream_inputs(_program(MEDIAN_FORMAT, "5\n5 1 4 2 3\n"), StreamBudget(max_mutations=3))
     assert len(few) == 4
+
+
+def test_runs_grouped_by_output_under_the_comparison_and_exit_status() -> None:
+    from codegen.agents.pick.programs import program_table
+    from codegen.sandbox.programs import NEVER_RAN, RunSeen
+
+    def ran(tokens: str, exit_code: int = 0) -> RunSeen:
+        return RunSeen(exit_code, digest=tokens, prefix=tokens, tokens=tokens)
+
+    program = _program("", "1\n").model_copy(update={"comparison": "float"})
+    runs = [
+        [ran("0.3333333"), ran("1", exit_code=2), ran("")],
+        [ran("0.33333331"), ran("1", exit_code=2), ran("")],  # within the tolerance
+        [ran("0.34"), RunSeen(timed_out=True), NEVER_RAN],
+        None,  # no code
+    ]
+    table = program_table(runs, program, silent_is_error=True)
+    first, exits, silent = zip(*table.classes, strict=True)
+    assert first[0] == first[1] >= 0 and first[2] >= 0 and first[2] != first[0]
+    assert first[3] == -1 and table.labels[0][first[3]] == "no code"
+    assert table.labels[0][first[0]] == "'0.3333333'"
+    # a non-zero exit is an error unless the program's exit code is part of its output
+    assert exits[:3] == (-1, -1, -2) and table.labels[1][-1] == "exit 2"
+    with_exit = program.model_copy(update={"writes": ["stdout", "exit_code"]})
+    shown = program_table(runs, with_exit, silent_is_error=True)
+    assert [row[1] for row in shown.classes][:2] == [0, 0]
+    assert shown.labels[1][0] == "'1' (exit 2)"
+    # printing nothing where every example prints is an error; a stream never run is unknown
+    assert silent == (-1, -1, -4, -1)
+    assert program_table(runs, program, silent_is_error=False).classes[0][2] >= 0

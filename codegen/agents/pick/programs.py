@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from codegen.agents.pick.agreement import SharedRun
 from codegen.agents.pick.behaviour import BehaviourTable
 from codegen.agents.pick.inputs import CallInput, StreamInput, stream_inputs
-from codegen.agents.spec import ProgramSpec
-from codegen.agents.spec.program import normalised
+from codegen.agents.spec import ProgramSpec, same_output
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.calls import CallOutcome
 from codegen.sandbox.programs import RunSeen, Stream, observe_programs
@@ -94,7 +93,9 @@ def program_table(
 
 def _printing_examples(program: ProgramSpec) -> bool:
     """Every worked example prints something (so a silent draft is broken, not quiet)."""
-    return bool(program.examples) and all(normalised(e.stdout) for e in program.examples)
+    return bool(program.examples) and not any(
+        same_output("", e.stdout, "trailing_whitespace") for e in program.examples
+    )
 
 
 def run_on_streams(

@@ -12,7 +12,8 @@ it was (a mutation that cannot be shown valid is not made):
   repeated with its count changed to match. Every property the list had stays true after the
   change (all distinct, sorted either way), a count stays within the bounds the format states
   for any one-letter variable (``1 ≤ n ≤ 100``: conservative, every stated bound applies),
-  and a format that says ``permutation`` keeps its values;
+  no count changes where the format speaks of parity or divisibility (``n is odd``), and a
+  format that says ``permutation`` keeps its values;
 * **record lines**: an integer alone in its line's role as the number of lines after it
   (``2`` then two lines of equal shape, to the end of the stream): a record is dropped with
   the count kept consistent, or the records reordered;
@@ -76,6 +77,8 @@ _ORDER_WORDS = re.compile(
 )
 _WORD_SHAPE = re.compile(r"\b(palindrom\w*|brackets?|parenthes\w*|balanced|sorted)\b", re.I)
 _PERMUTATION = re.compile(r"\bpermutation", re.IGNORECASE)
+# A count the format constrains beyond a range (``n is odd``) keeps its value.
+_COUNT_SHAPE = re.compile(r"\b(odd|even|divisible|multiple of|power of)\b", re.IGNORECASE)
 # Records that make up a whole (a connected graph, a tree) lose it when one is dropped.
 _WHOLE = re.compile(r"\b(connected|tree|graph|edges?|path|cycle)\b", re.IGNORECASE)
 _LE = r"(?:≤|<=|\\le(?:q)?|=<)"
@@ -104,6 +107,7 @@ class _Format:
     words: bool
     values: bool
     drop_records: bool
+    recount: bool
     low: int
     high: int | None
 
@@ -116,13 +120,14 @@ class _Format:
             words=not (_WORD_SHAPE.search(text) or _ORDER_WORDS.search(text)),
             values=not _PERMUTATION.search(text),
             drop_records=not _WHOLE.search(text),
+            recount=not _COUNT_SHAPE.search(text),
             # a count never goes below 1, nor below (above) any bound the format states
             low=max([1, *lows]),
             high=min(highs) if highs else None,
         )
 
     def count_ok(self, count: int) -> bool:
-        return count >= self.low and (self.high is None or count <= self.high)
+        return self.recount and count >= self.low and (self.high is None or count <= self.high)
 
 
 def _int(token: str) -> int | None:

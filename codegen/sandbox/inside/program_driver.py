@@ -17,8 +17,16 @@ scratch folder of a random name, removed with every process of it before the nex
 Per sample, one line under the batch token: the category of its first failing input (or
 ``passed``), the outcome of each input run (a sample stops at its first failing input), the
 fence, and the time limit that applied.
+
+Mode ``observe`` (a pick among drafts: no expected output) runs every program on every input
+stream (stdin and arguments) and judges nothing: per run its exit code, ``timed_out``,
+``output_capped``, and its stdout normalised under the batch's comparison as a digest with a
+short prefix (for ``float``, the tokens too when short, so the host groups numbers within the
+tolerance). A program that hits the time limit ``max_timeouts`` times is not run again: its
+remaining streams come back ``not_run``.
 """
 
+import hashlib
 import json
 import os
 import signal
@@ -75,6 +83,58 @@ def _sample(scratch, source, cases, job, keep):
     }
 
 
+def _compared(stdout, comparison):
+    """``stdout`` as ``comparison`` sees it: whole, without trailing whitespace, or tokens."""
+    if comparison == "exact":
+        return stdout
+    if comparison == "float":
+        return " ".join(stdout.split())
+    return normalised(stdout)
+
+
+def _observed(run, job):
+    """What a pick compares of one run (no verdict: there is no expected output)."""
+    text = _compared(run["stdout"], job["comparison"])
+    seen = {
+        "exit": run["exit"],
+        "timed_out": run["timed_out"],
+        "output_capped": run["output_capped"],
+        "digest": hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(),
+        "prefix": text[: job["prefix_chars"]],
+        "duration_s": run["duration_s"],
+    }
+    if job["comparison"] == "float" and len(text) <= job["max_token_chars"]:
+        seen["tokens"] = text
+    return seen
+
+
+def _observe_sample(scratch, source, streams, job, keep):
+    """Every stream of ``streams`` on one program, until it has timed out ``max_timeouts``
+    times: the sample's line."""
+    with open(os.path.join(scratch, PROGRAM), "w", encoding="utf-8") as fh:
+        fh.write(source)
+    runs, fence_said, timeouts = [], "", 0
+    for stream in streams:
+        if timeouts >= job["max_timeouts"]:
+            runs.append({"not_run": True})
+            continue
+        run = _run(scratch, stream["stdin"], job, stream["arguments"])
+        if job["own_pid_namespace"]:
+            _kill_leftovers(keep)
+        fence_said = fence_said or run["fence"]
+        timeouts += run["timed_out"]
+        runs.append(_observed(run, job))
+    return {
+        "runs": runs,
+        "isolated": True,
+        "fence": fence_said[:MAX_FENCE_TEXT] or "none: no input ran",
+        "time_limit_s": job["timeout_s"],
+    }
+
+
+_OBSERVE = ("comparison", "max_timeouts", "prefix_chars", "max_token_chars")
+
+
 def _main():
     _non_dumpable()
     batch_token = _take("token.txt").strip()
@@ -82,12 +142,17 @@ def _main():
     keep = _ancestors()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a program that closes its stdin early
     names = ("timeout_s", "memory_bytes", "max_output_bytes", "own_pid_namespace")
-    job = {k: batch[k] for k in names}
+    observe = batch.get("mode") == "observe"
+    job = {k: batch[k] for k in names + (_OBSERVE if observe else ())}
     scratch = None
     for i, source in enumerate(batch["programs"]):
         _clear_sample(scratch, batch["own_pid_namespace"], keep)
         scratch = tempfile.mkdtemp(prefix="scratch-", dir=DRIVER_DIR)
-        line = json.dumps({"i": i, **_sample(scratch, source, batch["cases"], job, keep)})
+        if observe:
+            found = _observe_sample(scratch, source, batch["streams"], job, keep)
+        else:
+            found = _sample(scratch, source, batch["cases"], job, keep)
+        line = json.dumps({"i": i, **found})
         sys.stdout.write("\n" + batch_token + " " + line + "\n")
         sys.stdout.flush()
     _clear_sample(scratch, batch["own_pid_namespace"], keep)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import unicodedata
 
 from codegen.agents.report import module_lines, program_run_lines
+from codegen.assets.codegen_metadata import _md_lines
 
 # What a hostile program may print: a colour change, a cursor move, a bell, a carriage
 # return that overwrites the line, a NUL, a right-to-left override, a line separator.
@@ -47,3 +48,12 @@ def test_a_programs_interface_is_shown_escaped() -> None:
     assert not any(_raw_controls(line) for line in lines), lines
     assert lines[0] == "program top\\x1b[2J FILE"
 
+
+def test_a_markdown_line_keeps_backticks_inside_its_code_span() -> None:
+    """A printed backtick must not close the span and turn the rest into Markdown (a remote
+    image the UI would fetch, a link)."""
+    line = "stdout 'a` ![x](http://example.invalid/x.png) ``[y](http://example.invalid)'"
+    shown = _md_lines([line], "_(none)_").value
+    assert shown.startswith("- ```") and shown.endswith("```")
+    inner = shown[len("- ```") : -len("```")]
+    assert inner.strip() == line and "```" not in inner, shown

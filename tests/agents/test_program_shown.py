@@ -57,3 +57,12 @@ def test_a_markdown_line_keeps_backticks_inside_its_code_span() -> None:
     assert shown.startswith("- ```") and shown.endswith("```")
     inner = shown[len("- ```") : -len("```")]
     assert inner.strip() == line and "```" not in inner, shown
+
+
+def test_a_killed_run_says_why_it_has_no_exit_code() -> None:
+    case = {"test": "test_solution.py::test_x", "outcome": "failed", "stdin": ""}
+    capped = {**case, "stdout": "y" * 10, "exit_code": None, "output_capped": True}
+    timed = {**case, "stdout": "", "exit_code": None, "timed_out": True}
+    lines = program_run_lines([{**capped, "expected_exit_code": 0}, timed])
+    assert lines[0].endswith("killed: stdout past the cap (expected 0)"), lines
+    assert lines[1].endswith("timed out") and not any("None" in line for line in lines)

@@ -136,9 +136,12 @@ def _run_line(run: JSONObject) -> str:
     expected = run.get("expected_stdout")
     wanted = f" (expected '{cut(expected)}')" if isinstance(expected, str) else ""
     code = run.get("exit_code")
-    ended = "timed out" if run.get("timed_out") else f"exit {code}"
-    if run.get("output_capped"):
-        ended += ", output capped"
+    if run.get("timed_out"):
+        ended = "timed out"
+    elif run.get("output_capped"):
+        ended = "killed: stdout past the cap"
+    else:
+        ended = f"exit {code}"
     expected_code = run.get("expected_exit_code")
     ended += f" (expected {expected_code})" if expected_code is not None else ""
     stdin = cut(str(run.get("stdin", "")))

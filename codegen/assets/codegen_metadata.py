@@ -5,6 +5,7 @@ Dagster metadata."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
@@ -112,8 +113,17 @@ def _final_metadata(state: CrewState) -> StepMetadata:
     }
 
 
+def _code_span(text: str) -> str:
+    """``text`` as a Markdown code span whatever it holds: fenced by more backticks than its
+    longest run of them (a program's output may print backticks; one that closed the span
+    would make the rest Markdown: a link, a remote image the browser fetches)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {text} {fence}" if longest else f"`{text}`"
+
+
 def _md_lines(lines: list[str], empty: str) -> MetadataValue:
-    return MetadataValue.md("\n".join(f"- `{line}`" for line in lines) if lines else empty)
+    return MetadataValue.md("\n".join(f"- {_code_span(line)}" for line in lines) or empty)
 
 
 def _shown_metadata(state: CrewState, folder: Path, after_tests: bool = True) -> StepMetadata:

@@ -52,6 +52,8 @@ def main(argv):
         sys.stdout.write("y" * 5_000_000)
     elif mode == "under_the_cap":
         sys.stdout.write("z\\n" * 400_000)
+    elif mode == "at_the_cap":  # a whole output of exactly the cap: not cut, not killed
+        sys.stdout.write("c" * 1_000_000)
     elif mode == "fail":
         print("partial")
         raise ValueError("bad input line 2")
@@ -97,6 +99,10 @@ def test_under_the_cap(program):
     program.check(arguments=["under_the_cap"], stdout="z\\n" * 400_000, comparison="exact")
 
 
+def test_at_the_cap(program):
+    program.check(arguments=["at_the_cap"], stdout="c" * 1_000_000, comparison="exact")
+
+
 def test_exits_non_zero(program):
     program.check(arguments=["fail"], stdout="partial\\n")
 
@@ -121,6 +127,7 @@ EXPECTED = {
     "test_prints_without_end": "failed",
     "test_writes_megabytes": "failed",
     "test_under_the_cap": "passed",
+    "test_at_the_cap": "passed",
     "test_exits_non_zero": "failed",
     "test_sleeps": "failed",
     "test_long_input_is_cut_in_the_record": "passed",

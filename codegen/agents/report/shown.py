@@ -5,6 +5,7 @@ lines never disagree."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 
 from codegen.agents.report.grade import describe_grade
@@ -88,9 +89,23 @@ def module_lines(module: JSONValue, methods: JSONValue = None) -> list[str]:
 SHOWN_CHARS = 80
 
 
+# Characters a terminal or a renderer acts on rather than shows: controls (ESC starts a
+# colour or a cursor move, CR overwrites the line), format characters (a right-to-left
+# override) and line or paragraph separators.
+_ACTED_ON = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def _shown_char(char: str) -> str:
+    if char == "\\" or unicodedata.category(char) in _ACTED_ON:
+        return char.encode("unicode_escape").decode("ascii")
+    return char
+
+
 def cut(text: str, limit: int = SHOWN_CHARS) -> str:
-    """``text`` as one line: newlines shown as ``\\n``, cut past ``limit`` characters."""
-    flat = text.replace("\\", "\\\\").replace("\n", "\\n")
+    """``text`` as one line of plain characters (a program's output is its own: a newline, an
+    escape sequence or any other control shown as its Python escape, ``\\n``, ``\\x1b``),
+    cut past ``limit`` characters."""
+    flat = "".join(map(_shown_char, text))
     return flat if len(flat) <= limit else f"{flat[:limit]}... ({len(text)} chars)"
 
 
@@ -101,8 +116,9 @@ def _program_lines(program: JSONValue, tested: Callable[[str], str]) -> list[str
         return []
     reads = ", ".join(_strings(program.get("reads"))) or "nothing"
     writes = ", ".join(_strings(program.get("writes"))) or "nothing"
+    usage = program.get("usage") or program.get("name")
     lines = [
-        f"program {program.get('usage') or program.get('name')}{tested(str(program.get('name')))}",
+        f"program {cut(str(usage), 2 * SHOWN_CHARS)}{tested(str(program.get('name')))}",
         f"  reads {reads}; writes {writes}; stdout compared: {program.get('comparison')}",
     ]
     for label, key in (("input", "input_format"), ("output", "output_format")):
@@ -120,9 +136,12 @@ def _run_line(run: JSONObject) -> str:
     expected = run.get("expected_stdout")
     wanted = f" (expected '{cut(expected)}')" if isinstance(expected, str) else ""
     code = run.get("exit_code")
-    ended = "timed out" if run.get("timed_out") else f"exit {code}"
-    if run.get("output_capped"):
-        ended += ", output capped"
+    if run.get("timed_out"):
+        ended = "timed out"
+    elif run.get("output_capped"):
+        ended = "killed: stdout past the cap"
+    else:
+        ended = f"exit {code}"
     expected_code = run.get("expected_exit_code")
     ended += f" (expected {expected_code})" if expected_code is not None else ""
     stdin = cut(str(run.get("stdin", "")))
@@ -146,7 +165,7 @@ def program_run_lines(runs: JSONValue, limit: int = 20) -> list[str]:
     expected and actual stdout and exit code, texts cut to a line; at most ``limit`` lines,
     then how many more."""
     lines = [
-        f"{str(run.get('test')).split('::', 1)[-1]} {run.get('outcome')}: {_run_line(run)}"
+        f"{cut(str(run.get('test')).split('::', 1)[-1])} {run.get('outcome')}: {_run_line(run)}"
         for run in _objects(runs)
     ]
     if len(lines) > limit:

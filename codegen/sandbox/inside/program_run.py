@@ -138,9 +138,13 @@ def _pump(stdin_w, stdout_r, stderr_r, stdin_text, job, deadline):
                 continue
             buf = readers[fd]
             cap = job["max_output_bytes"] if fd == stdout_r else MAX_STDERR_BYTES
-            buf += chunk[: max(cap - len(buf), 0)]
-            if fd == stdout_r and len(buf) >= cap:
+            # Stdout keeps one byte past its cap, to tell a whole output of exactly the cap
+            # from one that went on past it (killed); that byte is dropped.
+            keep = cap + 1 if fd == stdout_r else cap
+            buf += chunk[: max(keep - len(buf), 0)]
+            if len(buf) > cap:
                 capped = True
+                del buf[cap:]
         if capped:
             break
     return out, err, timed_out, capped, (*readers, *writers)

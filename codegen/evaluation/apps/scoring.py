@@ -27,8 +27,9 @@ from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
 from codegen.sandbox.time_limit import load_1m
 from codegen.sandbox.types import ExecResult, Limits
 
-# 1: the first program driver. Part of every verdict's key: bump when the runner changes.
-SCORING_VERSION = "1"
+# 1: the first program driver; 2: stdout of exactly the cap is output, not a kill. Part of
+# every verdict's key: bump when the runner changes.
+SCORING_VERSION = "2"
 TIME_LIMIT_S = 4.0  # per input run, wall clock
 MAX_STDOUT_BYTES = 1_000_000  # per input run: past it the program is killed (wrong_answer)
 # The driver's own cost per input run (fork, exec, interpreter start) beyond the limit.

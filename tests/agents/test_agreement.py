@@ -165,3 +165,26 @@ def test_float_outputs_within_tolerance_are_one_behaviour() -> None:
     assert c[3][0] == c[0][0] and c[3][1] != c[0][1] and c[3][2] == ERROR
     chosen = agreement_pick(table, [()] * 4)
     assert chosen.group.members == (0, 1)
+
+
+def test_drafts_that_return_nothing_do_not_outvote_the_one_that_answers() -> None:
+    """Two empty replies (every call raises NameError) crash the same way on every input; that
+    is no shared answer. Before, they formed the heaviest group (the inputs they crash on
+    looked invalid, so crashing cost no weight) and the pick was an empty draft, with equal
+    votes and with each draft's prior alike (MBPP's mbpp_126_sum in the learned pick)."""
+
+    def ok(value: object) -> CallOutcome:
+        return CallOutcome("ok", value)
+
+    empty = [CallOutcome("error", error="NameError: name 'sum' is not defined")] * 3
+    table = BehaviourTable.of([[ok(6), ok(3), ok(1)], empty, empty])
+    for priors, support in (
+        (None, "group"),
+        ([0.75, 0.79, 0.84], "similarity"),  # the empties' models estimated the more reliable
+    ):
+        chosen = agreement_pick(table, [()] * 3, priors=priors, support=support)
+        assert chosen.chosen == 0 and chosen.eligible == (0,)
+        assert "2 draft(s) that return a value on no shared input left out" in chosen.why
+    # When no draft returns a value anywhere, nobody is left out.
+    nothing = agreement_pick(BehaviourTable.of([empty, empty]), [()] * 2)
+    assert nothing.eligible == (0, 1) and "left out" not in nothing.why

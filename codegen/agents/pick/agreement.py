@@ -10,7 +10,9 @@ generated suite and which tests are the spec's worked examples (``selection.rows
   an output too). An input a candidate never ran (its run stopped after a timeout, or at its
   deadline) is unknown: it counts neither for nor against it.
 * ``agreement_pick`` (rule ``output_agreement``): candidates passing the most worked examples
-  are eligible (an example in the spec outranks any number of agreeing drafts). An input is
+  are eligible (an example in the spec outranks any number of agreeing drafts), less any
+  draft that returns a value on no shared input while another eligible one does (an empty
+  reply, a class that does not build: crashing alike is not agreeing on an answer). An input is
   *valid* when at least half of the eligible candidates that ran it return a value on it; a
   candidate's weight is the share of the valid inputs it ran that it returns a value on
   (crashing or hanging on inputs its peers handle costs it weight). CodeT's dual agreement
@@ -107,6 +109,23 @@ def _checks_that_count(
         suspect=suspect,
         outvoted=outvoted,
     )
+
+
+def _answering(
+    table: BehaviourTable, frame: PickFrame, eligible: list[int]
+) -> tuple[list[int], int]:
+    """The ``eligible`` drafts that return a value on at least one shared input, and how
+    many were left out for returning none, when some eligible draft returns one. A draft that
+    raises or hangs on every input it ran (an empty reply, a class that fails to build)
+    answers no question, so drafts failing the same way are not agreeing on an answer: two
+    empty replies would otherwise outvote the one draft with code, and make the inputs they
+    crash on look invalid."""
+    answering = [
+        i for i in eligible if any(table.classes[frame.people[i]][k] >= 0 for k in frame.columns)
+    ]
+    if not answering:
+        return eligible, 0
+    return answering, len(eligible) - len(answering)
 
 
 def _expected_agreement(
@@ -259,6 +278,8 @@ def agreement_pick(
     passed_examples = [frame.passes(i, checks.examples) for i in range(len(people))]
     best_examples = max(passed_examples)
     eligible = [i for i in range(len(people)) if passed_examples[i] == best_examples]
+    passing = len(eligible)
+    eligible, silent = _answering(table, frame, eligible)
     valid = table.valid_inputs([people[i] for i in eligible], frame.columns)
     weight = {i: prior[i] * table.value_share(people[i], valid) for i in eligible}
     groups = _ranked_groups(table, frame, checks.counted, prior, weight, valid, support)
@@ -276,7 +297,10 @@ def agreement_pick(
             if priors is None
             else "weighted_output_agreement"
         ),
-        why=_why(frame, checks, ranked, len(eligible), best_examples, valid, support),
+        why=_why(frame, checks, ranked, passing, best_examples, valid, support)
+        + (
+            f"; {silent} draft(s) that return a value on no shared input left out" if silent else ""
+        ),
         eligible=tuple(people[i] for i in eligible),
         valid_inputs=valid,
         splitting=tuple(splitting_inputs(table, leaders, frame.columns, max_splitting)),

@@ -26,7 +26,32 @@ def apps_rows() -> tuple[Row, ...]:
     return tuple(rows)
 
 
+def apps_extraction_rows() -> tuple[Row, ...]:
+    """Per run: replies whose extracted program is the harness's, of all the run's rows."""
+    rows: list[Row] = []
+    for label in APPS_RUNS:
+        key = f"runs.{label}-APPS-Python3-0-1"
+        rows.append(Row(f"{label}: same program", f"{key}.matches", "rows", f"{key}.total"))
+    return tuple(rows)
+
+
 DESCRIPTIONS: dict[str, Description] = {
+    "apps_extraction": Description(
+        title="APPS: programs read from MapCoder's raw replies",
+        module="benchmarks.crew.apps_extraction",
+        what=(
+            "Every final raw reply (`responses[-1]`) of MapCoder's six APPS runs read by the"
+            " crew's reader for a spec with a program (no execution), against the program"
+            " MapCoder's harness extracted from the same reply (`source_codes[-1]`), equal"
+            " when their syntax trees are. The JSON lists each other reply with its cause: the"
+            " reader refuses code that does not parse or only defines functions (which,"
+            " run as a program, prints nothing)."
+        ),
+        rows=(
+            Row("same program", "matches", "rows", "rows"),
+            *apps_extraction_rows(),
+        ),
+    ),
     "cpu_default_build": Description(
         title="Index build on the CPU with the default embedder",
         module="benchmarks.corpus.cpu_default_build",

@@ -20,6 +20,7 @@ from codegen.agents.pick import (
     decide,
     record,
     run_on_shared_inputs,
+    run_on_streams,
     source_key,
     typicality,
     usable,
@@ -85,14 +86,13 @@ def select_draft(
     def run(draft: DraftCandidate) -> TestReport | None:
         return execute_tests(box, draft.code, suite, limits) if draft.code else None
 
+    codes = [d.code or "" for d in drafts]
     with ThreadPoolExecutor(max_workers=min(4, len(drafts) + 1)) as pool:
-        shared_future = pool.submit(
-            run_on_shared_inputs,
-            box,
-            [d.code or "" for d in drafts],
-            spec,
-            state.tests.tests,
-            limits,
+        # A program is compared as what the user runs: on input streams, not its functions.
+        shared_future = (
+            pool.submit(run_on_streams, box, codes, spec.program, limits)
+            if spec.program is not None
+            else pool.submit(run_on_shared_inputs, box, codes, spec, state.tests.tests, limits)
         )
         reports = list(pool.map(run, drafts))
         shared = shared_future.result()
@@ -101,7 +101,7 @@ def select_draft(
     # Each draft's reliability: its [llm] candidates entry's, else what this home learned of
     # its model (earlier evaluations and requests), else none (equal votes).
     used = used_reliabilities(llm, history, len(drafts))
-    typical = typicality([d.code or "" for d in drafts])
+    typical = typicality(codes)
     decision = decide(shared.table, names, rows, trusted, used, typical)
     base = Selection(
         chosen=decision.chosen,
@@ -126,6 +126,7 @@ def select_draft(
             for i, labels in zip(shared.inputs, shared.table.labels, strict=True)
         ],
         inputs_seconds=round(shared.seconds, 3) if shared.inputs else None,
+        inputs_time_limit_s=shared.time_limit_s if shared.inputs else None,
         reliabilities=list(used),
     )
     selection = record(base, decision, names)

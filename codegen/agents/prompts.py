@@ -21,6 +21,15 @@ Reply with JSON matching the given schema (a part the request does not need is a
 - classes: every public class: its constructor's signature (`__init__`, with `self`), its
   public attributes (name, type, meaning) and every public method (exact signature with
   `self`, and its contract, including how it changes the instance's state);
+- program: null, unless the request is for a program (a command-line tool, a program that
+  reads standard input and prints its answer): then its interface: `name` (the command a
+  person types), `usage` (`logtop FILE [-n N]`, `median < numbers.txt`), what it `reads`
+  (stdin, arguments, files) and `writes` (stdout, files, exit_code), `input_format` and
+  `output_format` line by line, `comparison` (how stdout is compared: `exact`,
+  `trailing_whitespace`, or `float` for numbers printed with rounding), and `examples`:
+  worked runs, each `stdin`, `arguments`, the exact `stdout` and the `exit_code`. List
+  functions besides it only where its logic naturally lives in them; the call `examples`
+  below then stay empty unless such a function has its own;
 - constants: public module-level constants (name, value as Python source, meaning);
 - dependencies: the third-party distributions the module imports, by their package index
   names (`pandas`, `python-docx`); the standard library is not listed. Name one only when the
@@ -59,6 +68,22 @@ Rules:
   network, no files outside the working directory, each test well under a second;
 - reply with exactly one fenced ```python block holding the whole module, nothing else."""
 
+# Added to the test designer's prompt for a spec with a program (``spec.program``): a
+# function-only spec's prompt stays as it was, so recorded replies still match it.
+TEST_DESIGNER_PROGRAM = """\
+This module is a program: the specification's `program` says how it is run (`python3
+solution.py ARG...`), what it reads and writes, and gives worked runs. Test it as a program,
+through the `program` fixture (never by calling a `main` it may define):
+- `program.check(stdin="3\\n1 2 3\\n", arguments=[], stdout="2\\n", exit_code=0,
+  comparison="{comparison}")` runs it once and fails the test when the exit code or stdout
+  differ (`stdout=None`: stdout not compared);
+- `run = program.run(stdin=..., arguments=[...])` gives `run.stdout`, `run.stderr` and
+  `run.exit_code` for checks of your own;
+- stdin and stdout exactly as `input_format` and `output_format` state, one test per worked
+  run, behaviour and edge case, with `comparison="{comparison}"` as the specification states;
+- for each function the specification lists besides the program, also import it from
+  `solution` and test it directly: the module is tested both ways."""
+
 FORMAT_REASK = """\
 Your previous reply could not be used: {problem}.
 Reply again with exactly one fenced ```python block holding the whole module."""
@@ -73,6 +98,14 @@ specification exactly, with type hints and docstrings. Import only the standard 
 and the distributions the specification lists under `dependencies`.
 
 Reply with exactly one fenced ```python block holding the whole module, nothing else."""
+
+# Added to the programmer's prompt for a spec with a program (as TEST_DESIGNER_PROGRAM).
+PROGRAMMER_PROGRAM = """\
+This module is a program: it runs as `python3 solution.py ARG...` and must read exactly what
+the specification's `program` says it reads (stdin, arguments, files) and write exactly its
+`output_format`, nothing more (no prompts, no extra lines), exiting with the stated exit
+code. Put the run under `if __name__ == "__main__":`, so importing the module runs nothing;
+define the functions the specification lists, with their exact signatures."""
 
 PROGRAMMER_USER = """\
 Specification (JSON):
@@ -125,6 +158,13 @@ the code's quality against this rubric, its four parts weighing the same:
 10: nothing to improve; 7: small improvements only; 4: it works, with real flaws; 1: wrong
 or unsafe."""
 
+# Added to the reviewer's prompt for a spec with a program (as TEST_DESIGNER_PROGRAM).
+REVIEWER_PROGRAM = """\
+This module is a program: check it against the specification's `program` as well: it reads
+what the interface says (stdin, arguments, files) and writes exactly the output format (no
+prompts or extra output), exits with the stated codes, and runs only under
+`if __name__ == "__main__":`."""
+
 REVIEWER_USER = """\
 Specification (JSON):
 {spec_json}
@@ -142,6 +182,12 @@ You are a technical writer. Write the README.md, in Markdown, for the accepted m
 specification's worked examples, and an API reference with every public function's signature,
 parameters, return value and errors. Reply with the Markdown only."""
 
+# Added to the documenter's prompt for a spec with a program (as TEST_DESIGNER_PROGRAM).
+DOCUMENTER_PROGRAM = """\
+This module is a program: document it as one. Start with its usage line (the
+specification's `program.usage`), say what it reads and writes, and show one worked run
+from its examples: the command, the input it is given and the output it prints."""
+
 DOCUMENTER_USER = """\
 Specification (JSON):
 {spec_json}
@@ -154,7 +200,12 @@ solution.py:
 # Which constants each agent's output depends on (for code versions).
 ROLE_PROMPTS: dict[str, tuple[str, ...]] = {
     "analyzer": (ANALYZER_SYSTEM, ANALYZER_USER, ANALYZER_REASK),
-    "test_designer": (TEST_DESIGNER_SYSTEM, TEST_DESIGNER_USER, FORMAT_REASK),
+    "test_designer": (
+        TEST_DESIGNER_SYSTEM,
+        TEST_DESIGNER_USER,
+        FORMAT_REASK,
+        TEST_DESIGNER_PROGRAM,
+    ),
     "programmer": (
         PROGRAMMER_SYSTEM,
         PROGRAMMER_USER,
@@ -164,9 +215,10 @@ ROLE_PROMPTS: dict[str, tuple[str, ...]] = {
         FEEDBACK_TESTS,
         FEEDBACK_REVIEW,
         FEEDBACK_HUMAN,
+        PROGRAMMER_PROGRAM,
     ),
-    "reviewer": (REVIEWER_SYSTEM, REVIEWER_USER),
-    "documenter": (DOCUMENTER_SYSTEM, DOCUMENTER_USER),
+    "reviewer": (REVIEWER_SYSTEM, REVIEWER_USER, REVIEWER_PROGRAM),
+    "documenter": (DOCUMENTER_SYSTEM, DOCUMENTER_USER, DOCUMENTER_PROGRAM),
 }
 
 

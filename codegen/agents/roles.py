@@ -19,6 +19,7 @@ from codegen.agents.replies import (
     ParsedCode,
     extract_json,
     extract_module,
+    extract_program,
     extract_tests,
     strip_reasoning,
 )
@@ -78,6 +79,14 @@ def spec_json(spec: Spec) -> str:
     return json.dumps(spec.shown(), indent=2, ensure_ascii=False)
 
 
+def system_prompt(base: str, program_part: str, spec: Spec) -> str:
+    """A role's system prompt for ``spec``: ``base``, and for a program ``program_part`` after
+    it (a spec without a program gets ``base`` unchanged: recorded replies still match it)."""
+    if spec.program is None:
+        return base
+    return f"{base}\n\n{program_part.format(comparison=spec.program.comparison)}"
+
+
 # -- parsing the wire conventions -------------------------------------------------------------
 def parse_verdict(text: str) -> Verdict:
     """APPROVED only when it is the reply's first word (``<think>`` reasoning dropped first);
@@ -130,7 +139,12 @@ def design_tests(llm: LLMClient, meter: Meter, spec: Spec) -> str:
     A reply with no usable test module is told what was wrong and asked once more.
     """
     messages = [
-        {"role": "system", "content": prompts.TEST_DESIGNER_SYSTEM},
+        {
+            "role": "system",
+            "content": system_prompt(
+                prompts.TEST_DESIGNER_SYSTEM, prompts.TEST_DESIGNER_PROGRAM, spec
+            ),
+        },
         {"role": "user", "content": prompts.TEST_DESIGNER_USER.format(spec_json=spec_json(spec))},
     ]
     problem = ""
@@ -175,7 +189,10 @@ def write_code(
         spec_json=spec_json(spec), context=format_context(context)
     )
     messages = [
-        {"role": "system", "content": prompts.PROGRAMMER_SYSTEM},
+        {
+            "role": "system",
+            "content": system_prompt(prompts.PROGRAMMER_SYSTEM, prompts.PROGRAMMER_PROGRAM, spec),
+        },
         {"role": "user", "content": user},
     ]
     if previous is not None and feedback:
@@ -190,10 +207,12 @@ def write_code(
 
 def read_solution(text: str, spec: Spec) -> ParsedCode:
     """``solution.py`` from a programmer reply, read against the spec's functions and
-    classes (each with its constructor and methods)."""
+    classes (each with its constructor and methods); for a spec with a program, as a program
+    (its top-level statements kept: ``agents.replies.program``)."""
     functions = [(f.name, f.signature) for f in spec.functions]
     classes = {c.name: ["__init__", *(m.name for m in c.methods)] for c in spec.classes}
-    return extract_module(text, functions, classes)
+    read = extract_program if spec.program is not None else extract_module
+    return read(text, functions, classes)
 
 
 def review(llm: LLMClient, meter: Meter, spec: Spec, code: str, report: TestReport) -> Verdict:
@@ -202,7 +221,10 @@ def review(llm: LLMClient, meter: Meter, spec: Spec, code: str, report: TestRepo
         spec_json=spec_json(spec), code=code.rstrip(), passed=report.passed, total=report.total
     )
     messages = [
-        {"role": "system", "content": prompts.REVIEWER_SYSTEM},
+        {
+            "role": "system",
+            "content": system_prompt(prompts.REVIEWER_SYSTEM, prompts.REVIEWER_PROGRAM, spec),
+        },
         {"role": "user", "content": user},
     ]
     return parse_verdict(llm.complete("reviewer", messages, meter).content)
@@ -211,7 +233,10 @@ def review(llm: LLMClient, meter: Meter, spec: Spec, code: str, report: TestRepo
 def document(llm: LLMClient, meter: Meter, spec: Spec, code: str) -> str:
     """Documentation Generator: README.md (usage + API reference) for the accepted code."""
     messages = [
-        {"role": "system", "content": prompts.DOCUMENTER_SYSTEM},
+        {
+            "role": "system",
+            "content": system_prompt(prompts.DOCUMENTER_SYSTEM, prompts.DOCUMENTER_PROGRAM, spec),
+        },
         {
             "role": "user",
             "content": prompts.DOCUMENTER_USER.format(

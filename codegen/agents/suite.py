@@ -20,7 +20,9 @@ def spec_example_tests(spec: Spec) -> str:
 
     The setup statements run, then the call and the expected value are evaluated, inside the
     test, in the sandbox, in the namespace of ``solution``; an example that is not Python
-    (statements, then an expression) is skipped.
+    (statements, then an expression) is skipped. Each worked run of the spec's program
+    becomes a ``program.check`` (the in-box fixture: a fresh ``python3 solution.py ARGS`` on
+    its stdin) with the spec's comparison; stdout is compared when the program writes it.
     """
     functions: list[str] = []
     for index, example in enumerate(spec.examples):
@@ -40,7 +42,27 @@ def spec_example_tests(spec: Spec) -> str:
             f"{run_setup}"
             f"    assert eval({call!r}, namespace) == eval({expected!r}, namespace)\n"
         )
-    return "\n\n".join(functions)
+    return "\n\n".join(functions + _program_example_tests(spec))
+
+
+def _program_example_tests(spec: Spec) -> list[str]:
+    program = spec.program
+    if program is None:
+        return []
+    functions = []
+    for index, example in enumerate(program.examples):
+        stdout = example.stdout if "stdout" in program.writes else None
+        functions.append(
+            f"def {EXAMPLE_PREFIX}program_{index}(program):\n"
+            "    program.check(\n"
+            f"        stdin={example.stdin!r},\n"
+            f"        arguments={list(example.arguments)!r},\n"
+            f"        stdout={stdout!r},\n"
+            f"        exit_code={example.exit_code!r},\n"
+            f"        comparison={program.comparison!r},\n"
+            "    )\n"
+        )
+    return functions
 
 
 def with_examples(tests: str, examples: str) -> str:

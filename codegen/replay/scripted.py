@@ -37,8 +37,9 @@ Run standalone (for manual acceptance runs of ``codegen generate``)::
 
     python -m codegen.replay.scripted --port 8765 --script primes
 
-A canned script knows one request (``primes``: primes up to n). It answers any other request
-with that script too, and says so: a line on stderr, and a note opening the spec's purpose
+A canned script knows one request (``primes``: primes up to n; ``median``: a program printing
+the median of numbers read from stdin). It answers any other request with that script too,
+and says so: a line on stderr, and a note opening the spec's purpose
 (the crew then ends the request ``off_target``, with the note in its reason).
 """
 
@@ -75,6 +76,7 @@ __all__ = [
     "ScriptedOpenAIServer",
     "as_reply",
     "estimate_tokens",
+    "median_handler",
     "primes_handler",
     "telling",
 ]
@@ -268,6 +270,98 @@ def primes_handler(role: str, body: JSONObject) -> object:
     }.get(role, Reply.error(400, f"unknown role {role!r}"))
 
 
+MEDIAN_SPEC: SpecJSON = {
+    "purpose": "A program that reads n and then n whole numbers from standard input and prints "
+    "their median.",
+    "functions": [],
+    "program": {
+        "name": "median",
+        "usage": "median < numbers.txt",
+        "reads": ["stdin"],
+        "writes": ["stdout"],
+        "input_format": "line 1: n (1 <= n <= 100000); then n integers separated by spaces "
+        "or newlines",
+        "output_format": "one line: the median; a whole median as an integer (2), else with "
+        "its half (2.5)",
+        "comparison": "trailing_whitespace",
+        "examples": [
+            {"stdin": "3\n1 3 2\n", "arguments": [], "stdout": "2\n", "exit_code": 0},
+            {"stdin": "4\n4 1 3 2\n", "arguments": [], "stdout": "2.5\n", "exit_code": 0},
+        ],
+    },
+    "behaviours": [
+        "an odd count prints the middle value of the sorted numbers",
+        "an even count prints the mean of the two middle values",
+    ],
+    "edge_cases": ["n = 1 prints that number", "the numbers may span several lines"],
+    "examples": [],
+    "constraints": ["standard library only"],
+}
+
+MEDIAN_TESTS = """```python
+def test_odd_count(program):
+    program.check(stdin="3\\n1 3 2\\n", stdout="2\\n")
+
+
+def test_even_count_prints_the_mean(program):
+    program.check(stdin="4\\n4 1 3 2\\n", stdout="2.5\\n")
+
+
+def test_numbers_over_several_lines(program):
+    program.check(stdin="5\\n9 7\\n5\\n3 1\\n", stdout="5\\n")
+
+
+def test_one_number(program):
+    program.check(stdin="1\\n-4\\n", stdout="-4\\n")
+
+
+def test_whole_mean_of_negatives(program):
+    run = program.run(stdin="4\\n-1 -1 3 3\\n")
+    assert run.exit_code == 0 and run.stdout.split() == ["1"]
+```"""
+
+# As real models write stdin/stdout programs: a bare script, no function, no fence.
+MEDIAN_SOLUTION = """Here is the program:
+
+import sys
+
+tokens = sys.stdin.read().split()
+n = int(tokens[0])
+values = sorted(int(t) for t in tokens[1 : n + 1])
+middle = n // 2
+if n % 2:
+    print(values[middle])
+else:
+    total = values[middle - 1] + values[middle]
+    print(total // 2 if total % 2 == 0 else total / 2)
+"""
+
+MEDIAN_DOCS = """# median
+
+Prints the median of the numbers it reads from standard input.
+
+## Usage
+
+    median < numbers.txt
+
+Input: `n` on the first line, then `n` integers.
+
+    $ printf '4\\n4 1 3 2\\n' | python3 solution.py
+    2.5
+"""
+
+
+def median_handler(role: str, body: JSONObject) -> object:
+    """Answers every role for a stdin/stdout program that prints the median of n numbers."""
+    return {
+        "analyzer": MEDIAN_SPEC,
+        "test_designer": MEDIAN_TESTS,
+        "programmer": MEDIAN_SOLUTION,
+        "reviewer": "APPROVED\nIt reads the stated input and prints only the median.",
+        "documenter": MEDIAN_DOCS,
+    }.get(role, Reply.error(400, f"unknown role {role!r}"))
+
+
 _ASKED = re.compile(r"<request>\s*(.*?)\s*</request>", re.S)
 
 
@@ -307,7 +401,10 @@ def telling(handler: Handler, topic: str, answers: str) -> Handler:
 
 
 # The scripts `python -m codegen.replay.scripted --script NAME` serves: each knows one request.
-CANNED: dict[str, Handler] = {"primes": telling(primes_handler, "prime", "primes_up_to")}
+CANNED: dict[str, Handler] = {
+    "primes": telling(primes_handler, "prime", "primes_up_to"),
+    "median": telling(median_handler, "median", "the median program"),
+}
 
 
 def main(argv: list[str] | None = None) -> None:

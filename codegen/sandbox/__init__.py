@@ -20,7 +20,14 @@ from codegen.sandbox.backends import BackendKind, OpenRequest, backend_names, op
 from codegen.sandbox.errors import SandboxError, SandboxUnavailable, UnsafePathError
 from codegen.sandbox.files import Symlink
 from codegen.sandbox.image import DEFAULT_SET, image_tag, package_set
-from codegen.sandbox.types import ExecResult, Limits, TestCaseResult, TestReport
+from codegen.sandbox.types import (
+    ExecResult,
+    Limits,
+    ProgramRun,
+    TestCase,
+    TestCaseResult,
+    TestReport,
+)
 
 # The default package set's image (image/packages.py: its name and a digest of its pinned list).
 DEFAULT_IMAGE = image_tag(package_set())
@@ -31,10 +38,12 @@ __all__ = [
     "ExecResult",
     "Limits",
     "OpenRequest",
+    "ProgramRun",
     "Sandbox",
     "SandboxError",
     "SandboxUnavailable",
     "Symlink",
+    "TestCase",
     "TestCaseResult",
     "TestReport",
     "UnsafePathError",

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from defusedxml import ElementTree
 
-from codegen.sandbox.types import ExecResult, TestCaseResult, TestReport
+from codegen.sandbox.types import ExecResult, ProgramRun, TestCaseResult, TestReport
 
 MAX_XML_BYTES = 4_000_000
 MAX_DETAILS_CHARS = 2_000
 MAX_MESSAGE_CHARS = 500
+# The in-box ``program`` fixture's record of one run (``inside/program_run.PROPERTY``).
+PROGRAM_RUN_PROPERTY = "codegen_program_run"
+# One record's JSON text: its texts are cut to 2,000 characters in the box, each character at
+# most six in JSON; a longer value (or one that is not a run) is dropped, not decoded.
+MAX_PROGRAM_RUN_CHARS = 200_000
+MAX_PROGRAM_RUNS = 200  # per test
 
 
 def _trim(text: str, limit: int) -> str:
@@ -24,6 +33,24 @@ def _node_name(classname: str, name: str) -> str:
     # pytest's classname is "test_solution" or "test_solution.TestClass".
     module = parts[0] + ".py" if parts else "test_solution.py"
     return "::".join([module, *parts[1:], name])
+
+
+def program_runs(case: Any) -> tuple[ProgramRun, ...]:
+    """The program runs recorded on a ``<testcase>`` (its ``codegen_program_run``
+    properties), in order. The values hold the candidate's stdout: each is decoded only when
+    short enough, and one that is not a run is left out."""
+    runs: list[ProgramRun] = []
+    for prop in case.iterfind("properties/property"):
+        if prop.get("name") != PROGRAM_RUN_PROPERTY or len(runs) >= MAX_PROGRAM_RUNS:
+            continue
+        value = prop.get("value", "")
+        if len(value) > MAX_PROGRAM_RUN_CHARS:
+            continue
+        try:
+            runs.append(ProgramRun.from_dict(json.loads(value)))
+        except (ValueError, RecursionError):
+            continue
+    return tuple(runs)
 
 
 def parse_junit(xml: bytes, exec_result: ExecResult) -> TestReport:
@@ -66,6 +93,7 @@ def parse_junit(xml: bytes, exec_result: ExecResult) -> TestReport:
                 message=_trim(message, MAX_MESSAGE_CHARS),
                 duration_s=duration,
                 details=_trim(details, MAX_DETAILS_CHARS),
+                program_runs=program_runs(case),
             )
         )
     return report

@@ -94,12 +94,15 @@ DRIVER_COMMAND = ["python3", "-s", "-P", "-B", "driver.py"]
 def driver_files(module_file: str) -> dict[str, str]:
     """The files that run ``module_file`` of ``sandbox/inside/`` in the sandbox as
     ``driver.py``, with the supervisor beside it as ``supervisor.py`` (one copy of the process
-    hygiene: non-dumpable, reaping, wiping, for the supervisor and every driver) and the file
-    fence as ``fence.py`` (what a driver's candidate process enters before its code runs)."""
+    hygiene: non-dumpable, reaping, wiping, for the supervisor and every driver), the file
+    fence as ``fence.py`` (what a driver's candidate process enters before its code runs) and
+    ``program_run.py`` (one fenced run of a whole program: APPS's batches, the tests'
+    ``program`` fixture)."""
     return {
         "driver.py": inside_source(module_file),
         "supervisor.py": supervisor_source(),
         "fence.py": inside_source("fence.py"),
+        "program_run.py": inside_source("program_run.py"),
     }
 
 

@@ -37,12 +37,25 @@ class ExecResultDict(TypedDict):
     memory_limit: NotRequired[str]
 
 
+class ProgramRunDict(TypedDict):
+    stdin: str
+    arguments: list[str]
+    expected_stdout: str | None
+    stdout: str
+    expected_exit_code: int | None
+    exit_code: int | None
+    timed_out: bool
+    output_capped: bool
+    comparison: str | None
+
+
 class TestCaseDict(TypedDict):
     name: str
     outcome: str
     message: str
     duration_s: float
     details: str
+    program_runs: NotRequired[list[ProgramRunDict]]
 
 
 class TestReportDict(TypedDict):
@@ -91,6 +104,92 @@ class ExecResult:
         )
 
 
+@dataclass(frozen=True)
+class ProgramRun:
+    """One run of the program a test made through the in-box ``program`` fixture, for people:
+    what went in, what was expected (None: not compared, or ``program.run``), what came out
+    (texts cut to ``PROGRAM_RUN_CHARS``; ``exit_code`` None when the run was killed)."""
+
+    stdin: str
+    arguments: tuple[str, ...]
+    expected_stdout: str | None
+    stdout: str
+    expected_exit_code: int | None
+    exit_code: int | None
+    timed_out: bool
+    output_capped: bool
+    comparison: str | None
+
+    def to_dict(self) -> ProgramRunDict:
+        return ProgramRunDict(
+            stdin=self.stdin,
+            arguments=list(self.arguments),
+            expected_stdout=self.expected_stdout,
+            stdout=self.stdout,
+            expected_exit_code=self.expected_exit_code,
+            exit_code=self.exit_code,
+            timed_out=self.timed_out,
+            output_capped=self.output_capped,
+            comparison=self.comparison,
+        )
+
+    @classmethod
+    def from_dict(cls, data: object) -> ProgramRun:
+        """The run ``data`` describes, each text cut to ``PROGRAM_RUN_CHARS``; ValueError when
+        it is not one (the in-box side writes it, with the candidate's stdout in it: data)."""
+        if not isinstance(data, dict):
+            raise ValueError("a program run must be an object")
+        texts = {k: _text(data, k, optional=k == "expected_stdout") for k in _RUN_TEXTS}
+        arguments = data.get("arguments", [])
+        if not isinstance(arguments, list) or not all(isinstance(a, str) for a in arguments):
+            raise ValueError("a program run's arguments must be a list of strings")
+        comparison = data.get("comparison")
+        if comparison is not None and not (isinstance(comparison, str) and len(comparison) < 40):
+            raise ValueError("a program run's comparison must be a name or null")
+        return cls(
+            stdin=texts["stdin"] or "",
+            arguments=tuple(a[:PROGRAM_RUN_CHARS] for a in arguments[:PROGRAM_RUN_ARGUMENTS]),
+            expected_stdout=texts["expected_stdout"],
+            stdout=texts["stdout"] or "",
+            expected_exit_code=_code(data, "expected_exit_code"),
+            exit_code=_code(data, "exit_code"),
+            timed_out=_flag(data, "timed_out"),
+            output_capped=_flag(data, "output_capped"),
+            comparison=comparison,
+        )
+
+
+# A program run's texts as kept (the in-box fixture cuts them the same).
+PROGRAM_RUN_CHARS = 2_000
+PROGRAM_RUN_ARGUMENTS = 100
+_RUN_TEXTS = ("stdin", "expected_stdout", "stdout")
+
+
+def _text(data: dict[str, object], key: str, *, optional: bool) -> str | None:
+    value = data.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"a program run's {key} must be a string")
+    return value[:PROGRAM_RUN_CHARS]
+
+
+def _code(data: dict[str, object], key: str) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > 1 << 31:
+        raise ValueError(f"a program run's {key} must be an exit code or null")
+    return value
+
+
+def _flag(data: dict[str, object], key: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"a program run's {key} must be true or false")
+    return value
+
+
 @dataclass
 class TestCaseResult:
     name: str  # pytest node name, e.g. "test_solution.py::test_empty"
@@ -98,15 +197,24 @@ class TestCaseResult:
     message: str = ""
     duration_s: float = 0.0
     details: str = ""  # trimmed traceback for failures
+    # Each run of the program the test made (the in-box ``program`` fixture), in order.
+    program_runs: tuple[ProgramRun, ...] = ()
 
     def to_dict(self) -> TestCaseDict:
-        return TestCaseDict(
+        data = TestCaseDict(
             name=self.name,
             outcome=self.outcome,
             message=self.message,
             duration_s=self.duration_s,
             details=self.details,
         )
+        if self.program_runs:
+            data["program_runs"] = [run.to_dict() for run in self.program_runs]
+        return data
+
+
+# The name the programs' contract uses for a test's result.
+TestCase = TestCaseResult
 
 
 @dataclass

@@ -1,11 +1,11 @@
 """The pick: one draft chosen among several from what was observed of them (``decide``), by
-agreement on shared inputs (``inputs/``), each draft's vote weighed by its model's reliability
-and its history, the suite's pass/fail matrix as the fallback, typicality as the tie-break, and
-the records a pick leaves. The crew's selection step and an evaluation's re-pick share it.
-The rule itself is a registered ``PickRule`` (``rules``): ``DEFAULT_RULE`` names the one used
-(``dominance``: agreement unless one model's estimate stands clearly above the others').
-Each model's estimate in an evaluation's re-pick comes from method-level questions
-(``method_evidence``)."""
+agreement on shared inputs (``inputs/``; for a program, input streams: ``programs``), each
+draft's vote weighed by its model's reliability and its history, the suite's pass/fail matrix
+as the fallback, typicality as the tie-break, and the records a pick leaves. The crew's
+selection step and an evaluation's re-pick share it. The rule itself is a registered
+``PickRule`` (``rules``): ``DEFAULT_RULE`` names the one used (``dominance``: agreement unless
+one model's estimate stands clearly above the others'). Each model's estimate in an
+evaluation's re-pick comes from method-level questions (``method_evidence``)."""
 
 from codegen.agents.pick.agreement import (
     CALL_LIMIT_S,
@@ -28,6 +28,7 @@ from codegen.agents.pick.method_evidence import (
     with_interval,
 )
 from codegen.agents.pick.posterior import CHECK_ERRORS, posterior_pick
+from codegen.agents.pick.programs import STREAM_LIMIT_S, run_on_streams
 from codegen.agents.pick.records import CandidateRun, Selection, SharedInput, UsedReliability
 from codegen.agents.pick.reliability import (
     CONFIG,
@@ -71,6 +72,7 @@ __all__ = [
     "NONE",
     "PICK_RULES",
     "PRIOR",
+    "STREAM_LIMIT_S",
     "BehaviourTable",
     "CandidateRun",
     "Decision",
@@ -104,6 +106,7 @@ __all__ = [
     "register_rule",
     "repick",
     "run_on_shared_inputs",
+    "run_on_streams",
     "shown_wrong",
     "source_key",
     "tasks_per_source",

@@ -299,12 +299,14 @@ MAX_TIMEOUTS = 1  # a draft that hangs this often is not called again
 
 @dataclass(frozen=True)
 class SharedRun:
-    """Every draft called on the shared inputs: the inputs, the classes, the seconds."""
+    """Every draft called on the shared inputs: the inputs, the classes, the seconds (and,
+    for programs, each run's time limit)."""
 
     entry_point: str
     inputs: list[CallInput]
     table: BehaviourTable
     seconds: float
+    time_limit_s: float | None = None
 
 
 def entry_point_of(spec: Spec, sources: Sequence[str]) -> str:

@@ -264,6 +264,8 @@ class Selection:
     inputs: list[SharedInput] = field(default_factory=list)
     splitting_inputs: list[SplittingInput] = field(default_factory=list)
     inputs_seconds: float | None = None
+    # Programs (inputs are input streams): the time limit each run on them had
+    inputs_time_limit_s: float | None = None
     # With a history: the worked examples outvoted (the drafts' posterior says wrong), which
     # filtered nothing
     outvoted_examples: list[str] = field(default_factory=list)
@@ -285,6 +287,8 @@ class Selection:
             out["inputs"] = [i.to_dict() for i in self.inputs]
             out["splitting_inputs"] = [s.to_dict() for s in self.splitting_inputs]
             out["inputs_seconds"] = self.inputs_seconds
+            if self.inputs_time_limit_s is not None:
+                out["inputs_time_limit_s"] = self.inputs_time_limit_s
         if self.outvoted_examples:
             out["outvoted_examples"] = list[JSONValue](self.outvoted_examples)
         if self.reliabilities:
@@ -306,6 +310,7 @@ class Selection:
                 SplittingInput.from_dict(i) for i in _objects(data.get("splitting_inputs"))
             ],
             inputs_seconds=_float(data.get("inputs_seconds")),
+            inputs_time_limit_s=_float(data.get("inputs_time_limit_s")),
             outvoted_examples=[
                 t for t in _list(data.get("outvoted_examples")) if isinstance(t, str)
             ],

@@ -1,6 +1,7 @@
 """Reading what models send: code, tests and JSON out of replies as real models write them
 (reasoning, fences or none, prompt echoes), a class's methods merged from several blocks, and
-the repairs that make a code reply runnable."""
+the repairs that make a code reply runnable; a program (top-level statements kept) for a spec
+with one."""
 
 from codegen.agents.replies.extract import (
     RESPONSE_MARKERS,
@@ -11,6 +12,7 @@ from codegen.agents.replies.extract import (
     extract_tests,
     strip_reasoning,
 )
+from codegen.agents.replies.program import extract_program
 from codegen.agents.replies.repair import parse_python
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "ParsedCode",
     "extract_json",
     "extract_module",
+    "extract_program",
     "extract_tests",
     "parse_python",
     "strip_reasoning",

@@ -1,13 +1,13 @@
 """Runs inside the sandbox (standard library only, the image's python3): run a batch of whole
 programs (APPS: stdin in, stdout out) on a task's inputs and judge each run. Shipped as a file
-by ``codegen.evaluation.apps`` with the supervisor and ``fence`` beside it; never imported on
-the host.
+by ``codegen.evaluation.apps`` with the supervisor, ``fence`` and ``program_run`` (one run,
+and the comparison) beside it; never imported on the host.
 
-Each program runs as a plain run does: ``python3 prog.py`` as a fresh process, the input text
-on its stdin (then closed: a program that waits for more reads end of file), stdout and stderr
-read by the driver with a cap each, killed (its whole session) at the time limit or when its
-stdout passes the cap. Before it executes, the child enters the file fence
-(``fence.enter``: it may write only its sample's scratch folder). The driver compares the
+Each program runs as a plain run does (``program_run``): ``python3 prog.py`` as a fresh
+process, the input text on its stdin (then closed: a program that waits for more reads end of
+file), stdout and stderr read by the driver with a cap each, killed (its whole session) at the
+time limit or when its stdout passes the cap. Before it executes, the child enters the file
+fence (``fence.enter``: it may write only its sample's scratch folder). The driver compares the
 output with the expected text (trailing whitespace of each line and of the whole output
 ignored) and writes the verdict; the program never sees the expected output, the token or
 another sample's source: the driver read and removed its files before the first program ran,
@@ -17,159 +17,28 @@ scratch folder of a random name, removed with every process of it before the nex
 Per sample, one line under the batch token: the category of its first failing input (or
 ``passed``), the outcome of each input run (a sample stops at its first failing input), the
 fence, and the time limit that applied.
+
+Mode ``observe`` (a pick among drafts: no expected output) runs every program on every input
+stream (stdin and arguments) and judges nothing: per run its exit code, ``timed_out``,
+``output_capped``, and its stdout normalised under the batch's comparison as a digest with a
+short prefix (for ``float``, the tokens too when short, so the host groups numbers within the
+tolerance). A program that hits the time limit ``max_timeouts`` times is not run again: its
+remaining streams come back ``not_run``.
 """
 
-import contextlib
+import hashlib
 import json
 import os
-import resource
-import select
 import signal
 import sys
 import tempfile
-import time
 
 DRIVER_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, DRIVER_DIR)  # -I leaves the script's dir out
-import fence  # noqa: E402
+from program_run import MAX_FENCE_TEXT, PROGRAM, _last_line, _run, normalised  # noqa: E402
 from supervisor import _ancestors, _clear_sample, _kill_leftovers, _non_dumpable, _take  # noqa: E402
 
 sys.path[:] = [p for p in sys.path if p not in (DRIVER_DIR, "", ".")]
-MAX_FENCE_TEXT = 300
-MAX_STDERR_BYTES = 8192
-PROGRAM = "prog.py"
-
-
-def normalised(text):
-    """The text as compared: each line's trailing whitespace, then trailing blank lines, gone."""
-    return "\n".join(line.rstrip() for line in text.rstrip().split("\n"))
-
-
-def _child(scratch, stdin_r, stdout_w, stderr_w, fence_w, memory_bytes):
-    """In the forked child: own session, memory limit, stdio on the pipes, the fence, then the
-    program. Never returns."""
-    try:
-        os.setsid()
-        for sig in (signal.SIGCHLD, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL)
-        if memory_bytes:
-            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-        for fd, target in ((stdin_r, 0), (stdout_w, 1), (stderr_w, 2)):
-            os.dup2(fd, target)
-        os.closerange(3, fence_w)
-        os.closerange(fence_w + 1, 65536)
-        os.chdir(scratch)
-        try:
-            said = str(fence.enter(scratch))
-        except Exception as exc:  # it then runs unfenced, and the verdict says so
-            said = f"none: the fence failed: {type(exc).__name__}: {exc}"
-        data = said.encode("utf-8", "replace")[:MAX_FENCE_TEXT]
-        while data:
-            data = data[os.write(fence_w, data) :]
-        os.close(fence_w)
-        os.execv(sys.executable, [sys.executable, PROGRAM])
-    finally:
-        os._exit(127)
-
-
-def _kill(pid):
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def _run(scratch, stdin_text, job):
-    """One run of the scratch folder's program on ``stdin_text``: a dict with ``exit`` (code,
-    or minus the signal), ``stdout``, ``stderr``, ``timed_out``, ``output_capped``,
-    ``duration_s`` and ``fence``."""
-    stdin_r, stdin_w = os.pipe()
-    stdout_r, stdout_w = os.pipe()
-    stderr_r, stderr_w = os.pipe()
-    fence_r, fence_w = os.pipe()
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        for fd in (stdin_w, stdout_r, stderr_r, fence_r):
-            os.close(fd)
-        _child(scratch, stdin_r, stdout_w, stderr_w, fence_w, job["memory_bytes"])
-    for fd in (stdin_r, stdout_w, stderr_w, fence_w):
-        os.close(fd)
-    said = b""
-    while chunk := os.read(fence_r, 4096):  # closed at the program's exec (or its end)
-        said += chunk[: max(MAX_FENCE_TEXT - len(said), 0)]
-    os.close(fence_r)
-    os.set_blocking(stdin_w, False)
-    pending = stdin_text.encode("utf-8")
-    out, err = bytearray(), bytearray()
-    readers = {stdout_r: out, stderr_r: err}
-    writers = [stdin_w]
-    if not pending:
-        os.close(stdin_w)
-        writers = []
-    deadline = started + job["timeout_s"]
-    timed_out = capped = False
-    while readers:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            timed_out = True
-            break
-        ready_r, ready_w, _ = select.select(list(readers), writers, [], remaining)
-        for fd in ready_w:
-            try:
-                pending = pending[os.write(fd, pending[:65536]) :]
-            except (BrokenPipeError, BlockingIOError) as exc:
-                if isinstance(exc, BrokenPipeError):
-                    pending = b""
-            if not pending:
-                os.close(fd)
-                writers = []
-        for fd in ready_r:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                os.close(fd)
-                del readers[fd]
-                continue
-            buf = readers[fd]
-            cap = job["max_output_bytes"] if fd == stdout_r else MAX_STDERR_BYTES
-            buf += chunk[: max(cap - len(buf), 0)]
-            if fd == stdout_r and len(buf) >= cap:
-                capped = True
-        if capped:
-            break
-    status = None
-    while status is None and not (timed_out or capped):
-        done, code = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = code
-            break
-        if time.monotonic() >= deadline:
-            timed_out = True
-            break
-        time.sleep(0.005)
-    duration = time.monotonic() - started
-    _kill(pid)  # the session: what it started too
-    for fd in (*readers, *writers):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    if status is None:
-        with contextlib.suppress(ChildProcessError):
-            _, status = os.waitpid(pid, 0)
-    exit_code = None
-    if status is not None:
-        exit_code = os.waitstatus_to_exitcode(status)
-    return {
-        "exit": exit_code,
-        "stdout": out.decode("utf-8", "replace"),
-        "stderr": err.decode("utf-8", "replace"),
-        "timed_out": timed_out,
-        "output_capped": capped,
-        "duration_s": round(duration, 4),
-        "fence": said.decode("utf-8", "replace"),
-    }
-
-
-def _last_line(text):
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:200] if lines else ""
 
 
 def judge(run, expected, job):
@@ -214,6 +83,58 @@ def _sample(scratch, source, cases, job, keep):
     }
 
 
+def _compared(stdout, comparison):
+    """``stdout`` as ``comparison`` sees it: whole, without trailing whitespace, or tokens."""
+    if comparison == "exact":
+        return stdout
+    if comparison == "float":
+        return " ".join(stdout.split())
+    return normalised(stdout)
+
+
+def _observed(run, job):
+    """What a pick compares of one run (no verdict: there is no expected output)."""
+    text = _compared(run["stdout"], job["comparison"])
+    seen = {
+        "exit": run["exit"],
+        "timed_out": run["timed_out"],
+        "output_capped": run["output_capped"],
+        "digest": hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(),
+        "prefix": text[: job["prefix_chars"]],
+        "duration_s": run["duration_s"],
+    }
+    if job["comparison"] == "float" and len(text) <= job["max_token_chars"]:
+        seen["tokens"] = text
+    return seen
+
+
+def _observe_sample(scratch, source, streams, job, keep):
+    """Every stream of ``streams`` on one program, until it has timed out ``max_timeouts``
+    times: the sample's line."""
+    with open(os.path.join(scratch, PROGRAM), "w", encoding="utf-8") as fh:
+        fh.write(source)
+    runs, fence_said, timeouts = [], "", 0
+    for stream in streams:
+        if timeouts >= job["max_timeouts"]:
+            runs.append({"not_run": True})
+            continue
+        run = _run(scratch, stream["stdin"], job, stream["arguments"])
+        if job["own_pid_namespace"]:
+            _kill_leftovers(keep)
+        fence_said = fence_said or run["fence"]
+        timeouts += run["timed_out"]
+        runs.append(_observed(run, job))
+    return {
+        "runs": runs,
+        "isolated": True,
+        "fence": fence_said[:MAX_FENCE_TEXT] or "none: no input ran",
+        "time_limit_s": job["timeout_s"],
+    }
+
+
+_OBSERVE = ("comparison", "max_timeouts", "prefix_chars", "max_token_chars")
+
+
 def _main():
     _non_dumpable()
     batch_token = _take("token.txt").strip()
@@ -221,12 +142,17 @@ def _main():
     keep = _ancestors()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a program that closes its stdin early
     names = ("timeout_s", "memory_bytes", "max_output_bytes", "own_pid_namespace")
-    job = {k: batch[k] for k in names}
+    observe = batch.get("mode") == "observe"
+    job = {k: batch[k] for k in names + (_OBSERVE if observe else ())}
     scratch = None
     for i, source in enumerate(batch["programs"]):
         _clear_sample(scratch, batch["own_pid_namespace"], keep)
         scratch = tempfile.mkdtemp(prefix="scratch-", dir=DRIVER_DIR)
-        line = json.dumps({"i": i, **_sample(scratch, source, batch["cases"], job, keep)})
+        if observe:
+            found = _observe_sample(scratch, source, batch["streams"], job, keep)
+        else:
+            found = _sample(scratch, source, batch["cases"], job, keep)
+        line = json.dumps({"i": i, **found})
         sys.stdout.write("\n" + batch_token + " " + line + "\n")
         sys.stdout.flush()
     _clear_sample(scratch, batch["own_pid_namespace"], keep)

@@ -37,6 +37,7 @@ DRIVER_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, DRIVER_DIR)  # -I leaves the script's dir out
 import handles  # noqa: E402
 import isolation  # noqa: E402
+import program_run  # noqa: E402
 from supervisor import _close_except, _non_dumpable, _take  # noqa: E402
 
 # Everything the driver needs from its folder is imported: no process of the run imports from
@@ -131,6 +132,47 @@ def _plugin(source, test_path, conn, status):
     return _Plugin()
 
 
+def _program_fixture(scratch, status):
+    """A plugin module holding the ``program`` fixture: ``program.run(...)`` and
+    ``program.check(...)`` run ``python3 solution.py ARGS`` of ``scratch`` as a fresh fenced
+    process each (``program_run.Program``); every run is kept on the test's JUnit properties,
+    and the first run's fence in ``status``."""
+    import pytest
+
+    @pytest.fixture
+    def program(request):
+        def record(entry, fence_said):
+            status.setdefault("program_fence", fence_said)
+            request.node.user_properties.append((program_run.PROPERTY, json.dumps(entry)))
+
+        return program_run.Program(scratch, record)
+
+    module = types.ModuleType("codegen_program_fixture")
+    module.program = program
+    return module
+
+
+def _uses_solution(source):
+    """Whether the tests' text imports ``solution`` (or names it in a string, as
+    ``importlib.import_module("solution")`` would): tests of a program alone run it through
+    the ``program`` fixture, and its module is then never loaded (a program's top-level code
+    that reads stdin or runs forever would otherwise fail or stall the load)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True  # pytest reports the error; the solution's process as always
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(
+            a.name.split(".")[0] == "solution" for a in node.names
+        ):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "solution":
+            return True
+        if isinstance(node, ast.Constant) and node.value == "solution":
+            return True
+    return False
+
+
 def _eval_names(source):
     """Names in the string literals the tests ``eval`` or ``exec`` (the crew's spec-example
     tests run a class example's setup, ``"c = LRUCache(2)"``, and evaluate ``"f(10)"`` in
@@ -176,7 +218,7 @@ def _pytest_side(sock, junit_w, status_w, out_w, test_source, folders):
         sys.modules["solution"] = module
         import pytest
 
-        status["load_error"] = conn.hello()
+        status["load_error"] = conn.hello() if _uses_solution(test_source) else None
         if status["load_error"] is None:
             for name in _eval_names(test_source):
                 with contextlib.suppress(AttributeError):
@@ -197,7 +239,8 @@ def _pytest_side(sock, junit_w, status_w, out_w, test_source, folders):
             test_path,
         ]
         plugin = _plugin(test_source, test_path, conn, status)
-        status["exit"] = int(pytest.main(args, plugins=[plugin]))
+        fixture = _program_fixture(scratch, status)
+        status["exit"] = int(pytest.main(args, plugins=[plugin, fixture]))
     except isolation.ChildGone as exc:
         status["dead"] = str(exc)
     except BaseException as exc:
@@ -257,7 +300,8 @@ def main():
     tests = _folder("tests-", "test_solution.py", test_source)
     ours, theirs = isolation.socket_pair()
     fence_r, fence_w = os.pipe()
-    solution_pid = _solution_process(theirs, scratch, fence_w)
+    uses_solution = _uses_solution(test_source)
+    solution_pid = _solution_process(theirs, scratch, fence_w) if uses_solution else None
     theirs.close()
     os.close(fence_w)
     junit_r, junit_w = os.pipe()
@@ -286,12 +330,14 @@ def main():
             buf += chunk[: max(caps[fd] - len(buf), 0)]
             if fd == out_r and len(buf) > 2 * MAX_TAIL:
                 del buf[: len(buf) - MAX_TAIL]  # pytest's own text: its tail, for messages
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(solution_pid, signal.SIGKILL)
+    if solution_pid is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(solution_pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(solution_pid, 0)
+    if solution_pid is not None:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(solution_pid, 0)
     junit, status, out = bytes(bufs[junit_r]), bytes(bufs[status_r]), bytes(bufs[out_r])
     fence_said = bytes(bufs[fence_r]).decode("utf-8", "replace")
     sys.stderr.write(out.decode("utf-8", "replace"))
@@ -303,7 +349,13 @@ def main():
     line = {
         "junit": base64.b64encode(junit).decode("ascii"),
         "status": state,
-        "fence": fence_said or "none: the solution's process ended before its fence",
+        "fence": fence_said
+        or str(state.get("program_fence") or "")[:MAX_FENCE]
+        or (
+            "none: the solution's process ended before its fence"
+            if uses_solution
+            else "none: no program ran"
+        ),
     }
     sys.stdout.write("\n" + token + " " + json.dumps(line) + "\n")
     sys.stdout.flush()

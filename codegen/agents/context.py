@@ -17,12 +17,15 @@ def estimate_tokens(text: str) -> int:
 
 
 def queries_for(spec: Spec, limit: int = 4) -> list[str]:
-    """A few focused queries: the purpose, then each function's signature and contract, each
-    class's description and methods."""
+    """A few focused queries: the purpose, a program's input and output, then each function's
+    signature and contract, each class's description and methods."""
     queries: list[str] = []
     purpose = spec.purpose.strip()
     if purpose:
         queries.append(purpose)
+    if spec.program is not None:
+        program = spec.program
+        queries.append(f"read {program.input_format} print {program.output_format}".strip())
     for fn in spec.functions:
         text = f"{fn.signature} {fn.description}".strip()
         if text:

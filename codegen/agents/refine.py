@@ -55,6 +55,18 @@ def _failing(report: TestReport, round_no: int) -> str:
     )
 
 
+def _program_unchecked(spec: Spec, report: TestReport) -> str:
+    """Why a passing suite does not vouch for a program spec's code: none of its tests ran
+    the program (no worked run in the spec, and the designer's tests never called
+    ``program``); "" otherwise."""
+    if spec.program is None or not report.ok or any(t.program_runs for t in report.tests):
+        return ""
+    return (
+        f"all {report.total} tests passed but none ran the program "
+        f"`{spec.program.name}`: nothing checked what it reads and prints"
+    )
+
+
 def refine(
     llm: LLMClient,
     meter: Meter,
@@ -114,6 +126,10 @@ def refine(
             emit(f"round {round_no}: running the tests in the sandbox")
             report = execute_tests(sandbox, code, tests, limits)
             entry.passed, entry.total = report.passed, report.total
+            unchecked = _program_unchecked(spec, report)
+            if unchecked:  # the suite's fault, not the code's: another round cannot help
+                status, reason = Status.FAILED_TESTS, unchecked
+                break
             if not report.ok:
                 status, reason = Status.FAILED_TESTS, _failing(report, round_no)
                 feedback = failure_feedback(report, round_no)

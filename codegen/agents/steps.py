@@ -44,6 +44,7 @@ from codegen.agents.state import (
     StepResult,
     TestsResult,
 )
+from codegen.agents.suite import spec_example_tests, with_examples
 from codegen.agents.types import Status
 from codegen.retrieval.grounding import Grounding
 from codegen.retrieval.types import Retriever
@@ -152,6 +153,7 @@ def _solution_step(crew: Crew, state: CrewState, meter: Meter) -> SolutionResult
                     crew.llm, crew.history, crew.on_event, box, state, limits
                 )
                 chosen = drafts[index]
+            tests = _with_program_runs(_spec(state), tests)
             result = refine(
                 crew.llm,
                 meter,
@@ -172,6 +174,13 @@ def _solution_step(crew: Crew, state: CrewState, meter: Meter) -> SolutionResult
         status, reason = classify(exc)
         return SolutionResult(ended=Ended(status, f"sandbox: {reason}"), code=chosen.code)
     return replace(result, selection=selection, tests=tests)
+
+
+def _with_program_runs(spec: Spec, tests: str) -> str:
+    """A program spec's suite with the spec's worked runs in it (trusted tests): a program has
+    no name the tests must import, so passing it answers to the runs the spec states; a
+    function or class spec's suite is the designer's, as it always was."""
+    return with_examples(tests, spec_example_tests(spec)) if spec.program is not None else tests
 
 
 def _review_step(crew: Crew, state: CrewState, meter: Meter) -> ReviewResult:

@@ -11,7 +11,14 @@ from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
 
 from codegen.agents.llm import Usage
 from codegen.agents.pick import Selection
-from codegen.agents.report import RequestReport, grade_line, module_lines, packages_line
+from codegen.agents.report import (
+    RequestReport,
+    grade_line,
+    module_lines,
+    packages_line,
+    program_run_lines,
+    program_runs,
+)
 from codegen.agents.state import CrewState, StepResult
 from codegen.requests.store import TITLE_TAG, request_title
 
@@ -144,6 +151,9 @@ def _shown_metadata(state: CrewState, folder: Path, after_tests: bool = True) ->
             ]
         )
         out["per_method"] = MetadataValue.table(rows, schema=schema)
+        runs = program_run_lines(program_runs(shown["test_report"]))
+        if runs:  # a program's tests: what each run was given and printed
+            out["program_runs"] = _md_lines(runs, "_(none)_")
     if after_tests:
         out["reviewer_grade"] = grade_line(shown["reviewer_grade"])
         if report.reviewer_grade is not None:  # the reviewer model's opinion, 1-10

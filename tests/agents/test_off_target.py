@@ -127,3 +127,50 @@ def test_the_spec_check_is_red_when_the_spec_ended_the_request() -> None:
 def test_counts_agree_with_their_nouns() -> None:
     assert [counted(n, "test") for n in (0, 1, 2)] == ["0 tests", "1 test", "2 tests"]
     assert [all_pass(n) for n in (1, 5)] == ["the 1 test passes", "all 5 tests pass"]
+
+
+def log_top(program: str, *functions: str) -> Spec:
+    """A command-line tool's spec: the program ``program`` and the functions it is built of."""
+    return Spec.model_validate(
+        {
+            "purpose": "prints the ten most frequent IP addresses of a log file",
+            "functions": [
+                {"name": f, "signature": f"def {f}(lines: list[str])", "description": ""}
+                for f in functions
+            ],
+            "program": {
+                "name": program,
+                "usage": f"{program} FILE [-n N]",
+                "reads": ["files", "arguments"],
+                "writes": ["stdout", "exit_code"],
+                "input_format": "an access log, one request a line, the IP address first",
+                "output_format": "one line per address: the count, a space, the address",
+                "examples": [],
+            },
+            "behaviours": [],
+            "edge_cases": [],
+            "examples": [],
+            "constraints": [],
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Write log_top(path), a command-line tool that prints the ten most frequent IPs.",
+        "A tool `log_top` that reads a log file and prints the ten most frequent IP addresses.",
+        "A tool `logtop` that reads a log file and prints the ten most frequent IP addresses.",
+    ],
+)
+def test_a_request_naming_the_specs_command_line_program_is_on_target(request_text: str) -> None:
+    name = "logtop" if "`logtop`" in request_text else "log_top"
+    spec = log_top(name, "count_addresses", "parse_line")
+    assert off_target(request_text, spec) is None
+    # The functions are where the program's logic lives: the request had no reason to name them.
+    assert name_warnings(request_text, spec) == []
+
+
+def test_a_request_naming_another_program_is_still_off_target() -> None:
+    reason = off_target("Write word_count(path), a command-line tool.", log_top("log_top"))
+    assert reason is not None and "the spec defines `log_top`" in reason

@@ -80,3 +80,14 @@ def test_a_program_spec_tells_each_role_about_the_program(tmp_path: Path) -> Non
 def test_the_analyzer_is_told_what_a_program_spec_holds() -> None:
     for word in ("program:", "usage", "input_format", "comparison", "exit_code"):
         assert word in prompts.ANALYZER_SYSTEM
+
+
+def test_the_programmers_context_is_searched_for_the_programs_input_and_output() -> None:
+    from codegen.agents.context import queries_for
+
+    median = Spec.model_validate(MEDIAN_SPEC)
+    queries = queries_for(median)
+    assert queries[0] == median.purpose
+    assert queries[1].startswith("read line 1: n (1 <= n <= 100000)")
+    assert "print one line: the median" in queries[1]
+    assert queries_for(Spec.model_validate(PRIMES_SPEC))[1].startswith("def primes_up_to")

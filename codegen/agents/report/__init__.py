@@ -10,7 +10,15 @@ from codegen.agents.report.request_report import (
     store_artifacts,
     write_report,
 )
-from codegen.agents.report.shown import all_pass, counted, grade_line, module_lines, packages_line
+from codegen.agents.report.shown import (
+    all_pass,
+    counted,
+    grade_line,
+    module_lines,
+    packages_line,
+    program_run_lines,
+    program_runs,
+)
 
 __all__ = [
     "GradeSummary",
@@ -23,6 +31,8 @@ __all__ = [
     "module_lines",
     "packages_line",
     "parse_grade",
+    "program_run_lines",
+    "program_runs",
     "store_artifacts",
     "write_report",
 ]

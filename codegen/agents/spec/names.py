@@ -13,10 +13,12 @@ for code:
 - in a fenced code block only the top-level ``def``/``class`` names.
 Names of the standard library's modules and of the spec's dependencies are never counted.
 
-A used name warns when the spec does not define it (as a function, class, method, attribute
-or constant; a backticked name only when the spec never mentions it). The other way, when
-the request names any code at all, each function and class of the spec whose words the
-request never uses warns too (a request that names nothing leaves naming to the analyzer).
+A used name warns when the spec does not define it (as a program's command, a function,
+class, method, attribute or constant; a backticked name only when the spec never mentions
+it). The other way, when the request names any code at all, each function and class of the
+spec whose words the request never uses warns too (a request that names nothing leaves naming
+to the analyzer); for a spec with a program only its command does (the functions it lists are
+where the program's logic lives, which the request had no reason to name).
 
 When the spec has none of the names the request uses, it answers another request
 (``off_target``): not a warning but the request's ending. Some of them is a warning only.
@@ -101,13 +103,25 @@ def used_names(request: str, spec: Spec | None = None) -> dict[str, str]:
 
 
 def _defined(spec: Spec) -> set[str]:
-    out = set(spec.names())
+    out = set(_delivered(spec))
     for c in spec.classes:
         out |= {m.name for m in c.methods} | {a.name for a in c.attributes}
     return out
 
 
+def _delivered(spec: Spec) -> list[str]:
+    """What the module offers by name: its program (the command), functions, classes and
+    constants."""
+    program = [spec.program.name] if spec.program is not None else []
+    return program + spec.names()
+
+
 def _top(spec: Spec) -> list[str]:
+    """The names a request is expected to mention: a program's command (its functions are
+    where its logic lives, which a request for a program does not name), else the functions
+    and classes."""
+    if spec.program is not None:
+        return [spec.program.name]
     return [f.name for f in spec.functions] + [c.name for c in spec.classes]
 
 
@@ -131,7 +145,7 @@ def off_target(request: str, spec: Spec) -> str | None:
     if not used or len(lacking) < len(used):
         return None
     asked = ", ".join(f"`{name}`" for name in used)
-    delivered = ", ".join(f"`{name}`" for name in spec.names()) or "nothing"
+    delivered = ", ".join(f"`{name}`" for name in _delivered(spec)) or "nothing"
     purpose = " ".join(spec.purpose.split())
     about = f" ({purpose[:200]}{'...' * (len(purpose) > 200)})" if purpose else ""
     return (
@@ -147,7 +161,7 @@ def name_warnings(request: str, spec: Spec) -> list[str]:
     if not used:
         return []
     top = _top(spec)
-    listed = ", ".join(top)
+    listed = ", ".join(_delivered(spec) if spec.program is not None else top)
     warnings: list[str] = []
     for name in _lacking(used, spec):
         warnings.append(

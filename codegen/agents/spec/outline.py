@@ -1,11 +1,13 @@
-"""What a person is shown of a request's module: the spec's outline (functions, classes with
-their methods, constants, dependencies) and the suite's results per function and method.
+"""What a person is shown of a request's module: the spec's outline (its program's interface,
+functions, classes with their methods, constants, dependencies) and the suite's results per
+program, function and method.
 
 Per-method results are read from the suite itself, conservatively: a test counts for the
 spec's functions and methods it calls (``ast``: ``f(...)``, ``obj.m(...)``, ``C(...)``,
 directly or through a module-level helper it calls), narrowed to those its name names
 (``test_get_missing`` -> ``get``) when it names any of them. A constructor counts only for
-tests that call no method of its class. A test that calls nothing of the spec is listed
+tests that call no method of its class. A test that asks for the ``program`` fixture counts
+for the program (by its name). A test that calls nothing of the spec is listed
 under the empty name; a suite that does not parse gives no per-method results at all.
 """
 
@@ -23,8 +25,9 @@ CONSTRUCTOR = "__init__"
 
 
 def module_outline(spec: Spec) -> JSONObject:
-    """The spec's public parts, as report.json, the CLI and the UI show them."""
-    return {
+    """The spec's public parts, as report.json, the CLI and the UI show them (``program``,
+    its interface, only for a spec that has one)."""
+    outline: JSONObject = {
         "functions": [{"name": f.name, "signature": f.signature} for f in spec.functions],
         "classes": [
             {
@@ -38,6 +41,19 @@ def module_outline(spec: Spec) -> JSONObject:
         "constants": [c.name for c in spec.constants],
         "dependencies": list(spec.dependencies),
     }
+    program = spec.program
+    if program is not None:
+        outline["program"] = {
+            "name": program.name,
+            "usage": program.usage,
+            "reads": list[JSONValue](program.reads),
+            "writes": list[JSONValue](program.writes),
+            "input_format": program.input_format,
+            "output_format": program.output_format,
+            "comparison": program.comparison,
+            "examples": len(program.examples),
+        }
+    return outline
 
 
 @dataclass(frozen=True)
@@ -75,8 +91,13 @@ class MethodResult:
         )
 
 
+# The fixture through which a test runs the program (``program.check``, ``program.run``).
+PROGRAM_FIXTURE = "program"
+
+
 def _targets(spec: Spec) -> list[str]:
-    out = [f.name for f in spec.functions]
+    out = [spec.program.name] if spec.program is not None else []
+    out += [f.name for f in spec.functions]
     for c in spec.classes:
         out += [f"{c.name}.{CONSTRUCTOR}", *(f"{c.name}.{m.name}" for m in c.methods)]
     return out
@@ -191,13 +212,23 @@ def _test_calls(spec: Spec, tests: str) -> dict[str, set[str]] | None:
                 if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
                 and m.name.startswith("test")
             ]
+    program = spec.program.name if spec.program is not None else None
     for key, node in units:
         visitor = calls(node)
         targets = visitor.targets()
+        if program is not None and _takes_program(node):
+            targets.add(program)
         for helper in visitor.helpers & set(helpers):
             targets |= helpers[helper]
         found[key] = _without_bare_constructors(targets)
     return found
+
+
+def _takes_program(node: ast.AST) -> bool:
+    """Whether a test function asks for the ``program`` fixture (it runs the program)."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    return any(a.arg == PROGRAM_FIXTURE for a in [*node.args.args, *node.args.kwonlyargs])
 
 
 def method_results(spec: Spec, tests: str, report: TestReport | None) -> list[MethodResult]:

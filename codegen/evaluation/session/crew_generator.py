@@ -30,6 +30,7 @@ _CREW_SOURCES = (
     "prompts.py",
     "roles.py",
     "replies/extract.py",
+    "replies/program.py",
     "pick/matrix.py",
     "suite.py",
     "context.py",

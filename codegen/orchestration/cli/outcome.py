@@ -17,6 +17,8 @@ from codegen.agents.report import (
     grounding_from_json,
     module_lines,
     packages_line,
+    program_run_lines,
+    program_runs,
 )
 from codegen.agents.types import Status
 from codegen.json_types import JSONObject, JSONValue
@@ -58,6 +60,9 @@ def summarize(report: RequestReport, run_id: str | None, folder: Path) -> JSONOb
             key: shown[key]
             for key in ("module", "methods", "sandbox_packages", "warnings", "reviewer_grade")
         },
+        # Each run of the program the tests made: stdin, expected and actual stdout and exit
+        # code (a function or class request: none).
+        "program_runs": list[JSONValue](program_runs(shown["test_report"])),
     }
 
 
@@ -99,6 +104,8 @@ def show_outcome(summary: JSONObject, as_json: bool) -> None:
             f"needs      {packages_line(summary.get('module'), summary.get('sandbox_packages'))}"
         )
         click.echo(f"tests      {summary['tests_passed']}/{summary['tests_total']} passed")
+        for line in program_run_lines(summary.get("program_runs")):
+            click.echo(f"{'run':<10} {line}")
         click.echo(f"grade      {grade_line(summary.get('reviewer_grade'))}")
         click.echo(f"rounds     {summary['rounds']}")
         click.echo(

@@ -211,7 +211,7 @@ def _last_line(text):
 # ``ProgramRun`` read it; a host test holds the names and sizes equal).
 PROPERTY = "codegen_program_run"
 RECORD_CHARS = 2000
-SHOWN_CHARS = 300  # each text in a failure message
+SHOWN_CHARS = 100  # each text in a failure message
 SOLUTION = "solution.py"
 
 
@@ -317,11 +317,12 @@ class Program:
             why = f"stdout differs (compared {comparison.replace('_', ' ')})"
         if why is None:
             return run
-        command = " ".join(["python3", SOLUTION, *arguments])
-        lines = [f"{command}: {why}", f"stdin: {_shown(stdin)}"]
+        lines = [f"stdin: {_shown(stdin)}"]
         if stdout is not None:
             lines.append(f"expected stdout: {_shown(stdout)}")
         lines.append(f"actual stdout: {_shown(run.stdout)}")
         if _last_line(run.stderr):
             lines.append(f"stderr (last line): {_last_line(run.stderr)}")
+        # The verdict last: a report that cuts a long message keeps its end.
+        lines.append(" ".join(["python3", SOLUTION, *arguments])[:SHOWN_CHARS] + f": {why}")
         raise AssertionError("\n".join(lines))

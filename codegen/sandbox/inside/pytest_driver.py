@@ -1,7 +1,7 @@
 """Runs inside the sandbox (standard library and the image's pytest): the crew's verification,
 ``pytest test_solution.py`` against ``solution.py``, decided where the solution cannot reach,
 and nowhere else. Shipped as a file by ``codegen.sandbox.base`` with the supervisor,
-``isolation``, ``handles`` and ``fence`` beside it.
+``isolation``, ``handles``, ``fence`` and ``program_run`` beside it.
 
 The driver reads its token, the tests and the solution, and makes two folders of random names:
 the solution's scratch folder (a copy of ``solution.py``; the working directory of both sides,
@@ -19,6 +19,12 @@ JUnit report written to a pipe only it holds. No folder the solution can write i
 a solution that exits, is killed, or breaks the protocol adds a collection error, so the
 suite cannot pass by going silent. A test that meets a value with no form to cross in fails
 ``cannot_isolate`` (it did not run as written), whatever it did with the error.
+
+Tests of a program use the ``program`` fixture (``program_run.Program``): each run a fresh
+fenced ``python3 solution.py ARGS`` in the scratch folder, forked and exec'ed by the test side,
+judged there, and kept as a JUnit property of the test. Tests that never import ``solution``
+start no solution's process (a program's top-level code runs only as a program); the report's
+fence is then what the first run's fence said.
 """
 
 import ast

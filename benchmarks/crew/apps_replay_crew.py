@@ -163,6 +163,10 @@ def run_eval(config: Config, tasks: Path, keys: list[str], base: Path, workers: 
     run.report = {k: report.get(k) for k in ("solved_tasks", "tasks_scored", "crew_statuses")}
     repick = report.get("repick") or {}
     run.report |= {k: repick.get(k) for k in ("evidence", "questions", "none_right")}
+    # Each model's learned reliability, by model name (the endpoint is the replay's port).
+    run.report["estimates"] = {
+        key.split(" @ ")[0]: value for key, value in (repick.get("estimates") or {}).items()
+    }
     _read_results(run, Path(report["results_dir"]))
     return run
 
@@ -258,22 +262,23 @@ def figures(
         crew = solved(f"{name}|crew")
         if n == 1:
             model = run.config.models[0]
-            below = [
-                {
-                    "task": k,
-                    "cause": cause(
-                        run, k, verdicts[k][f"{name}|crew"], plain[model][k], run.solution.get(k)
-                    ),
-                }
+            lost = [
+                k
                 for k in keys
                 if verdicts[k][f"{name}|plain0"]["passed"]
                 and not verdicts[k][f"{name}|crew"]["passed"]
             ]
+            crew_of = {k: verdicts[k][f"{name}|crew"] for k in lost}
+            causes = {
+                k: cause(run, k, crew_of[k], plain[model][k], run.solution.get(k)) for k in lost
+            }
             out[name] = {
                 "plain": solved(f"{name}|plain0"),
                 "crew": crew,
                 "crew_minus_plain": crew - solved(f"{name}|plain0"),
-                "below_plain": below,
+                "below_plain_tasks": lost,
+                "below_plain_by_kind": dict(Counter(kind for kind, _ in causes.values())),
+                "below_plain": [{"task": k, "cause": why} for k, (_, why) in causes.items()],
             }
             continue
         each = [solved(f"{name}|plain{j}") for j in range(n)]

@@ -7,7 +7,8 @@ expected lines), ``starter_code``, and the hidden ``test_list``, which is never 
 last response, as the model sent it, becomes the programmer's reply (file j's: candidate j's);
 with ``--tasks FILE`` (an APPS task file) each task's public half comes from that file, else from
 the row. Derived from the public half alone (marked ``source: derived``): the analyzer's spec
-with a ``program`` (reads stdin, writes stdout, the description's input and output sections,
+with the problem's statement as its purpose and a ``program`` (reads stdin, writes stdout, the
+description's input and output sections,
 the visible examples as worked runs, stdout compared with trailing whitespace ignored), a test
 module with one ``program.check(stdin=..., stdout=...)`` per visible example, a reviewer
 ``APPROVED`` and a README from the description.
@@ -28,7 +29,6 @@ from codegen.untrusted import json_lines
 
 # APPS's own section rulers: ``-----Input-----`` ... ``-----Output-----`` ... ``-----Examples``.
 _SECTION = re.compile(r"^-{3,}\s*([A-Za-z ]+?)\s*-{3,}\s*$", re.MULTILINE)
-_PURPOSE_CHARS = 400  # of the description's first paragraph, as the spec's purpose
 
 
 @dataclass(frozen=True)
@@ -162,9 +162,10 @@ def formats(task: AppsPublic) -> tuple[str, str]:
 
 
 def purpose(task: AppsPublic) -> str:
-    head = _SECTION.split(task.description, maxsplit=1)[0]
-    first = " ".join(head.strip().split("\n\n")[0].split())
-    return first[:_PURPOSE_CHARS] or f"Solve APPS task {task.task_id}."
+    """The problem as the description states it: its text before the first ruled section
+    (the input and output formats have their own fields)."""
+    head = _SECTION.split(task.description, maxsplit=1)[0].strip()
+    return head or f"Solve APPS task {task.task_id}."
 
 
 def derived_apps_spec(task: AppsPublic) -> JSONObject:

@@ -120,7 +120,7 @@ def test_apps_rows_import_from_their_description_and_sample_io_only(
     assert program.input_format == "One line with two integers $a$ and $b$."
     assert program.output_format == "Print $a + b$."
     assert [(x.stdin, x.stdout, x.exit_code) for x in program.examples] == [("1 2\n", "3\n", 0)]
-    assert spec.purpose == "Add two numbers."
+    assert spec.purpose == "Add two numbers.\n\nThe judge gives you two numbers; print their sum."
     tests = extract_tests(of(others, "test_designer", "4001")).code
     assert "def test_visible_example_0(program):" in tests
     assert "program.check(stdin='1 2\\n', stdout='3\\n')" in tests

@@ -233,21 +233,26 @@ def score_all(
     return verdicts
 
 
-def cause(run: EvalRun, key: str, crew: Verdict, plain_code: str, crew_code: str | None) -> str:
-    """Why the crew's program fails a task the file's own program solves."""
+def cause(
+    run: EvalRun, key: str, crew: Verdict, plain_code: str, crew_code: str | None
+) -> tuple[str, str]:
+    """Why the crew's program fails a task the file's own program solves: its kind (counted
+    on the results page) and the whole reason."""
     status, why = run.status.get(key, "not run"), run.reason.get(key, "")
     if not crew_code:
-        return f"the crew gave no program (status {status}: {why})"
+        return f"no program ({status})", f"the crew gave no program (status {status}: {why})"
     if crew_code.strip() != plain_code.strip():
         kept = {line.strip() for line in crew_code.splitlines()}
         lost = [x.strip() for x in plain_code.splitlines() if x.strip() and x.strip() not in kept]
         shown = "; ".join(lost[:LOST_SHOWN]) + (" ..." if len(lost) > LOST_SHOWN else "")
-        return (
+        return "another program", (
             f"the crew's program differs from the file's source_codes[-1] (status {status}"
             + (f"; lines of the file's program it lacks: {shown}" if lost else "")
             + f"); it fails: {crew['category']}: {crew['message']}"
         )
-    return f"the same program, another verdict (flaky or near the time limit): {crew['message']}"
+    return "the same program", (
+        f"the same program, another verdict (flaky or near the time limit): {crew['message']}"
+    )
 
 
 def figures(
@@ -379,6 +384,14 @@ def run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
         print(f"{config.name}: done in {done.wall_s}s: {done.report}", file=sys.stderr)
     crew_s = time.perf_counter() - started
     verdicts = score_all(codes, problems)
+    # Everything the figures are made of, kept in the home (a figure that fails to compute
+    # must not cost the run).
+    state = {
+        "codes": codes,
+        "verdicts": verdicts,
+        "runs": [r.__dict__ | {"config": r.config.name} for r in runs],
+    }
+    (base / "state.json").write_text(json.dumps(state, default=str))
     # Per task, for a look at the tasks that are not held out (never at the held-out ones).
     (base / "verdicts.json").write_text(
         json.dumps({k: verdicts[k] for k in keys if k not in HELD_OUT}, indent=1)

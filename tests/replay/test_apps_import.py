@@ -9,6 +9,7 @@ files in ../shared is used.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from codegen.orchestration.cli import main
 from codegen.replay.apps_derived import sections
 from codegen.replay.importers import import_file
 from codegen.replay.recording import DERIVED, RECORDED, Entry, read_recording
+from codegen.replay.server import ReplayServer
 
 SUM_DESCRIPTION = (
     "Add two numbers.\n\nThe judge gives you two numbers; print their sum.\n\n"
@@ -197,3 +199,34 @@ def test_sections_are_read_between_apps_rulers() -> None:
         "examples": "Input\n1 2\n\nOutput\n3",
     }
     assert sections("no rulers here") == {}
+
+
+@pytest.mark.docker
+def test_crew_replayed_on_apps_rows_runs_the_program_and_is_scored_on_hidden_inputs(
+    rows: list[Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fields = ("name", "id", "description", "difficulty", "sample_io", "test_list", "starter_code")
+    tasks = write_jsonl(tmp_path / "apps.jsonl", [{k: r[k] for k in fields} for r in rows[:2]])
+    source = write_jsonl(tmp_path / "run.jsonl", rows)
+    recording = tmp_path / "replay.jsonl"
+    args = ["replay", "import", "--format", "mapcoder", str(source), str(recording)]
+    assert main([*args, "--tasks", str(tasks)]) == 0
+    with ReplayServer(read_recording(recording), log=io.StringIO()) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-replay-test-not-a-real-key")
+        capsys.readouterr()
+        code = main(["eval", "apps", "--tasks", str(tasks), "--json"])
+        result = json.loads(capsys.readouterr().out)
+    assert code == 0, result
+    # The fenced reply and the bare script both run as programs and solve the hidden input.
+    # The stub's second visible example ("ab" -> True) fails the derived program.check: the
+    # crew asks for a round 2 the run never had and its program so far is scored.
+    assert result["apps"]["solved_tasks"] == 2, result["apps"]["per_task"]
+    assert result["crew_statuses"] == {"passed": 1, "unrecorded": 1}
+    assert all(r["status"] == 200 for r in srv.served), srv.served
+    shown = "\n".join(r.prompt_text for r in srv.requests)
+    assert "1 2" in shown  # the visible example reaches the crew
+    assert not [h for h in HIDDEN if h in shown]  # the hidden cases never do

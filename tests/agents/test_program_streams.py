@@ -152,3 +152,15 @@ def test_runs_grouped_by_output_under_the_comparison_and_exit_status() -> None:
     # printing nothing where every example prints is an error; a stream never run is unknown
     assert silent == (-1, -1, -4, -1)
     assert program_table(runs, program, silent_is_error=False).classes[0][2] >= 0
+
+
+def test_a_literal_list_keeps_its_length_and_range_and_other_lines_their_spacing() -> None:
+    program = _program("a list of integers, then a word", "[3, 1, 2, 5]\nhello   world\n")
+    mutations = [i.stdin for i in stream_inputs(program)[1:]]
+    assert mutations
+    for text in mutations:
+        first, second = text.rstrip("\n").split("\n")
+        values = [int(v) for v in first.strip("[]").split(", ")]
+        assert len(values) == 4 and all(1 <= v <= 5 for v in values)
+        assert len(set(values)) == 4  # the example's values are distinct: so are these
+        assert second == "hello   world"  # a line no mutation touched, spacing and all

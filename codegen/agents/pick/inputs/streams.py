@@ -18,11 +18,14 @@ it was (a mutation that cannot be shown valid is not made):
   (``2`` then two lines of equal shape, to the end of the stream): a record is dropped with
   the count kept consistent, or the records reordered;
 * **a word**: a line holding one token of letters only has two of its characters swapped
-  (same length, same alphabet), unless the format speaks of palindromes, brackets or order.
+  (same length, same alphabet), unless the format speaks of palindromes, brackets or order;
+* **a literal list** of integers on a line (``[1, 3, 2]``: a function's argument fed on
+  stdin): a value moved as in a list line, or the list reordered; its length is kept.
 
 Reordering of any kind is left out when the format speaks of order (``sorted``,
-``increasing``, ``in the order``...). Programs that read files, float tokens and scalar
-integers (``a b``: their ranges are the format's, which is prose) are not mutated.
+``increasing``, ``in the order``...). Lines no mutation changed keep their spacing. Programs
+that read files, float tokens and scalar integers (``a b``: their ranges are the format's,
+which is prose) are not mutated.
 
 Bounded: at most ``StreamBudget.max_mutations`` mutations, none from an example whose stdin
 is over ``max_chars``; deterministic for one task (a ``random.Random`` seeded by the
@@ -136,18 +139,24 @@ def _int(token: str) -> int | None:
 
 @dataclass
 class _Stream:
-    """An example's stdin as lines of tokens, with what was found of its structure."""
+    """An example's stdin as lines of tokens, with what was found of its structure; a line
+    no mutation changed is written back as it was (its spacing may matter)."""
 
     lines: list[list[str]]
     trailing_newline: bool
+    raw: dict[tuple[str, ...], str]
 
     @classmethod
     def of(cls, text: str) -> _Stream:
         body = text[:-1] if text.endswith("\n") else text
-        return cls([line.split() for line in body.split("\n")], text.endswith("\n"))
+        raw: dict[tuple[str, ...], str] = {}
+        for line in body.split("\n"):
+            raw.setdefault(tuple(line.split()), line)
+        return cls([line.split() for line in body.split("\n")], text.endswith("\n"), raw)
 
     def text(self) -> str:
-        return "\n".join(" ".join(t) for t in self.lines) + ("\n" if self.trailing_newline else "")
+        lines = (self.raw.get(tuple(t), " ".join(t)) for t in self.lines)
+        return "\n".join(lines) + ("\n" if self.trailing_newline else "")
 
     def count_of(self, line: int) -> tuple[int, int] | None:
         """The one (line, position) on an earlier line whose integer is this line's token
@@ -270,10 +279,39 @@ def _word_mutation(stream: _Stream, fmt: _Format, rng: random.Random) -> bool:
     return True
 
 
+_LITERAL_LIST = re.compile(r"\[\s*-?\d+(?:\s*,\s*-?\d+)+\s*\]")
+
+
+def _literal_list_mutation(stream: _Stream, fmt: _Format, rng: random.Random) -> bool:
+    """A line that is a literal list of integers (``[1, 3, 2]``: a function's argument fed
+    on stdin) with a value moved within the list's range or the list reordered; its length
+    kept (nothing states the bounds of a length that no count gives)."""
+    found = [i for i, t in enumerate(stream.lines) if _LITERAL_LIST.fullmatch(" ".join(t))]
+    kinds = (["move"] if fmt.values else []) + (["reorder"] if fmt.reorder else [])
+    if not found or not kinds:
+        return False
+    line = rng.choice(found)
+    text = " ".join(stream.lines[line])
+    values = [int(v) for v in re.findall(r"-?\d+", text)]
+    new = list(values)
+    if rng.choice(kinds) == "move":
+        where = rng.randrange(len(new))
+        step = rng.choice([s for s in range(-MAX_STEP, MAX_STEP + 1) if s])
+        new[where] = min(max(new[where] + step, min(values)), max(values))
+    else:
+        rng.shuffle(new)
+    if new == values or not _keeps_shape(values, new):
+        return False
+    separator = ", " if ", " in text else ","
+    stream.lines[line] = ["[" + separator.join(map(str, new)) + "]"]
+    return True
+
+
 _MUTATIONS: tuple[Callable[[_Stream, _Format, random.Random], bool], ...] = (
     _list_mutation,
     _record_mutation,
     _word_mutation,
+    _literal_list_mutation,
 )
 
 

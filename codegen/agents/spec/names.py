@@ -15,9 +15,10 @@ Names of the standard library's modules and of the spec's dependencies are never
 
 A used name warns when the spec does not define it (as a program's command, a function,
 class, method, attribute or constant; a backticked name, or any name when the spec has a
-program, only when the spec never mentions it: a program's spec retells its problem). The other way, when the request names any code at all, each function and class of the
-spec whose words the request never uses warns too (a request that names nothing leaves naming
-to the analyzer); for a spec with a program only its command does (the functions it lists are
+program, only when the spec never mentions it: a program's spec retells its problem). The
+other way, when the request names any code at all, each function and class of the spec whose
+words the request never uses warns too (a request that names nothing leaves naming to the
+analyzer); for a spec with a program only its command does (the functions it lists are
 where the program's logic lives, which the request had no reason to name).
 
 When the spec has none of the names the request uses, it answers another request

@@ -36,7 +36,74 @@ GROUP_MEMBER_ROWS = (
     ),
 )
 
+# MapCoder's six APPS runs each alone through the crew (benchmarks.crew.apps_replay_crew).
+APPS_ALONE = ("ChatGPT-Direct", "ChatGPT-CoT", "ChatGPT-Analogical", "ChatGPT-SelfPlanning",
+              "ChatGPT-MapCoder-3-5", "GPT4-Turbo-Direct")  # fmt: skip
+
+
+def apps_alone_rows() -> tuple[Row, ...]:
+    """Per run alone: the crew beside the run's own programs, and the tasks it lost."""
+    rows: list[Row] = []
+    for label in APPS_ALONE:
+        key = f"all.single_{label}"
+        rows += [
+            Row(f"{label} alone: the crew", f"{key}.crew", "its programs", f"{key}.plain"),
+            Row(f"{label} alone: tasks below its programs", f"{key}.below_plain_tasks"),
+        ]
+    return tuple(rows)
+
+
 PICK_DESCRIPTIONS: dict[str, Description] = {
+    "apps_replay_crew": Description(
+        title="APPS through the whole crew by replay",
+        module="benchmarks.crew.apps_replay_crew",
+        what=(
+            "MapCoder's six recorded APPS runs (128 tasks) each alone through the crew, and the"
+            " five ChatGPT runs as five candidates, each as a user runs it: `codegen replay"
+            " import --format mapcoder` (the programmer's raw final reply; the analyzer's program"
+            " spec and the `program.check` tests derived from each task's description and"
+            " visible examples only), `codegen replay serve`, one `codegen eval apps` (for the"
+            " five: `--candidates 5` with each run's model named in `[llm] candidates`, no"
+            " reliability given; the evaluation re-picks at its end, the pick shown). The crew's"
+            " final program, its first pick and each run's own final program (`source_codes[-1]`)"
+            " scored in the same run by the APPS scorer (every hidden input on stdin, trailing"
+            " whitespace ignored, 4 s per input). The 40 held-out tasks (seed 47) come first;"
+            " per run alone, the tasks where the crew is below the run's own programs (their"
+            " causes are in the JSON)."
+        ),
+        rows=(
+            Row("held-out tasks", "held_out.tasks"),
+            Row(
+                "held out: five ChatGPT runs named, the learned pick",
+                "held_out.five_chatgpt.ours",
+                "best single run",
+                "held_out.five_chatgpt.best_single",
+            ),
+            Row(
+                "held out: five ChatGPT runs, first pick",
+                "held_out.five_chatgpt.first_pick",
+                "oracle",
+                "held_out.five_chatgpt.oracle",
+            ),
+            Row("held out: five ChatGPT runs, random", "held_out.five_chatgpt.random"),
+            Row("tasks", "all.tasks"),
+            Row(
+                "all: five ChatGPT runs named, the learned pick",
+                "all.five_chatgpt.ours",
+                "best single run",
+                "all.five_chatgpt.best_single",
+            ),
+            Row(
+                "all: five ChatGPT runs, first pick",
+                "all.five_chatgpt.first_pick",
+                "oracle",
+                "all.five_chatgpt.oracle",
+            ),
+            Row("all: five ChatGPT runs, random", "all.five_chatgpt.random"),
+            Row("all: picks the re-pick moved", "all.five_chatgpt.moved"),
+            *apps_alone_rows(),
+        ),
+    ),
     "classeval_replay_crew": Description(
         title="ClassEval through the whole crew by replay",
         module="benchmarks.crew.classeval_replay_crew",
@@ -148,9 +215,10 @@ PICK_DESCRIPTIONS: dict[str, Description] = {
             " models) or pass@1 (five samples of one model) on the held-out part of every set:"
             " MapCoder HumanEval (five runs, 40 held out, seed 41), MapCoder MBPP (three runs,"
             " 100 held out, seed 43), ClassEval's five greedy files named as five models and each"
-            " t0.2 file's five samples (30 held out, seed 37). Each set's figures are read from"
+            " t0.2 file's five samples (30 held out, seed 37), MapCoder's five ChatGPT APPS runs"
+            " named as five models (40 held out, seed 47). Each set's figures are read from"
             " the JSON its own script stored (`learned_pick_humaneval`, `learned_pick_mbpp`,"
-            " `classeval_replay_crew`)."
+            " `classeval_replay_crew`, `apps_replay_crew`)."
         ),
         rows=(
             *(
@@ -161,6 +229,7 @@ PICK_DESCRIPTIONS: dict[str, Description] = {
                     ("classeval_five_greedy", "ClassEval, five greedy files named"),
                     ("classeval_t02_GPT-35-Turbo", "ClassEval, GPT-3.5-Turbo t0.2 samples"),
                     ("classeval_t02_Gemini-Pro", "ClassEval, Gemini-Pro t0.2 samples"),
+                    ("apps_chatgpt_five_runs", "APPS, five ChatGPT runs named"),
                 )
                 for row in (
                     Row(

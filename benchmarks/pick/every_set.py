@@ -10,6 +10,8 @@ The sets and the script that measures each (its JSON under benchmarks/results/):
 * MapCoder MBPP, three runs (``learned_pick --data .../mapcoder-mbpp``; 100 held out, seed 43);
 * ClassEval, the five greedy files named as five models, and each t0.2 file's five samples of
   one model (``crew.classeval_replay_crew``; 30 held out, seed 37).
+* APPS, MapCoder's five ChatGPT runs named as five models (``crew.apps_replay_crew``; 40 held
+  out, seed 47).
 
 ``--run`` runs each script with ``--store`` first (about an hour on two busy cores); without
 it, the table is built from the JSON they stored. Writes benchmarks/results/pick_every_set.json
@@ -47,6 +49,9 @@ def sources(workers: int) -> dict[str, list[str]]:
         ],
         "classeval_replay_crew": [
             *(*run, "benchmarks.crew.classeval_replay_crew", "--workers", str(workers), "--store"),
+        ],
+        "apps_replay_crew": [
+            *(*run, "benchmarks.crew.apps_replay_crew", "--workers", str(workers), "--store"),
         ],
     }
 
@@ -105,12 +110,26 @@ def classeval_sets(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def apps_set(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        part: row(
+            data[part]["five_chatgpt"]["ours"],
+            data[part]["five_chatgpt"]["best_single"],
+            "best single run",
+            data[part]["five_chatgpt"],
+            data[part]["tasks"],
+        )
+        for part in ("held_out", "all")
+    }
+
+
 def table() -> dict[str, Any]:
     stored = {stem: json.loads((RESULTS / f"{stem}.json").read_text()) for stem in sources(1)}
     sets = {
         "humaneval_mapcoder_five_runs": mapcoder_set(stored["learned_pick_humaneval"]),
         "mbpp_mapcoder_three_runs": mapcoder_set(stored["learned_pick_mbpp"]),
         **classeval_sets(stored["classeval_replay_crew"]),
+        "apps_chatgpt_five_runs": apps_set(stored["apps_replay_crew"]),
     }
     held_ok = {name: s["held_out"]["pick"] >= s["held_out"]["baseline"] for name, s in sets.items()}
     return {

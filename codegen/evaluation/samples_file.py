@@ -56,6 +56,8 @@ class SamplesFile:
     modules: dict[str, list[str]] = field(default_factory=dict)  # task key -> candidate modules
     fields: dict[str, int] = field(default_factory=dict)  # completion/solution line counts
     tasks: TaskSet = field(default_factory=humaneval_tasks)  # the set the samples are for
+    # The file's own verdicts by task key, where its format carries them (MapCoder's rows).
+    recorded: dict[str, bool] = field(default_factory=dict)
 
     @property
     def samples(self) -> int:
@@ -135,10 +137,12 @@ def read_samples(path: Path | str, tasks: TaskSet | None = None) -> SamplesFile:
             continue
         try:  # the shape's own format (ClassEval's replies: [{task_id, predict: [reply, ...]}])
             modules, digest = shape.read_replies(text, path, tasks.problems)
+            verdicts = shape.read_verdicts or (lambda *_: {})
+            recorded = verdicts(text, path, tasks.problems)
         except ValueError as exc:
             raise SamplesFileError(str(exc)) from None
         predict = sum(len(m) for m in modules.values())
-        return SamplesFile(path, digest, modules, {"predict": predict}, tasks)
+        return SamplesFile(path, digest, modules, {"predict": predict}, tasks, recorded)
     result = SamplesFile(path=path, digest=hashlib.sha256(data).hexdigest(), tasks=tasks)
     counts = {COMPLETION: 0, SOLUTION: 0}
     for number, line in enumerate(text.splitlines(), start=1):

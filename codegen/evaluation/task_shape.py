@@ -27,12 +27,16 @@ if TYPE_CHECKING:
 
 # Verdicts for candidate modules of one problem (None: no code), one per module, in order.
 Scorer = Callable[["Sandbox", Problem, list[str | None], "Limits"], list["SampleScore"]]
-# The shape's figures over each scored problem's verdicts.
-Figures = Callable[[Sequence[tuple[Problem, list["SampleScore"]]]], JSONObject]
+# The shape's figures over each scored problem's verdicts (``figures(scored)``); a shape that
+# reads its samples file's own verdicts (``read_verdicts``) is given them too, by task key
+# (``figures(scored, recorded)``; empty for the crew's runs).
+Figures = Callable[..., JSONObject]
 # A task file's text and path -> its problems by key, in file order (raises BadInput).
 FileReader = Callable[[str, Path], dict[str, Problem]]
 # A samples file's text, path and the task set's problems -> modules by key and a digest.
 RepliesReader = Callable[[str, Path, Mapping[str, Problem]], tuple[dict[str, list[str]], str]]
+# The same file's own verdicts by task key, where its format carries them (raises ValueError).
+VerdictsReader = Callable[[str, Path, Mapping[str, Problem]], dict[str, bool]]
 
 
 def _as_is(figures: JSONObject) -> JSONObject:
@@ -50,12 +54,23 @@ class TaskShape:
     # Its own samples file format beside the JSONL one (claimed by its text too).
     claims_replies: Callable[[str], bool] | None = None
     read_replies: RepliesReader | None = None
+    read_verdicts: VerdictsReader | None = None  # handed to ``figures`` beside ours
     score: Scorer | None = None  # None: the function scorer (hidden test, HumanEval+ inputs)
     scoring_version: str = ""  # its scorer's; part of every verdict's key when set
     figures: Figures | None = None  # reported under ``name`` (``--json``, metadata)
     describe: Callable[[JSONObject, bool], list[str]] | None = None  # text lines; all failures?
     metadata: Callable[[JSONObject], JSONObject] = _as_is  # the figures as Dagster shows them
     package_set: str | None = None  # the sandbox package set its tests need (None: any)
+
+    def summary(
+        self, scored: Sequence[tuple[Problem, list[SampleScore]]], recorded: Mapping[str, bool]
+    ) -> JSONObject:
+        """Its figures (``figures`` is set); the samples file's own verdicts only to a shape
+        that reads them, so a shape's ``figures(scored)`` of one argument still works."""
+        assert self.figures is not None
+        if self.read_verdicts is None:
+            return self.figures(scored)
+        return self.figures(scored, recorded)
 
 
 FUNCTION_SHAPE = TaskShape(FUNCTION, "function")

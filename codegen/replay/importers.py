@@ -2,7 +2,7 @@
 
 Formats (one JSON object a line in every case):
 
-* ``mapcoder`` (Md-Ashraful-Pramanik/MapCoder ``final-results/*.jsonl``, HumanEval and MBPP):
+* ``mapcoder`` (Md-Ashraful-Pramanik/MapCoder ``final-results/*.jsonl``, HumanEval, MBPP, APPS):
   ``task_id`` (or ``name``), ``responses[]``, ``source_codes[]``, ``is_solved``... The last
   response, as the model sent it, becomes the programmer's reply (candidate 0, round 1). The
   task is HumanEval's for a HumanEval id; an MBPP row (MultiPL-E's 397-task set) carries its
@@ -11,6 +11,9 @@ Formats (one JSON object a line in every case):
   so the derived replies match the request the crew is given from the same file.
   Several files (runs on the same tasks, e.g. one per model) make one recording: file j's
   reply becomes candidate j's, so ``--candidates N`` gives the crew one draft from each run.
+  APPS rows (a ``description`` and ``{input, output}`` cases) are read by ``replay.apps_derived``:
+  the task's public half is its description and visible ``sample_io``, from the row or from
+  ``--tasks`` (an APPS task file); the derived spec describes a stdin/stdout program.
 * ``codet`` (microsoft/CodeT ``data/generated_data``): ``{prompt, samples[]}`` joined to the
   task by ``prompt`` through ``HumanEval_for_code_generation.jsonl``. Sample i, as sent (a
   function body that may run on past the function), becomes candidate i's round-1 reply.
@@ -58,6 +61,7 @@ from codegen.evaluation.tasks import (
     safe_key,
 )
 from codegen.json_types import JSONObject
+from codegen.replay.apps_derived import import_apps, is_apps_row
 from codegen.replay.classeval import import_classeval, read_classeval_tasks
 from codegen.replay.classeval_derived import classeval_derived_entries
 from codegen.replay.derived import derived_entries
@@ -72,8 +76,8 @@ CODET_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")  # CodeT's STOP_TOKE
 
 DERIVED_NOTES = (
     "replies with source 'derived' were built by codegen replay import from the task's public "
-    "prompt (signature, docstring and its worked examples) and its visible example assertions, "
-    "for roles the source run did not have"
+    "prompt (signature, docstring and its worked examples; for a program, its description) and "
+    "its visible examples, for roles the source run did not have"
 )
 
 
@@ -321,6 +325,8 @@ def import_file(
         )
     if fmt == "classeval":
         return _import_classeval((path, *more), tasks_file, recorded_only)
+    if fmt == "mapcoder" and is_apps_row(next(_rows(path))[1]):
+        return import_apps((path, *more), tasks_file, recorded_only)
     if fmt == "mapcoder":
         tasks = _task_set(tasks_file) if tasks_file is not None else None
         entries = []

@@ -174,3 +174,22 @@ def test_a_request_naming_the_specs_command_line_program_is_on_target(request_te
 def test_a_request_naming_another_program_is_still_off_target() -> None:
     reason = off_target("Write word_count(path), a command-line tool.", log_top("log_top"))
     assert reason is not None and "the spec defines `log_top`" in reason
+
+
+def test_a_program_spec_that_retells_the_problems_names_is_on_target() -> None:
+    """A judge's statement names its problem's vocabulary (``gcd``, the stub it showed): a
+    program's spec that repeats them answers the request; a function's spec still must define
+    what the request calls."""
+    request = (
+        "Write a Python 3 program that reads standard input and writes standard output.\n\n"
+        "For a multiset of integers, print the `gcd` of the lcm of every pair: gcd(a, b)..."
+    )
+    program = log_top("solution").model_copy(
+        update={"purpose": "print gcd of the pairwise lcm of the integers read"}
+    )
+    assert off_target(request, program) is None
+    unmentioned = log_top("solution")
+    reason = off_target(request, unmentioned)
+    assert reason is not None and "asks for `gcd`" in reason
+    function_spec = PRIMES.model_copy(update={"purpose": "uses gcd(a, b) of the pairs"})
+    assert off_target(request, function_spec) is not None

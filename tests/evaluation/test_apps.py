@@ -11,8 +11,16 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance, instance_for_test
 
-from codegen.evaluation.apps import expected_text, is_task_file, parse_task_file, rows_modules
+from codegen.evaluation.apps import (
+    expected_text,
+    is_task_file,
+    parse_task_file,
+    program_summary,
+    rows_modules,
+)
 from codegen.evaluation.humaneval import PROGRAM
+from codegen.evaluation.samples_file import read_samples
+from codegen.evaluation.scoring import Category, SampleScore
 from codegen.evaluation.shapes import file_shape
 from codegen.evaluation.tasks import read_task_file
 from codegen.orchestration.cli import main
@@ -72,6 +80,27 @@ def test_mapcoder_rows_give_each_task_its_final_program(tmp_path: Path) -> None:
     assert modules == {"11": ["final 11"], "12": ["final 12"]} and len(digest) == 64
     with pytest.raises(ValueError, match=r"rows.jsonl:1: unknown task '99'"):
         rows_modules(json.dumps({"task_id": 99, "source_codes": []}), Path("rows.jsonl"), problems)
+
+
+def test_the_files_own_verdicts_travel_with_the_samples_read_from_it(tmp_path: Path) -> None:
+    """``is_solved`` is read with the rows and handed to the figures with them, not left
+    behind by whichever rows file this process read last: a crew run reports none."""
+    tasks = read_task_file(write_tasks(tmp_path / "apps.jsonl"))
+    rows = [
+        {"task_id": 11, "source_codes": ["a"], "is_solved": False},
+        {"task_id": 12, "source_codes": ["b"], "is_solved": True},
+        {"task_id": 12, "source_codes": ["c"], "is_solved": False},  # asked again: ignored
+    ]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    samples = read_samples(path, tasks)
+    assert samples.recorded == {"11": False, "12": True}
+    passed = SampleScore(True, Category.PASSED, "2 inputs passed")
+    scored = [(tasks.problems["11"], [passed]), (tasks.problems["12"], [passed])]
+    figures = program_summary(scored, samples.recorded)
+    assert figures["file_is_solved"] == 1
+    assert [(d["task"], d["file_is_solved"]) for d in figures["disagreements"]] == [("11", False)]
+    assert "file_is_solved" not in program_summary(scored)  # the crew's run, read after it
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

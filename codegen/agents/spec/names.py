@@ -14,10 +14,11 @@ for code:
 Names of the standard library's modules and of the spec's dependencies are never counted.
 
 A used name warns when the spec does not define it (as a program's command, a function,
-class, method, attribute or constant; a backticked name only when the spec never mentions
-it). The other way, when the request names any code at all, each function and class of the
-spec whose words the request never uses warns too (a request that names nothing leaves naming
-to the analyzer); for a spec with a program only its command does (the functions it lists are
+class, method, attribute or constant; a backticked name, or any name when the spec has a
+program, only when the spec never mentions it: a program's spec retells its problem). The
+other way, when the request names any code at all, each function and class of the spec whose
+words the request never uses warns too (a request that names nothing leaves naming to the
+analyzer); for a spec with a program only its command does (the functions it lists are
 where the program's logic lives, which the request had no reason to name).
 
 When the spec has none of the names the request uses, it answers another request
@@ -130,10 +131,13 @@ def _lacking(used: dict[str, str], spec: Spec) -> list[str]:
     not even mentioned (it may be a column or a key the spec uses in its text)."""
     defined = _defined(spec)
     mentioned = set(re.findall(_IDENT, spec.model_dump_json()))
+    # A program's spec retells its problem in words: a name it repeats (the problem's ``gcd``,
+    # the stub a judge's statement shows) is that problem's vocabulary, not a missing interface.
+    retold = spec.program is not None
     return [
         name
         for name, how in used.items()
-        if name not in defined and not (how == BACKTICKED and name in mentioned)
+        if name not in defined and not ((how == BACKTICKED or retold) and name in mentioned)
     ]
 
 

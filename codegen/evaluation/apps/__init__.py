@@ -18,8 +18,8 @@ from codegen.evaluation.apps.tasks import (
     hidden_cases,
     is_task_file,
     parse_task_file,
-    recorded_verdicts,
     rows_modules,
+    rows_verdicts,
 )
 
 __all__ = [
@@ -35,7 +35,7 @@ __all__ = [
     "is_task_file",
     "parse_task_file",
     "program_summary",
-    "recorded_verdicts",
     "rows_modules",
+    "rows_verdicts",
     "score_programs",
 ]

@@ -5,7 +5,7 @@ task where the two disagree."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from codegen.evaluation.apps import tasks as apps
 from codegen.evaluation.apps.scoring import (
@@ -27,10 +27,16 @@ def _task_category(scores: Sequence[SampleScore]) -> SampleScore | None:
     return next((s for s in scores if s.passed), scores[0] if scores else None)
 
 
-def program_summary(scored: Sequence[tuple[Problem, Sequence[SampleScore]]]) -> JSONObject:
+def program_summary(
+    scored: Sequence[tuple[Problem, Sequence[SampleScore]]],
+    recorded: Mapping[str, bool] | None = None,
+) -> JSONObject:
+    """The figures over ``scored``; with the samples file's own verdicts by task key
+    (MapCoder's ``is_solved``), their count beside ours and every task where the two
+    disagree."""
     by_category: dict[str, list[JSONValue]] = {str(c): [] for c in CATEGORIES}
     per_task: dict[str, JSONValue] = {}
-    recorded = apps.recorded_verdicts()
+    recorded = recorded or {}
     disagree: list[JSONValue] = []
     fences: dict[str, int] = {}
     for problem, scores in scored:
@@ -101,6 +107,7 @@ APPS_SHAPE = TaskShape(
     read_file=apps.parse_task_file,
     claims_replies=apps.is_rows_file,
     read_replies=apps.rows_modules,
+    read_verdicts=apps.rows_verdicts,
     score=score_programs,
     scoring_version=SCORING_VERSION,
     figures=program_summary,

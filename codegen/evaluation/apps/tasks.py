@@ -12,14 +12,15 @@ Python's ``print`` writes it), read by the scorer alone. The whole file is valid
 A samples file may be MapCoder's rows (``task_id``, ``source_codes``, ``is_solved``): each
 row's final extracted program, ``source_codes[-1]``, is the task's one sample; a task asked
 twice keeps its first row, as the task file does. The rows' own verdicts (``is_solved``) are
-kept beside ours (``recorded_verdicts``) so the report can list where they disagree.
+read with them (``rows_verdicts``) and handed to the shape's figures with the samples, so the
+report can list where they disagree with ours.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from codegen.evaluation.humaneval import PROGRAM, Problem, task_key
@@ -32,16 +33,6 @@ ENTRY_POINT = "main"  # a program has none; the name reports and the crew's requ
 
 class TaskFileError(BadInput):
     """An APPS task file that cannot be run; the message names the file and line."""
-
-
-# The samples file last read, by task key: its own verdict (``is_solved``) per task. The
-# shape's figures set them beside the sandbox's (one process reads the file and reports);
-# reading a task file forgets them (a command reads its task file first).
-_recorded: dict[str, bool] = {}
-
-
-def recorded_verdicts() -> dict[str, bool]:
-    return dict(_recorded)
 
 
 def _first_object(text: str) -> JSONValue:
@@ -134,7 +125,6 @@ def parse_task(record: JSONValue, where: str) -> Problem:
 
 
 def parse_task_file(text: str, path: Path) -> dict[str, Problem]:
-    _recorded.clear()
     problems: dict[str, Problem] = {}
     for where, record in json_lines(text, path, TaskFileError):
         problem = parse_task(record, where)
@@ -159,14 +149,12 @@ def is_rows_file(text: str) -> bool:
     return isinstance(first, dict) and "source_codes" in first
 
 
-def rows_modules(
+def _first_rows(
     text: str, path: Path, problems: Mapping[str, Problem]
-) -> tuple[dict[str, list[str]], str]:
-    """MapCoder's rows as samples: each task's final program, by task key in task order, and
-    the file's digest; the rows' ``is_solved`` are kept (``recorded_verdicts``). Raises
-    ValueError naming the line."""
-    modules: dict[str, list[str]] = {}
-    verdicts: dict[str, bool] = {}
+) -> Iterator[tuple[str, JSONObject]]:
+    """Each task's first row, by task key (a task asked twice: its first row, as the task
+    file keeps it). Raises ValueError naming the line."""
+    seen: set[str] = set()
     for where, row in json_lines(text, path, ValueError):
         if not isinstance(row, dict):
             raise ValueError(f"{where}: expected a JSON object")
@@ -177,15 +165,30 @@ def rows_modules(
         codes = row.get("source_codes")
         if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
             raise ValueError(f"{where}: 'source_codes' must be a list of strings")
-        if key in modules:
-            continue  # a task asked twice: its first row, as the task file keeps it
-        modules[key] = [codes[-1] if codes else ""]
-        if isinstance(row.get("is_solved"), bool):
-            verdicts[key] = bool(row["is_solved"])
+        if key not in seen:
+            seen.add(key)
+            yield key, row
+
+
+def rows_modules(
+    text: str, path: Path, problems: Mapping[str, Problem]
+) -> tuple[dict[str, list[str]], str]:
+    """MapCoder's rows as samples: each task's final program, by task key in task order, and
+    the file's digest. Raises ValueError naming the line."""
+    modules: dict[str, list[str]] = {}
+    for key, row in _first_rows(text, path, problems):
+        codes = row["source_codes"]
+        assert isinstance(codes, list)  # checked by _first_rows
+        modules[key] = [str(codes[-1]) if codes else ""]
     if not modules:
         raise ValueError(f"{path}: empty: no rows")
-    _recorded.clear()
-    _recorded.update(verdicts)
     order = {k: i for i, k in enumerate(problems)}
     ordered = dict(sorted(modules.items(), key=lambda kv: order[kv[0]]))
     return ordered, hashlib.sha256(text.encode()).hexdigest()
+
+
+def rows_verdicts(text: str, path: Path, problems: Mapping[str, Problem]) -> dict[str, bool]:
+    """The rows' own verdicts (``is_solved``) by task key, first row per task: reported beside
+    ours (the shape's ``read_verdicts``). Raises ValueError naming the line."""
+    rows = _first_rows(text, path, problems)
+    return {k: r["is_solved"] for k, r in rows if isinstance(r.get("is_solved"), bool)}

@@ -360,7 +360,8 @@ class EvalSession:
                 if stored and self.tasks.get(key).shape == shape.name:
                     found = [SampleScore.from_dict(s) for s in stored["scores"]]
                     scored.append((self.tasks.get(key), found))
-            figures[shape.name] = shape.figures(scored)
+            recorded = self.samples_file.recorded if self.samples_file else {}
+            figures[shape.name] = shape.summary(scored, recorded)
         return figures
 
     def report(

@@ -12,6 +12,16 @@ writes ``>>> calc.area(2, 3)`` after ``>>> calc = AreaCalculator(2)`` in another
 statement that made it is put in front. An example whose expected output is not a Python
 literal, or that uses a name nothing defines, becomes a setup statement of the later ones
 or is left out, never a guessed assertion.
+
+Two slips ClassEval's docstrings make are read as meant, on the skeleton's class. When the
+skeleton defines exactly one class, a name written as a class's (CapWords, not a constant's
+all-capitals) that nothing defines is that class (``>>> NLPDataProcessor.process(...)`` in a
+skeleton of ``NLPDataProcessor2``). A method that takes ``self`` called on the class itself
+(``>>> Processor.process(['a'])``: the arguments fit the method after ``self``, and do not
+fit it with the first one as ``self``) means an instance: it runs on a fresh one, made with no
+arguments when the constructor takes none (or has a default for each); otherwise the example
+is left out, never a guessed argument. A fresh instance keeps no state for the later
+examples, so a docstring's examples after such a call that returns nothing are left out.
 """
 
 from __future__ import annotations
@@ -53,6 +63,7 @@ class _Skeleton:
     node: ast.ClassDef | None
     source: str
     methods: list[ast.FunctionDef] = field(default_factory=list)
+    class_count: int = 0  # classes the skeleton defines
 
     @property
     def init(self) -> ast.FunctionDef | None:
@@ -106,11 +117,12 @@ def _skeleton(task: ClassEvalTask) -> _Skeleton:
     if parsed is None:
         return _Skeleton(None, task.skeleton)
     tree, source = parsed
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == task.class_name:
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    for node in classes:
+        if node.name == task.class_name:
             methods = [m for m in node.body if isinstance(m, ast.FunctionDef)]
-            return _Skeleton(node, source, methods)
-    return _Skeleton(None, source)
+            return _Skeleton(node, source, methods, len(classes))
+    return _Skeleton(None, source, class_count=len(classes))
 
 
 def _signature(node: ast.FunctionDef) -> str:
@@ -232,6 +244,102 @@ def _borrowed(source: str, known: set[str], made: dict[str, str]) -> list[str] |
     return borrowed
 
 
+def _binds(args: ast.arguments, positional: int, keywords: list[str], skip: int) -> bool:
+    """Whether a call with ``positional`` arguments and ``keywords`` fits ``args`` with its
+    first ``skip`` positional parameters already bound."""
+    params = [a.arg for a in [*args.posonlyargs, *args.args]]
+    required = params[: len(params) - len(args.defaults)]
+    params, required = params[skip:], required[skip:]
+    if positional > len(params) and args.vararg is None:
+        return False
+    filled = set(params[:positional])
+    named = {a.arg for a in [*args.args, *args.kwonlyargs]} - {a.arg for a in args.posonlyargs}
+    for keyword in keywords:
+        if keyword in filled or (keyword not in named and args.kwarg is None):
+            return False
+        filled.add(keyword)
+    required += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None]
+    return set(required) <= filled
+
+
+def _takes_no_argument(init: ast.FunctionDef | None) -> bool:
+    return init is None or _binds(init.args, 0, [], skip=1)
+
+
+def _instance_methods(skeleton: _Skeleton) -> dict[str, ast.arguments]:
+    """The skeleton's methods that take ``self`` (neither static nor class methods)."""
+    bound = {"staticmethod", "classmethod"}
+    return {
+        m.name: m.args
+        for m in skeleton.methods
+        if [*m.args.posonlyargs, *m.args.args]
+        and not any(isinstance(d, ast.Name) and d.id in bound for d in m.decorator_list)
+    }
+
+
+def _meant_for_an_instance(call: ast.Call, args: ast.arguments) -> bool:
+    """A call on the class whose arguments fit the method after ``self`` and not with the
+    first one as ``self`` (``Counter.increment(c, 2)`` is a call on the instance ``c``)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return False
+    keywords = [k.arg for k in call.keywords if k.arg is not None]
+    return _binds(args, len(call.args), keywords, skip=1) and not _binds(
+        args, len(call.args), keywords, skip=0
+    )
+
+
+@dataclass
+class _OnTheClass:
+    """Reads an example's source as meant on the skeleton's class (see the module docstring)."""
+
+    name: str
+    strangers: set[str]  # class-style names nothing defines, read as the class
+    methods: dict[str, ast.arguments]
+    bare_instance: bool  # the constructor takes no argument
+
+    def read(self, source: str) -> tuple[str | None, bool]:
+        """(the source as meant, or None when it cannot run as meant; whether it calls a
+        method on a fresh instance); the source as written when nothing is read otherwise."""
+        if not _parses(source, "exec"):
+            return source, False
+        tree = ast.parse(source)
+        changed = on_fresh = False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in self.strangers:
+                node.id, changed = self.name, True
+        for node in ast.walk(tree):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == self.name
+                and node.func.attr in self.methods
+                and _meant_for_an_instance(node, self.methods[node.func.attr])
+            ):
+                continue
+            if not self.bare_instance:
+                return None, False
+            node.func.value = ast.Call(ast.Name(self.name, ast.Load()), [], [])
+            changed = on_fresh = True
+        return (ast.unparse(tree) if changed else source), on_fresh
+
+
+def _on_the_class(task: ClassEvalTask, skeleton: _Skeleton, known: set[str]) -> _OnTheClass:
+    """``known``: the names defined before any example (builtins, imports, the class, and
+    every name a docstring's statement makes)."""
+    strangers: set[str] = set()
+    if skeleton.class_count == 1:
+        for method in skeleton.methods:
+            for source, _ in doc_examples(_docstring(skeleton, method)):
+                if _parses(source, "exec"):
+                    strangers |= _loaded(source) - known
+    strangers = {n for n in strangers if n[:1].isupper() and not n.isupper()}
+    methods = _instance_methods(skeleton)
+    return _OnTheClass(task.class_name, strangers, methods, _takes_no_argument(skeleton.init))
+
+
 def doc_examples(docstring: str) -> list[tuple[str, str]]:
     """A docstring's ``>>>`` examples as (source, output), read as ClassEval writes them: the
     prompt's blank may be missing (``>>>x = 1``), and a statement may go on over lines without
@@ -263,26 +371,34 @@ def doc_examples(docstring: str) -> list[tuple[str, str]]:
 
 
 def class_examples(task: ClassEvalTask) -> list[ClassExample]:
-    """Every method docstring's ``>>>`` examples whose expected output is a literal, each
-    with the statements before it in that docstring (another docstring's statement in front
-    for a name only it defines: the last one before, else the first one after)."""
+    """Every method docstring's ``>>>`` examples whose expected output is a literal, read on
+    the skeleton's class (see the module docstring), each with the statements before it in
+    that docstring (another docstring's statement in front for a name only it defines: the
+    last one before, else the first one after)."""
     skeleton = _skeleton(task)
     known = set(dir(builtins)) | {task.class_name}
     for line in task.import_statement:
         if _parses(line.strip(), "exec"):
             known |= _assigned(line.strip())
-    written = [(m.name, doc_examples(_docstring(skeleton, m))) for m in skeleton.methods]
+    as_written = [(m.name, doc_examples(_docstring(skeleton, m))) for m in skeleton.methods]
+    everywhere = {
+        n for _, ex in as_written for s, _ in ex if _parses(s, "exec") for n in _assigned(s)
+    }
+    meant = _on_the_class(task, skeleton, known | everywhere)
+    written = [(method, [(*meant.read(s), w) for s, w in ex]) for method, ex in as_written]
     made: dict[str, str] = {}  # name -> the statement (in any docstring) that made it
     for _, examples in reversed(written):
-        for source, _ in reversed(examples):
-            if _parses(source, "exec"):
+        for source, _, _ in reversed(examples):
+            if source is not None and _parses(source, "exec"):
                 made.update(dict.fromkeys(_assigned(source), source))
     found: list[ClassExample] = []
     for method, examples in written:
         setup: list[str] = []
-        for source, want in examples:
-            if want.startswith("Traceback") or not _parses(source, "exec"):
+        for source, on_fresh, want in examples:
+            if source is None or want.startswith("Traceback") or not _parses(source, "exec"):
                 continue  # an example that raises is no statement for the later ones
+            if on_fresh and not want and not _assigned(source):
+                break  # what it changed is gone with its instance: the later ones are unsure
             borrowed = _borrowed(source, known | _defined(setup), made)
             if borrowed is None:
                 break  # a name nothing defines: this docstring's later examples are unsure

@@ -24,7 +24,6 @@ from codegen.sandbox.types import (
     ExecResult,
     Limits,
     ProgramRun,
-    TestCase,
     TestCaseResult,
     TestReport,
 )
@@ -43,7 +42,6 @@ __all__ = [
     "SandboxError",
     "SandboxUnavailable",
     "Symlink",
-    "TestCase",
     "TestCaseResult",
     "TestReport",
     "UnsafePathError",

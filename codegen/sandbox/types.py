@@ -213,10 +213,6 @@ class TestCaseResult:
         return data
 
 
-# The name the programs' contract uses for a test's result.
-TestCase = TestCaseResult
-
-
 @dataclass
 class TestReport:
     tests: list[TestCaseResult] = field(default_factory=list)

@@ -8,6 +8,19 @@ from benchmarks.results_rows import Description, Row
 
 # The picks every MapCoder selection run stores (benchmarks.pick.selection --mapcoder), for
 # HumanEval and MBPP alike.
+
+# learned_pick's table, the same for every task set it runs on.
+LEARNED_PICK_ROWS = (
+    Row("held-out tasks", "held_out.tasks"),
+    Row("held out: learned pick", "held_out.learned", "best single", "held_out.best_single"),
+    Row("held out: oracle", "held_out.oracle"),
+    Row("all: learned pick", "all.learned", "best single", "all.best_single"),
+    Row("all: first pick (equal votes)", "all.first_pick", "random", "all.random"),
+    Row("all: oracle", "all.oracle"),
+    Row("re-pick share of the evaluation's wall time", "eval.repick_share"),
+    Row("replay requests during the re-pick", "replay_requests_during_repick"),
+)
+
 MAPCODER_PICK_ROWS = (
     Row(
         "solved, weighted_checks (the crew's rule)",
@@ -258,18 +271,7 @@ PICK_DESCRIPTIONS: dict[str, Description] = {
             " HumanEval. The 100 tasks held out by seed 43 (drawn before the dominance rule looked"
             " at MBPP) come first."
         ),
-        rows=(
-            Row("held-out tasks", "held_out.tasks"),
-            Row(
-                "held out: learned pick", "held_out.learned", "best single", "held_out.best_single"
-            ),
-            Row("held out: oracle", "held_out.oracle"),
-            Row("all: learned pick", "all.learned", "best single", "all.best_single"),
-            Row("all: first pick (equal votes)", "all.first_pick", "random", "all.random"),
-            Row("all: oracle", "all.oracle"),
-            Row("re-pick share of the evaluation's wall time", "eval.repick_share"),
-            Row("replay requests during the re-pick", "replay_requests_during_repick"),
-        ),
+        rows=LEARNED_PICK_ROWS,
     ),
     "learned_pick_humaneval": Description(
         title="One evaluation that learns whom to trust among five models (HumanEval)",
@@ -282,18 +284,7 @@ PICK_DESCRIPTIONS: dict[str, Description] = {
             " afterwards, for each run alone, the best single run and the oracle. The 40 tasks"
             " held out when the rule was written (seed 41) come first."
         ),
-        rows=(
-            Row("held-out tasks", "held_out.tasks"),
-            Row(
-                "held out: learned pick", "held_out.learned", "best single", "held_out.best_single"
-            ),
-            Row("held out: oracle", "held_out.oracle"),
-            Row("all: learned pick", "all.learned", "best single", "all.best_single"),
-            Row("all: first pick (equal votes)", "all.first_pick", "random", "all.random"),
-            Row("all: oracle", "all.oracle"),
-            Row("re-pick share of the evaluation's wall time", "eval.repick_share"),
-            Row("replay requests during the re-pick", "replay_requests_during_repick"),
-        ),
+        rows=LEARNED_PICK_ROWS,
     ),
     "selection_mapcoder_mbpp": Description(
         title="Picking among three models' MBPP code by execution",

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 from benchmarks.results_rows import Description, Row
 
-# The picks every MapCoder selection run stores (benchmarks.pick.selection --mapcoder), for
-# HumanEval and MBPP alike.
-
 # learned_pick's table, the same for every task set it runs on.
 LEARNED_PICK_ROWS = (
     Row("held-out tasks", "held_out.tasks"),
@@ -21,6 +18,8 @@ LEARNED_PICK_ROWS = (
     Row("replay requests during the re-pick", "replay_requests_during_repick"),
 )
 
+# The picks every MapCoder selection run stores (benchmarks.pick.selection --mapcoder), for
+# HumanEval and MBPP alike.
 MAPCODER_PICK_ROWS = (
     Row(
         "solved, weighted_checks (the crew's rule)",

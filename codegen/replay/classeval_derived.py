@@ -3,8 +3,10 @@
 skeleton writes it (name, docstring, constructor, the attributes ``__init__`` sets, every
 method's signature and docstring, the third-party distributions its imports name, and the
 docstrings' ``>>>`` examples as sequences: the statements before a call, then the call and
-its expected value), a pytest module asserting those examples on a fresh instance each, a
-reviewer ``APPROVED`` and a README from the class docstring. Built from the skeleton alone
+its expected value), a pytest module asserting those examples on a fresh instance each and
+running each docstring's statements past its last literal example (a doctest reads a
+statement that shows no value as not raising; the value is not claimed), a reviewer
+``APPROVED`` and a README from the class docstring. Built from the skeleton alone
 (``classeval.ClassEvalTask`` holds no test and no solution); marked ``source: derived``.
 
 A docstring's example may use an instance made in an earlier method's docstring (ClassEval
@@ -370,11 +372,18 @@ def doc_examples(docstring: str) -> list[tuple[str, str]]:
     return found
 
 
-def class_examples(task: ClassEvalTask) -> list[ClassExample]:
-    """Every method docstring's ``>>>`` examples whose expected output is a literal, read on
-    the skeleton's class (see the module docstring), each with the statements before it in
-    that docstring (another docstring's statement in front for a name only it defines: the
-    last one before, else the first one after)."""
+@dataclass
+class ClassRun:
+    """A docstring's statements in order (``statements``, with any borrowed in front) that
+    no example of it runs to the end: as a doctest reads them, none of them raises."""
+
+    method: str
+    statements: list[str]
+
+
+def _walk(task: ClassEvalTask) -> tuple[list[ClassExample], list[ClassRun]]:
+    """Every method docstring's examples whose expected output is a literal, and each
+    docstring's statements as a run (see ``class_examples`` and ``class_runs``)."""
     skeleton = _skeleton(task)
     known = set(dir(builtins)) | {task.class_name}
     for line in task.import_statement:
@@ -392,8 +401,10 @@ def class_examples(task: ClassEvalTask) -> list[ClassExample]:
             if source is not None and _parses(source, "exec"):
                 made.update(dict.fromkeys(_assigned(source), source))
     found: list[ClassExample] = []
+    runs: list[ClassRun] = []
     for method, examples in written:
         setup: list[str] = []
+        asserted = False  # the last statement is an example's call
         for source, on_fresh, want in examples:
             if source is None or want.startswith("Traceback") or not _parses(source, "exec"):
                 continue  # an example that raises is no statement for the later ones
@@ -404,11 +415,31 @@ def class_examples(task: ClassEvalTask) -> list[ClassExample]:
                 break  # a name nothing defines: this docstring's later examples are unsure
             setup = [*borrowed, *setup]
             expected = _literal(want) if want else None
-            if expected is not None and _parses(source, "eval"):
+            asserted = expected is not None and _parses(source, "eval")
+            if asserted:
                 found.append(ClassExample(method, list(setup), source, expected))
             setup.append(source)
             made.update(dict.fromkeys(_assigned(source), source))
-    return found
+        if setup and not asserted and all(run.statements != setup for run in runs):
+            runs.append(ClassRun(method, setup))
+    return found, runs
+
+
+def class_examples(task: ClassEvalTask) -> list[ClassExample]:
+    """Every method docstring's ``>>>`` examples whose expected output is a literal, read on
+    the skeleton's class (see the module docstring), each with the statements before it in
+    that docstring (another docstring's statement in front for a name only it defines: the
+    last one before, else the first one after)."""
+    return _walk(task)[0]
+
+
+def class_runs(task: ClassEvalTask) -> list[ClassRun]:
+    """Each docstring's statements (read as ``class_examples`` reads them, up to where its
+    examples become unsure) when they go on past its last literal example: a doctest reads a
+    statement that shows no value as one that does not raise. The value is not claimed
+    (ClassEval's docstrings leave out values their methods return); statements that end in a
+    literal example are already run by it."""
+    return _walk(task)[1]
 
 
 def classeval_spec(task: ClassEvalTask) -> dict[str, object]:
@@ -467,8 +498,10 @@ def _attribute_name(class_name: str, name: str) -> str:
 
 
 def classeval_tests(task: ClassEvalTask) -> str:
-    """A pytest module: the class defines every method of the skeleton, and each docstring
-    example holds on a fresh instance (a float compared with ``pytest.approx``)."""
+    """A pytest module: the class defines every method of the skeleton, each docstring
+    example holds on a fresh instance (a float compared with ``pytest.approx``), and each
+    docstring's statements past its last literal example run without raising
+    (``class_runs``)."""
     skeleton = _skeleton(task)
     name = task.class_name
     methods = [_attribute_name(name, m.name) for m in skeleton.methods if m.name != "__init__"]
@@ -494,6 +527,13 @@ def classeval_tests(task: ClassEvalTask) -> str:
             f"def test_{example.method}_example_{number}():",
             *(_indented(s) for s in example.setup),
             _indented(f"assert {example.call} == {want or example.expected}"),
+            "",
+            "",
+        ]
+    for run in class_runs(task):
+        lines += [
+            f"def test_{run.method}_runs_as_documented():",
+            *(_indented(s) for s in run.statements),
             "",
             "",
         ]

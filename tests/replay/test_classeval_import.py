@@ -23,7 +23,12 @@ import pytest
 from codegen.agents.spec import Spec
 from codegen.orchestration.cli import main
 from codegen.replay.classeval import classeval_request, read_classeval_tasks
-from codegen.replay.classeval_derived import class_examples, classeval_tests, doc_examples
+from codegen.replay.classeval_derived import (
+    class_examples,
+    class_runs,
+    classeval_tests,
+    doc_examples,
+)
 from codegen.replay.importers import import_file
 from codegen.replay.recording import DERIVED, RECORDED, read_recording
 
@@ -332,6 +337,68 @@ def test_derived_tests_pass_a_right_class_and_fail_a_wrong_one(
     broken = COUNTER_SOLUTION.replace("self.count += step", "self.count += 2 * step")
     wrong = run_tests(tmp_path / "wrong", broken, tests)
     assert wrong.returncode == 1 and "3 failed" in wrong.stdout, wrong.stdout
+
+
+STORE_SKELETON = '''class Store:
+    def __init__(self, path):
+        self.path = path
+
+    def add(self, item):
+        """
+        >>> s = Store("items.txt")
+        >>> s.add({'name': 'pen'})
+        >>> s.add({'name': 'ink'})
+        """
+
+    def count(self):
+        """
+        >>> s = Store("items.txt")
+        >>> s.add({'name': 'pen'})
+        >>> s.count()
+        1
+        """
+'''
+STORE_SOLUTION = """class Store:
+    def __init__(self, path):
+        self.path = path
+        self.items = []
+
+    def add(self, item):
+        self.items.append((item.get("id"), item["name"]))
+
+    def count(self):
+        return len(self.items)
+"""
+
+
+def test_statements_that_show_no_value_run_without_raising(
+    tmp_path: Path,
+) -> None:
+    """A docstring that goes on past its last literal example is a run: a draft that raises
+    in it fails it, while the examples it passes still pass."""
+    path = tmp_path / "ClassEval_data.json.gz"
+    path.write_bytes(
+        gzip.compress(json.dumps([task("ClassEval_903", "Store", STORE_SKELETON, [])]).encode())
+    )
+    store = read_classeval_tasks(path)["ClassEval_903"]
+    # count's statements end in its example: nothing more to run.
+    assert [(r.method, r.statements) for r in class_runs(store)] == [
+        ("add", ['s = Store("items.txt")', "s.add({'name': 'pen'})", "s.add({'name': 'ink'})"])
+    ]
+    tests = classeval_tests(store)
+    (tmp_path / "right").mkdir()
+    (tmp_path / "wrong").mkdir()
+    right = run_tests(tmp_path / "right", STORE_SOLUTION, tests)
+    assert right.returncode == 0 and "3 passed" in right.stdout, right.stdout
+    # Creates its file exclusively on each add: any add after the first raises.
+    once = STORE_SOLUTION.replace(
+        '        self.items.append((item.get("id"), item["name"]))',
+        '        self.items.append((item.get("id"), item["name"]))\n'
+        '        open(self.path, "x").close()',
+    )
+    wrong = run_tests(tmp_path / "wrong", once, tests)
+    assert "FileExistsError" in wrong.stdout and "1 failed, 2 passed" in wrong.stdout, wrong.stdout
+    assert "test_add_runs_as_documented" in wrong.stdout
 
 
 @pytest.mark.parametrize(

@@ -27,10 +27,11 @@ from codegen.sandbox.backends import own_pid_namespace
 from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
 from codegen.sandbox.types import ExecResult, Limits
 
-MAX_STDOUT_BYTES = 1_000_000  # per run, as a plain judge's
+# A plain judge's cap per run; APPS scoring's batches use the same one.
+MAX_STDOUT_BYTES = 1_000_000
 PREFIX_CHARS = 120  # of each run's compared stdout, for a record
 MAX_TOKEN_CHARS = 4000  # a float comparison's tokens travel whole up to this length
-_RUN_SLACK_S = 1.0  # a run's own cost beyond its limit (fork, exec, interpreter start)
+RUN_SLACK_S = 1.0  # a run's own cost beyond its limit (fork, exec, interpreter start)
 _LINE_BYTES = PREFIX_CHARS * 6 + MAX_TOKEN_CHARS * 6 + 400  # one run's JSON, escaped
 
 
@@ -138,7 +139,7 @@ def observe_programs(
     if not programs:
         return []
     base = limits or Limits()
-    per_program = len(streams) * (time_limit_s + _RUN_SLACK_S)
+    per_program = len(streams) * (time_limit_s + RUN_SLACK_S)
     out: dict[int, list[RunSeen]] = {}
     todo = list(range(len(programs)))
     while todo:

@@ -23,6 +23,7 @@ from codegen.evaluation.scoring import MAX_BATCH, Category, SampleScore, _lost, 
 from codegen.json_types import JSONObject
 from codegen.sandbox.api import Sandbox
 from codegen.sandbox.backends import own_pid_namespace
+from codegen.sandbox.programs import MAX_STDOUT_BYTES, RUN_SLACK_S
 from codegen.sandbox.protocol import DRIVER_COMMAND, driver_files
 from codegen.sandbox.time_limit import load_1m
 from codegen.sandbox.types import ExecResult, Limits
@@ -31,9 +32,6 @@ from codegen.sandbox.types import ExecResult, Limits
 # every verdict's key: bump when the runner changes.
 SCORING_VERSION = "2"
 TIME_LIMIT_S = 4.0  # per input run, wall clock
-MAX_STDOUT_BYTES = 1_000_000  # per input run: past it the program is killed (wrong_answer)
-# The driver's own cost per input run (fork, exec, interpreter start) beyond the limit.
-_RUN_SLACK_S = 1.0
 
 
 def batch_files(
@@ -57,7 +55,7 @@ def batch_files(
 
 def _execution_limits(limits: Limits, programs: int, cases: int) -> Limits:
     return Limits(
-        timeout_s=programs * cases * (TIME_LIMIT_S + _RUN_SLACK_S) + 10.0,
+        timeout_s=programs * cases * (TIME_LIMIT_S + RUN_SLACK_S) + 10.0,
         memory_mb=limits.memory_mb,
         pids=limits.pids,
         cpus=limits.cpus,

@@ -6,20 +6,17 @@ are described in ``results_pick_descriptions``; the shapes of both in ``results_
 from __future__ import annotations
 
 from benchmarks.results_pick_descriptions import PICK_DESCRIPTIONS
-from benchmarks.results_rows import Description, Row
+from benchmarks.results_rows import MAPCODER_APPS_RUNS, Description, Row
 
 __all__ = ["DESCRIPTIONS", "Description", "Row"]
 
 # Keyed by the JSON file's stem. Key paths are dotted; a list value is printed whole.
-# MapCoder's six APPS runs (benchmarks.scoring.apps_plain), each its file's name's start.
-APPS_RUNS = ("ChatGPT-Direct", "ChatGPT-CoT", "ChatGPT-Analogical", "ChatGPT-SelfPlanning",
-             "ChatGPT-MapCoder-3-5", "GPT4-Turbo-Direct")  # fmt: skip
 
 
 def apps_rows() -> tuple[Row, ...]:
     """Per run: solved in the sandbox beside the plain run, and the file's own count."""
     rows: list[Row] = []
-    for label in APPS_RUNS:
+    for label in MAPCODER_APPS_RUNS:
         key = f"runs.{label}-APPS-Python3-0-1"
         solved = Row(f"{label}: solved", f"{key}.sandbox_solved", "plain", f"{key}.plain_solved")
         rows += [solved, Row(f"{label}: the file's own is_solved", f"{key}.file_is_solved")]
@@ -29,7 +26,7 @@ def apps_rows() -> tuple[Row, ...]:
 def apps_extraction_rows() -> tuple[Row, ...]:
     """Per run: replies whose extracted program is the harness's, of all the run's rows."""
     rows: list[Row] = []
-    for label in APPS_RUNS:
+    for label in MAPCODER_APPS_RUNS:
         key = f"runs.{label}-APPS-Python3-0-1"
         rows.append(Row(f"{label}: same program", f"{key}.matches", "rows", f"{key}.total"))
     return tuple(rows)

@@ -4,7 +4,7 @@ Key paths are dotted; a list value is printed whole."""
 
 from __future__ import annotations
 
-from benchmarks.results_rows import Description, Row
+from benchmarks.results_rows import MAPCODER_APPS_RUNS, Description, Row
 
 # learned_pick's table, the same for every task set it runs on.
 LEARNED_PICK_ROWS = (
@@ -48,15 +48,12 @@ GROUP_MEMBER_ROWS = (
     ),
 )
 
-# MapCoder's six APPS runs each alone through the crew (benchmarks.crew.apps_replay_crew).
-APPS_ALONE = ("ChatGPT-Direct", "ChatGPT-CoT", "ChatGPT-Analogical", "ChatGPT-SelfPlanning",
-              "ChatGPT-MapCoder-3-5", "GPT4-Turbo-Direct")  # fmt: skip
 
 
 def apps_alone_rows() -> tuple[Row, ...]:
     """Per run alone: the crew beside the run's own programs, and the tasks it lost."""
     rows: list[Row] = []
-    for label in APPS_ALONE:
+    for label in MAPCODER_APPS_RUNS:
         key = f"all.single_{label}"
         rows += [
             Row(f"{label} alone: the crew", f"{key}.crew", "its programs", f"{key}.plain"),

@@ -5,6 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# MapCoder's six APPS runs, each its file's name's start (benchmarks.scoring.apps_plain scores
+# them alone, benchmarks.crew.apps_replay_crew runs each through the crew).
+MAPCODER_APPS_RUNS = (
+    "ChatGPT-Direct",
+    "ChatGPT-CoT",
+    "ChatGPT-Analogical",
+    "ChatGPT-SelfPlanning",
+    "ChatGPT-MapCoder-3-5",
+    "GPT4-Turbo-Direct",
+)
+
 
 @dataclass(frozen=True)
 class Row:

@@ -49,7 +49,6 @@ GROUP_MEMBER_ROWS = (
 )
 
 
-
 def apps_alone_rows() -> tuple[Row, ...]:
     """Per run alone: the crew beside the run's own programs, and the tasks it lost."""
     rows: list[Row] = []

@@ -9,8 +9,6 @@ files in ../shared is used.
 
 from __future__ import annotations
 
-import io
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ from codegen.orchestration.cli import main
 from codegen.replay.apps_derived import sections
 from codegen.replay.importers import import_file
 from codegen.replay.recording import DERIVED, RECORDED, Entry, read_recording
-from codegen.replay.server import ReplayServer
+from tests.replay.test_mbpp_import import eval_by_replay, write_jsonl
 
 SUM_DESCRIPTION = (
     "Add two numbers.\n\nThe judge gives you two numbers; print their sum.\n\n"
@@ -58,11 +56,6 @@ def apps_row(
         "language": "Python3",
         "task_id": task,
     }
-
-
-def write_jsonl(path: Path, rows: list[Any]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 @pytest.fixture
@@ -211,15 +204,7 @@ def test_crew_replayed_on_apps_rows_runs_the_program_and_is_scored_on_hidden_inp
     fields = ("name", "id", "description", "difficulty", "sample_io", "test_list", "starter_code")
     tasks = write_jsonl(tmp_path / "apps.jsonl", [{k: r[k] for k in fields} for r in rows[:2]])
     source = write_jsonl(tmp_path / "run.jsonl", rows)
-    recording = tmp_path / "replay.jsonl"
-    args = ["replay", "import", "--format", "mapcoder", str(source), str(recording)]
-    assert main([*args, "--tasks", str(tasks)]) == 0
-    with ReplayServer(read_recording(recording), log=io.StringIO()) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-replay-test-not-a-real-key")
-        capsys.readouterr()
-        code = main(["eval", "apps", "--tasks", str(tasks), "--json"])
-        result = json.loads(capsys.readouterr().out)
+    code, result, srv = eval_by_replay(source, tasks, "apps", monkeypatch, capsys)
     assert code == 0, result
     # The fenced reply and the bare script both run as programs and solve the hidden input.
     # The stub's second visible example ("ab" -> True) fails the derived program.check: the

@@ -76,6 +76,27 @@ def write_jsonl(path: Path, rows: list[Any]) -> Path:
     return path
 
 
+def eval_by_replay(
+    source: Path,
+    tasks: Path,
+    benchmark: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[int, dict[str, Any], ReplayServer]:
+    """``codegen replay import --format mapcoder SOURCE --tasks TASKS``, then ``codegen eval
+    BENCHMARK --tasks TASKS --json`` against a replay server of that recording: the exit code,
+    the printed JSON, and the server (what it served, the requests it saw)."""
+    recording = source.with_name("replay.jsonl")
+    args = ["replay", "import", "--format", "mapcoder", str(source), str(recording)]
+    assert main([*args, "--tasks", str(tasks)]) == 0
+    with ReplayServer(read_recording(recording), log=io.StringIO()) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-replay-test-not-a-real-key")
+        capsys.readouterr()
+        code = main(["eval", benchmark, "--tasks", str(tasks), "--json"])
+        return code, json.loads(capsys.readouterr().out), srv
+
+
 @pytest.fixture
 def rows() -> list[Any]:
     return [
@@ -199,15 +220,7 @@ def test_crew_replayed_on_mbpp_rows_is_scored_against_the_rows_own_tests(
             for r in rows
         ],
     )
-    recording = tmp_path / "replay.jsonl"
-    args = ["replay", "import", "--format", "mapcoder", str(source), str(recording)]
-    assert main([*args, "--tasks", str(tasks)]) == 0
-    with ReplayServer(read_recording(recording), log=io.StringIO()) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-replay-test-not-a-real-key")
-        capsys.readouterr()
-        code = main(["eval", "mbpp", "--tasks", str(tasks), "--json"])
-        result = json.loads(capsys.readouterr().out)
+    code, result, srv = eval_by_replay(source, tasks, "mbpp", monkeypatch, capsys)
     assert code == 0, result
     assert result["solved_tasks"] == 2 and result["crew_statuses"] == {"passed": 2}
     assert all(r["status"] == 200 for r in srv.served), srv.served
